@@ -1,0 +1,79 @@
+"""One base error, positioned diagnostics, and the exit-code map (SPEC §16).
+
+This module imports nothing from the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of SPEC §16."""
+
+    PASS = 0
+    BLOCKED = 1
+    INVALID = 2
+    PENDING = 3
+    INTERNAL = 4  # never 0; SPEC only demands "never exits 0" for internal errors
+    INTERRUPTED = 130
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One problem in one file, at `line:col` (both 1-based)."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+    severity: str = "error"  # "error" (exit 2) or "warning" (reported, run goes on)
+
+    def __str__(self) -> str:
+        tag = "" if self.severity == "error" else f"{self.severity}: "
+        return f"{self.path}:{self.line}:{self.col}: {tag}{self.message}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "severity": self.severity,
+            "message": self.message,
+        }
+
+
+class SelfcorrectError(Exception):
+    """Base of every expected failure. The CLI maps it to `exit_code` and a clean message."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class InputError(SelfcorrectError):
+    """Invalid input, policy or usage: exit 2, nothing written."""
+
+    exit_code = ExitCode.INVALID
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str) -> None:
+        if isinstance(diagnostics, str):
+            self.diagnostics: list[Diagnostic] = []
+            text = diagnostics
+        else:
+            if isinstance(diagnostics, Diagnostic):
+                diagnostics = [diagnostics]
+            self.diagnostics = sorted(diagnostics)
+            text = "\n".join(str(d) for d in self.diagnostics)
+        super().__init__(text)
+
+
+class WriteConflict(SelfcorrectError):
+    """A file kept changing under us while we tried to write it; nothing was written."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+class ResourceMissing(SelfcorrectError):
+    """A shipped schema or template is missing: the installation is broken."""
+
+    exit_code = ExitCode.INTERNAL

@@ -1,0 +1,182 @@
+"""All workflow-file reads and the one write of a human-edited file (SPEC §2, §17).
+
+Two kinds of file, two rules (SPEC §2):
+- decision documents are strict: any parse, guard or schema problem is an InputError listing
+  every positioned violation, and the run stops before anything is written;
+- hook logs (tool_failures.yaml, waypoints) are tolerant: an unreadable entry or waypoint is a
+  warning and the rest is kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yaml.nodes import Node
+
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import atomic, failed_items, hook_dialect, schemas, yaml_nodes
+from selfcorrect.io.failure_log import RawFailure, iter_failures
+
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (§17)
+
+
+@dataclass
+class Document:
+    """A loaded, guarded, schema-valid document and the node tree that positions its values."""
+
+    path: Path
+    display: str
+    data: Any
+    root: Node | None = field(repr=False, default=None)
+
+    def position(self, path: Sequence[str | int]) -> tuple[int, int]:
+        if self.root is None:
+            return 1, 1
+        mark = yaml_nodes.node_at(self.root, path)[0].start_mark
+        return mark.line + 1, mark.column + 1
+
+
+def display_path(path: Path) -> str:
+    """How a path is shown in messages: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
+    except ValueError:
+        return str(path)
+
+
+def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
+    """The file's bytes, refusing anything over `max_bytes` before reading it."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(
+                Diagnostic(
+                    display,
+                    1,
+                    1,
+                    f"file is {size:,} bytes, over limits.max_bytes ({max_bytes:,}); refusing to "
+                    "read it (raise limits.max_bytes in selfcorrect.yaml if it is genuine)",
+                )
+            )
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(
+            Diagnostic(
+                display,
+                1,
+                1,
+                f"cannot read file: {exc.strerror}; check that it exists and is readable",
+            )
+        ) from None
+
+
+def load_decision(
+    path: Path, stem: str, *, max_bytes: int = DEFAULT_MAX_BYTES, allow_empty: bool = False
+) -> Document:
+    """A strict document: parse, guard (aliases, duplicates) and schema-check, or InputError."""
+    display = display_path(path)
+    text = yaml_nodes.decode(read_limited(path, display, max_bytes), display)
+    data, root = yaml_nodes.load_text(text, display)
+    if root is None:
+        if allow_empty:
+            return Document(path, display, {}, None)
+        raise InputError(
+            Diagnostic(
+                display,
+                1,
+                1,
+                "file is empty (no YAML document); write the document or delete the file",
+            )
+        )
+    problems = schemas.validate(data, root, stem, display)
+    if problems:
+        raise InputError(problems)
+    return Document(path, display, data, root)
+
+
+def read_failure_log(
+    path: Path, warnings: list[Diagnostic], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[RawFailure]:
+    """Stream the readable entries of tool_failures.yaml; unreadable ones become warnings."""
+    display = display_path(path)
+    raw = read_limited(path, display, max_bytes)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # One bad byte must not blind the tool: read on, and say where it was.
+        line = raw.count(b"\n", 0, exc.start) + 1
+        warnings.append(
+            Diagnostic(
+                display,
+                line,
+                1,
+                f"byte 0x{raw[exc.start : exc.start + 1].hex()} is not UTF-8; read as U+FFFD",
+                "warning",
+            )
+        )
+        text = raw.decode("utf-8", "replace")
+    return iter_failures(text.removeprefix("\ufeff"), display, warnings)
+
+
+def load_waypoint(
+    path: Path, warnings: list[Diagnostic], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Document | None:
+    """A waypoint (a hook log): the hook's raw quoting is honoured; problems become warnings."""
+    display = display_path(path)
+    try:
+        text = yaml_nodes.decode(read_limited(path, display, max_bytes), display)
+        raws: list[str] = []
+        if hook_dialect.is_dialect(text, hook_dialect.WAYPOINT_HEADER):
+            text, raws = hook_dialect.protect_raw_values(text)
+        data, root = yaml_nodes.load_text(text, display)
+    except InputError as exc:
+        warnings.extend(_warn(exc.diagnostics, "waypoint skipped"))
+        return None
+    if root is None:
+        warnings.append(Diagnostic(display, 1, 1, "waypoint is empty (skipped)", "warning"))
+        return None
+    data = hook_dialect.restore_raw_values(data, raws)
+    problems = schemas.validate(data, root, "waypoint", display, severity="warning")
+    if problems:
+        warnings.extend(_warn(problems, "waypoint skipped"))
+        return None
+    return Document(path, display, data, root)
+
+
+def _warn(problems: list[Diagnostic], note: str) -> list[Diagnostic]:
+    return [Diagnostic(p.path, p.line, p.col, f"{p.message} ({note})", "warning") for p in problems]
+
+
+def waypoint_paths(folder: Path) -> list[Path]:
+    """Waypoints live in DIR/waypoints/ and, in the cAgents layout, DIR/../waypoints/ (§2.4)."""
+    found: list[Path] = []
+    for place in (folder / "waypoints", folder.parent / "waypoints"):
+        if place.is_dir():
+            found.extend(
+                sorted(p for p in place.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+            )
+    return found
+
+
+def update_failed_items(
+    path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> bool:
+    """Merge `entries` into coordination_log.yaml#failed_items; every other byte is kept.
+
+    Atomic and compare-and-swap (io/atomic.py). The merge is redone on the bytes on disk at
+    the moment of writing, so a human edit that landed meanwhile is kept. Returns True if the
+    file changed.
+    """
+    display = display_path(path)
+
+    def transform(current: bytes | None) -> bytes | None:
+        if current is not None and len(current) > max_bytes:
+            read_limited(path, display, max_bytes)  # raises the positioned refusal
+        text = yaml_nodes.decode(current or b"", display)
+        return failed_items.splice_failed_items(text, entries, display).encode("utf-8")
+
+    return atomic.update_file(path, transform)

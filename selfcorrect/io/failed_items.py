@@ -1,0 +1,170 @@
+"""Rewrite the one key selfcorrect owns, `failed_items`, and not a byte of anything else.
+
+The rest of coordination_log.yaml belongs to humans and agents. Rather than round-trip the whole
+file (ruamel would re-flow it), we find the `failed_items:` block with libyaml's marks, round-trip
+only that block with ruamel (so comments inside entries survive and entries update in place), and
+splice it back between the untouched bytes before and after it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+from yaml.nodes import MappingNode, ScalarNode
+from yaml.resolver import Resolver
+
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import yaml_nodes
+
+KEY = "failed_items"
+IDENTITY = "task_id"
+_QUOTED = {"error_summary", "escalation_context"}
+
+
+def _block_bounds(text: str, display: str) -> tuple[int, int] | None:
+    """Line span [start, end) of the failed_items block, or None when the key is absent."""
+    root = yaml_nodes.compose(text, display)
+    if root is None:
+        return None
+    if not isinstance(root, MappingNode) or root.flow_style:
+        raise InputError(
+            Diagnostic(
+                display,
+                1,
+                1,
+                "coordination_log.yaml must be a block mapping (key: value lines) so selfcorrect "
+                "can update failed_items without touching the rest",
+            )
+        )
+    keys = [k for k, _ in root.value if isinstance(k, ScalarNode)]
+    for position, key in enumerate(keys):
+        if key.value != KEY:
+            continue
+        lines = text.splitlines(keepends=True)
+        start = key.start_mark.line
+        end = keys[position + 1].start_mark.line if position + 1 < len(keys) else len(lines)
+        # Blank lines and column-0 comments just above the next key belong to that key.
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+            end -= 1
+        return start, end
+    return None
+
+
+def _represent_float(representer: Any, value: float) -> Any:
+    """Floats as YAML 1.1 spells them: ruamel's `5e-324` would read back as a string."""
+    if value != value:
+        text = ".nan"
+    elif value in (float("inf"), float("-inf")):
+        text = ".inf" if value > 0 else "-.inf"
+    else:
+        text = repr(value).lower()
+        if "." not in text and "e" in text:
+            text = text.replace("e", ".0e", 1)
+    return representer.represent_scalar("tag:yaml.org,2002:float", text)
+
+
+def _yaml(offset: int) -> YAML:
+    rt = YAML(typ="rt")
+    rt.representer.add_representer(float, _represent_float)
+    rt.preserve_quotes = True
+    rt.width = 4096  # never fold an agent's long error text
+    rt.indent(mapping=2, sequence=offset + 2, offset=offset)
+    return rt
+
+
+_PLAIN_SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-/]*")
+_YAML11 = Resolver()
+
+
+def _scalar(value: Any) -> Any:
+    """Strings stay plain only when every YAML 1.1 reader sees the same string.
+
+    ruamel writes YAML 1.2, where `yes` or `0x1F` are plain strings; libyaml (and every 1.1
+    reader) would turn them into a bool or a number, and raw NEL/LS characters into line breaks.
+    Anything but a simple word is double-quoted, with escapes.
+    """
+    if not isinstance(value, str):
+        return value
+    plain = (
+        _PLAIN_SAFE.fullmatch(value)
+        and _YAML11.resolve(ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+    )
+    return value if plain else DoubleQuotedScalarString(value)
+
+
+def _styled(key: str, value: Any) -> Any:
+    """The seed's shape (§9.6): quoted summaries, flow lists of actions."""
+    if isinstance(value, str) and key in _QUOTED:
+        return DoubleQuotedScalarString(value)
+    if isinstance(value, list | tuple):
+        seq = CommentedSeq(
+            DoubleQuotedScalarString(v) if isinstance(v, str) else _scalar(v) for v in value
+        )
+        seq.fa.set_flow_style()
+        return seq
+    return _scalar(value)
+
+
+def _same(current: Any, value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return isinstance(current, list) and list(current) == list(value)
+    # 1 == True in Python; a bool and a number are never the same value here.
+    return current == value and isinstance(current, bool) == isinstance(value, bool)
+
+
+def _merge(items: CommentedSeq, entries: Sequence[Mapping[str, Any]]) -> bool:
+    """Update entries with the same task_id in place, append the rest; True if anything changed."""
+    by_id = {item.get(IDENTITY): item for item in items if isinstance(item, CommentedMap)}
+    changed = False
+    for entry in entries:
+        item = by_id.get(entry[IDENTITY])
+        if item is None:
+            item = by_id[entry[IDENTITY]] = CommentedMap()
+            items.append(item)
+        for key, value in entry.items():
+            if key not in item or not _same(item[key], value):
+                item[key] = _styled(key, value)
+                changed = True
+    return changed
+
+
+def _item_offset(block: str) -> int:
+    for line in block.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped.startswith("-"):
+            return len(line) - len(stripped)
+    return 2
+
+
+def splice_failed_items(text: str, entries: Sequence[Mapping[str, Any]], display: str) -> str:
+    """`text` with `entries` merged into its failed_items block (unchanged text if no change)."""
+    if not entries:
+        return text
+    bounds = _block_bounds(text, display)
+    lines = text.splitlines(keepends=True)
+    if bounds is None:
+        start = end = len(lines)
+        block = f"{KEY}:\n"
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+    else:
+        start, end = bounds
+        block = "".join(lines[start:end])
+    offset = _item_offset(block)
+    rt = _yaml(offset)
+    document = rt.load(block)
+    items = document.get(KEY)
+    if not isinstance(items, CommentedSeq):
+        items = CommentedSeq()
+        document[KEY] = items
+    if not _merge(items, entries):
+        return text
+    out = io.StringIO()
+    rt.dump(document, out)
+    return "".join(lines[:start]) + out.getvalue() + "".join(lines[end:])

@@ -1,0 +1,320 @@
+"""Streaming reader for tool_failures.yaml, the append-only hook log (SPEC §2.1, §18).
+
+The log can hold 100,000 entries, so it is never built as one document. The canonical form is
+cut into one chunk per top-level list item and each chunk is parsed alone by libyaml; the hook's
+dialect is read line by line by its template, with no YAML parser at all. Either way only the
+current entry is alive, and an entry that cannot be read is a warning with its position while
+the others flow on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import schemas, yaml_nodes
+from selfcorrect.io.hook_dialect import FAILURE_HEADER
+
+_FAILURES_KEY = re.compile(r"^failures:[ \t]*(#.*)?\r?$")
+_TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
+_MAX_CONTINUATION = 50  # lines one raw quoted value may span (a path with newlines)
+
+
+@dataclass(frozen=True, slots=True)
+class RawFailure:
+    """One readable, schema-valid entry, where it stands in the file."""
+
+    index: int  # position in the failures list (the default id, §2.1)
+    line: int
+    data: dict[str, Any]
+
+
+def iter_failures(text: str, display: str, warnings: list[Diagnostic]) -> Iterator[RawFailure]:
+    """Every readable entry of a failure log, in log order; problems go to `warnings`."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if _FAILURES_KEY.match(line)), None)
+    if start is None:
+        yield from _whole_document(text, display, warnings)
+    elif text.startswith(FAILURE_HEADER):
+        yield from _dialect(lines, start + 1, display, warnings)
+    else:
+        yield from _canonical(lines, start + 1, display, warnings)
+
+
+# --- canonical form: one libyaml parse per list item ------------------------------------------
+
+
+def _item_spans(lines: list[str], first: int) -> Iterator[tuple[int, int]]:
+    """[start, end) line spans of the top-level list items after the `failures:` line."""
+    indent = -1
+    start: int | None = None
+    end = len(lines)
+    for number in range(first, len(lines)):
+        line = lines[number]
+        stripped = line.lstrip(" ")
+        if not stripped.strip() or stripped.startswith("#"):
+            continue
+        depth = len(line) - len(stripped)
+        if indent < 0:
+            if not stripped.startswith("-"):
+                return  # not a block list (flow style or a nested mapping)
+            indent = depth
+        if depth == indent and stripped.startswith("-"):
+            if start is not None:
+                yield start, number
+            start = number
+        elif depth < indent or (depth == 0 and _TOP_KEY.match(line)):
+            end = number  # the next top-level key ends the list
+            break
+    if start is not None:
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        yield start, end
+
+
+def _canonical(
+    lines: list[str], first: int, display: str, warnings: list[Diagnostic]
+) -> Iterator[RawFailure]:
+    spans = list(_item_spans(lines, first))
+    if not spans and any(
+        line.strip() and not line.lstrip().startswith("#") for line in lines[first:]
+    ):
+        yield from _whole_document("\n".join(lines), display, warnings)
+        return
+    for index, (start, end) in enumerate(spans):
+        chunk = "\n".join(lines[start:end])
+        entry = _parse_chunk(chunk, index, start, display, warnings)
+        if entry is not None:
+            yield entry
+
+
+def _parse_chunk(
+    chunk: str, index: int, offset: int, display: str, warnings: list[Diagnostic]
+) -> RawFailure | None:
+    try:
+        data, root = yaml_nodes.load_text(chunk, display, offset)
+    except InputError as exc:
+        warnings.extend(_as_warnings(exc.diagnostics, f"entry failures[{index}] skipped"))
+        return None
+    entry = data[0] if isinstance(data, list) and len(data) == 1 else data
+    if not entry_is_valid(entry):
+        problems = schemas.validate(
+            entry,
+            root,
+            "tool_failures",
+            display,
+            fragment="/$defs/failure",
+            base=("failures", index),
+            node_path=(0,),
+            line_offset=offset,
+            severity="warning",
+        )
+        if problems:
+            warnings.extend(_as_warnings(problems, "entry skipped"))
+            return None
+    return RawFailure(index, offset + 1, entry)
+
+
+def _as_warnings(problems: list[Diagnostic], note: str) -> list[Diagnostic]:
+    return [Diagnostic(p.path, p.line, p.col, f"{p.message} ({note})", "warning") for p in problems]
+
+
+def _whole_document(text: str, display: str, warnings: list[Diagnostic]) -> Iterator[RawFailure]:
+    """Fallback for logs not shaped as a block list (flow style, odd layouts): parse it all."""
+    try:
+        data, root = yaml_nodes.load_text(text, display)
+    except InputError as exc:
+        warnings.extend(_as_warnings(exc.diagnostics, "log unreadable"))
+        return
+    if data is None:
+        return
+    problems = schemas.validate(data, root, "tool_failures", display, severity="warning")
+    bad = {p.message.split(":")[0] for p in problems}
+    warnings.extend(problems)
+    items = data.get("failures") if isinstance(data, dict) else None
+    for index, entry in enumerate(items if isinstance(items, list) else []):
+        if not any(b == f"failures[{index}]" or b.startswith(f"failures[{index}].") for b in bad):
+            node = yaml_nodes.node_at(root, ("failures", index))[0] if root is not None else None
+            yield RawFailure(index, node.start_mark.line + 1 if node else 1, entry)
+
+
+# --- the hook's dialect: read by its template, no YAML parser ----------------------------------
+
+# A raw value never runs into a blank line, a new entry or another field of the template.
+_FIELD_STARTS = (
+    "- ",
+    '  error: "',
+    '  timestamp: "',
+    '  agent_id: "',
+    "  recoverable: ",
+    '  file_path: "',
+)
+
+
+def _ends_value(line: str) -> bool:
+    return not line.strip() or line.startswith(_FIELD_STARTS)
+
+
+_SCALARS = {"true": True, "false": False, "null": None, "~": None, "": None}
+
+
+def _dialect(
+    lines: list[str], first: int, display: str, warnings: list[Diagnostic]
+) -> Iterator[RawFailure]:
+    index = 0
+    number = first
+    total = len(lines)
+    while number < total:
+        line = lines[number]
+        if not line.startswith("- "):
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#"):
+                warnings.append(
+                    Diagnostic(
+                        display,
+                        number + 1,
+                        1,
+                        "line outside any failure entry ignored; entries start with '- tool:'",
+                        "warning",
+                    )
+                )
+            number += 1
+            continue
+        start = number
+        entry, number, readable = _dialect_entry(lines, number)
+        if not readable:  # not the hook's template: let YAML try, it may be a canonical entry
+            end = number
+            while end > start + 1 and not lines[end - 1].strip():
+                end -= 1
+            parsed = _parse_chunk("\n".join(lines[start:end]), index, start, display, warnings)
+        elif entry_is_valid(entry):
+            parsed = RawFailure(index, start + 1, entry)
+        else:
+            missing = [k for k in ("tool", "error", "timestamp") if k not in entry]
+            what = (
+                f"required key '{missing[0]}' is missing"
+                if missing
+                else "a value has the wrong type"
+            )
+            warnings.append(
+                Diagnostic(
+                    display, start + 1, 1, f"failures[{index}]: {what} (entry skipped)", "warning"
+                )
+            )
+            parsed = None
+        if parsed is not None:
+            yield parsed
+        index += 1
+
+
+def _dialect_entry(lines: list[str], number: int) -> tuple[dict[str, Any], int, bool]:
+    """Read one templated entry starting at `number`; returns (entry, next line, readable)."""
+    entry: dict[str, Any] = {}
+    readable = True
+    total = len(lines)
+    first = True
+    while number < total:
+        line = lines[number]
+        if first or (line.startswith("  ") and not line.startswith("   ")):
+            body = line[2:]
+        elif line.startswith("- ") or not line.strip() or line.startswith("#"):
+            break
+        else:
+            readable = False
+            number += 1
+            continue
+        first = False
+        key, sep, rest = body.partition(": ")
+        if not sep and body.endswith(":"):
+            key, rest = body[:-1], ""
+        elif not sep or not key.isidentifier() or key in entry:
+            readable = False
+            number += 1
+            continue
+        number += 1
+        if rest.startswith('"'):
+            closed = rest.rstrip(" \t\r")
+            parts = [rest[1:]]
+            # A value's closing quote is the last character of its last line.
+            while (
+                not (len(closed) > 1 and closed.endswith('"'))
+                and len(parts) < _MAX_CONTINUATION
+                and number < total
+                and not _ends_value(lines[number])
+            ):
+                closed = lines[number].rstrip(" \t\r")
+                parts.append(lines[number])
+                number += 1
+            if not (closed.endswith('"') and (len(parts) > 1 or len(closed) > 1)):
+                readable = False
+                continue
+            raw = "\n".join(parts)
+            entry[key] = raw[: raw.rstrip(" \t\r").rfind('"')]
+        elif rest.strip() in _SCALARS:
+            entry[key] = _SCALARS[rest.strip()]
+        else:
+            readable = False
+    return entry, number, readable
+
+
+# --- the entry schema as a predicate -----------------------------------------------------------
+# jsonschema costs ~100 µs an entry; this check costs ~2 µs. It must accept exactly what
+# schemas/tool_failures.schema.json#/$defs/failure accepts (a hypothesis test holds them
+# together); only entries it rejects go through jsonschema, for the positioned message.
+
+_STRINGS = ("approach", "input_digest", "failure_type", "agent_id")
+
+
+@cache
+def _enum_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The entry schema's own enum regexes, searched the way jsonschema searches them."""
+    properties = schemas.schema("tool_failures")["$defs"]["failure"]["properties"]
+    return tuple(
+        (key, re.compile(properties[key]["pattern"])) for key in ("outcome", "effect_state")
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return (type(value) is int) or (type(value) is float and value.is_integer())
+
+
+def entry_is_valid(entry: Any) -> bool:
+    if type(entry) is not dict:
+        return False
+    get = entry.get
+    tool = get("tool")
+    if (
+        type(tool) is not str
+        or not tool
+        or type(get("error")) is not str
+        or type(get("timestamp")) is not str
+    ):
+        return False
+    for key in _STRINGS:
+        if key in entry and type(entry[key]) is not str:
+            return False
+    for key in ("recoverable", "read_only"):
+        if key in entry and type(entry[key]) is not bool:
+            return False
+    for key in ("id", "task_id", "code"):
+        if key in entry and type(entry[key]) is not str and not _is_int(entry[key]):
+            return False
+    if (
+        "file_path" in entry
+        and entry["file_path"] is not None
+        and type(entry["file_path"]) is not str
+    ):
+        return False
+    for key, pattern in _enum_patterns():
+        if key in entry and (type(entry[key]) is not str or not pattern.search(entry[key])):
+            return False
+    if "context_usage" in entry:
+        usage = entry["context_usage"]
+        # Written as jsonschema compares, so NaN passes both.
+        if type(usage) not in (int, float) or usage < 0 or usage > 1:
+            return False
+    return True

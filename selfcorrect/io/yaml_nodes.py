@@ -1,0 +1,216 @@
+"""libyaml parsing with positions: decode, compose, guard, construct.
+
+Every YAML read goes through here. The C composer (PyYAML's CSafeLoader over libyaml) builds a
+node tree once; we walk it to refuse aliases and report duplicate keys with both positions, then
+construct plain Python data from the same tree. The tree also answers "where is this value?" for
+schema errors, so no second parse is needed to position a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from selfcorrect.errors import Diagnostic, InputError
+
+if not getattr(yaml, "__with_libyaml__", False):  # pragma: no cover - depends on the wheel
+    raise ImportError("selfcorrect needs PyYAML built with libyaml (pip install --force PyYAML)")
+
+_BOM = "\ufeff"
+
+
+class FastLoader(yaml.CSafeLoader):
+    """libyaml-backed safe loader: timestamps stay strings, mapping keys are their source text."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[str, Any]:
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    "a mapping key must be a plain value, not a list or mapping",
+                    key_node.start_mark,
+                )
+            mapping[key_node.value] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+
+FastLoader.add_constructor("tag:yaml.org,2002:timestamp", FastLoader.construct_yaml_str)
+
+
+def line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of character `index` in `text`."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def decode(data: bytes, display: str) -> str:
+    """Strict UTF-8 (a BOM is dropped). A bad byte is an input error at its position."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        prefix = data[: exc.start]
+        line = prefix.count(b"\n") + 1
+        col = len(prefix[prefix.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        bad = data[exc.start : exc.start + 1].hex()
+        raise InputError(
+            Diagnostic(display, line, col, f"byte 0x{bad} is not UTF-8; save the file as UTF-8")
+        ) from None
+    return text[1:] if text.startswith(_BOM) else text
+
+
+def _yaml_error(exc: yaml.YAMLError, text: str, display: str, line_offset: int) -> Diagnostic:
+    """Turn any PyYAML error into a positioned diagnostic that says what to do."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        line, col = mark.line + 1, mark.column + 1
+    elif isinstance(exc, yaml.reader.ReaderError):
+        line, col = line_col(text, exc.position)
+    else:
+        line, col = 1, 1
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    where = getattr(exc, "context_mark", None)
+    if context and where is not None and getattr(exc, "problem_mark", None) is not None:
+        context += f" that starts at line {where.line + 1 + line_offset}, column {where.column + 1}"
+    what = f"{problem} ({context})" if context else problem
+    if isinstance(exc, yaml.reader.ReaderError):
+        char = exc.character
+        code = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        what = f"unacceptable character {code}: {exc.reason}"
+    return Diagnostic(display, line + line_offset, col, f"invalid YAML: {what}; fix the file here")
+
+
+def compose(text: str, display: str, line_offset: int = 0) -> Node | None:
+    """Parse one YAML document into a node tree (None when the text holds no document)."""
+    loader = FastLoader(text)
+    try:
+        return loader.get_single_node()
+    except yaml.YAMLError as exc:
+        raise InputError(_yaml_error(exc, text, display, line_offset)) from None
+    finally:
+        loader.dispose()
+
+
+def construct(node: Node, text: str, display: str, line_offset: int = 0) -> Any:
+    """Plain Python data from a guarded node tree."""
+    loader = FastLoader("")
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise InputError(_yaml_error(exc, text, display, line_offset)) from None
+    finally:
+        loader.dispose()
+
+
+def _at(display: str, node: Node, offset: int, message: str) -> Diagnostic:
+    return Diagnostic(
+        display, node.start_mark.line + 1 + offset, node.start_mark.column + 1, message
+    )
+
+
+def guard(root: Node, text: str, display: str, line_offset: int = 0) -> list[Diagnostic]:
+    """Refuse aliases and report duplicate keys, before anything walks the data.
+
+    libyaml shares the node of an anchor with each of its aliases, so a node met twice is an
+    alias. The walk never descends into a node twice, so an alias bomb costs nothing.
+    """
+    problems: list[Diagnostic] = []
+    seen: set[int] = set()
+    stack: list[Node] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            problems.append(_alias_diagnostic(text, display, line_offset))
+            break
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            first: dict[str, Node] = {}
+            for key, value in node.value:
+                if isinstance(key, ScalarNode) and key.value != "<<":
+                    if key.value in first:
+                        before = first[key.value].start_mark
+                        problems.append(
+                            _at(
+                                display,
+                                key,
+                                line_offset,
+                                f"duplicate key {key.value!r} (first at line "
+                                f"{before.line + 1 + line_offset}, column {before.column + 1}); "
+                                "keep one of them",
+                            )
+                        )
+                    else:
+                        first[key.value] = key
+                stack.append(value)
+                stack.append(key)
+        elif isinstance(node, SequenceNode):
+            stack.extend(reversed(node.value))
+    return problems
+
+
+def _alias_diagnostic(text: str, display: str, line_offset: int) -> Diagnostic:
+    """Find the first alias event for an exact position (only runs on the error path)."""
+    line, col = 1, 1
+    try:
+        for event in yaml.parse(text, Loader=FastLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line, col = event.start_mark.line + 1, event.start_mark.column + 1
+                break
+    except yaml.YAMLError:  # the text composed, so this cannot happen; keep the fallback mark
+        pass
+    return Diagnostic(
+        display,
+        line + line_offset,
+        col,
+        "YAML aliases (*name) are not accepted in workflow files; write the value out in full",
+    )
+
+
+def node_at(root: Node, path: Sequence[str | int]) -> tuple[Node, Node | None]:
+    """The node at a JSON path and the key node that names it (None for list items/root).
+
+    Follows the path as far as it exists; with duplicate keys the last one wins, as in the data.
+    """
+    node, key_node = root, None
+    for part in path:
+        if isinstance(node, MappingNode):
+            match = [(k, v) for k, v in node.value if isinstance(k, ScalarNode) and k.value == part]
+            if not match:
+                break
+            key_node, node = match[-1]
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node, key_node = node.value[part], None
+        else:
+            break
+    return node, key_node
+
+
+def load_text(text: str, display: str, line_offset: int = 0) -> tuple[Any, Node | None]:
+    """compose → guard → construct, raising one InputError with every guard problem."""
+    root = compose(text, display, line_offset)
+    if root is None:
+        return None, None
+    problems = guard(root, text, display, line_offset)
+    if problems:
+        raise InputError(problems)
+    return construct(root, text, display, line_offset), root
+
+
+def iter_scalars(node: Node) -> Iterator[ScalarNode]:
+    """Every scalar below `node` (used to scan values cheaply, e.g. for control characters)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ScalarNode):
+            yield current
+        elif isinstance(current, MappingNode):
+            for key, value in current.value:
+                stack.extend((value, key))
+        elif isinstance(current, SequenceNode):
+            stack.extend(reversed(current.value))
