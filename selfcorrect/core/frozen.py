@@ -1,0 +1,65 @@
+"""Hashable, immutable stand-ins for the mappings and lists a YAML loader returns.
+
+Records keep unknown keys (SPEC §2: "unknown extra keys are allowed and preserved"). To keep the
+records frozen *and* hashable, those values are deep-frozen: mappings become `FrozenMap`, lists
+become tuples. `thaw` turns them back into plain dicts and lists for writing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenMap(Mapping[str, Any]):
+    """An immutable mapping kept as (key, value) pairs sorted by key; build it with `freeze`."""
+
+    pairs: tuple[tuple[str, Any], ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        for name, value in self.pairs:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.pairs)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+
+EMPTY = FrozenMap()
+
+
+def freeze(value: Any) -> Any:
+    """Deep-freeze a loaded YAML value: mappings → FrozenMap, lists → tuples, scalars kept."""
+    if isinstance(value, FrozenMap):
+        return value
+    if isinstance(value, Mapping):
+        # Keys become strings so sorting never compares an int with a str.
+        pairs = ((str(key), freeze(item)) for key, item in value.items())
+        return FrozenMap(tuple(sorted(pairs, key=lambda pair: pair[0])))
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
+    if isinstance(value, set | frozenset):
+        return tuple(sorted((freeze(item) for item in value), key=repr))
+    return value
+
+
+def freeze_map(value: Mapping[Any, Any]) -> FrozenMap:
+    """`freeze` for a mapping, typed as a FrozenMap."""
+    frozen = freeze(value)
+    assert isinstance(frozen, FrozenMap)
+    return frozen
+
+
+def thaw(value: Any) -> Any:
+    """The inverse of `freeze`: FrozenMap → dict, tuple → list, scalars as they are."""
+    if isinstance(value, FrozenMap):
+        return {key: thaw(item) for key, item in value.pairs}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value

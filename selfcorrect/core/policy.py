@@ -1,0 +1,212 @@
+"""The policy: defaults merged with the user's overrides, rule versions, semantic checks (SPEC §3).
+
+Pure: the caller loads `templates/selfcorrect.yaml` (the defaults) and the user's
+`selfcorrect.yaml`, schema-checks the latter, and hands both here as plain mappings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from selfcorrect.errors import Diagnostic, InputError
+
+MODES = ("active", "shadow")
+STAGES = ("shadow", "canary", "active", "retired")
+# Rollout controls, not the rule itself: promoting a rule keeps its version (and its stats).
+UNHASHED_KEYS = frozenset({"version", "stage", "scope"})
+_MISSING: Any = object()
+
+
+def merge(defaults: Mapping[str, Any], user: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Deep-merge `user` over `defaults`: mappings merge key by key, lists and scalars replace.
+
+    Returns new plain dicts and lists; neither input is mutated.
+    """
+    result: dict[str, Any] = thaw(defaults)
+    for key, value in (user or {}).items():
+        base = result.get(key)
+        if isinstance(base, Mapping) and isinstance(value, Mapping):
+            result[key] = merge(base, value)
+        else:
+            result[key] = thaw(value)
+    return result
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable deep copy: mappings become dicts, sequences (not strings) lists."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(item) for item in value]
+    return value
+
+
+def freeze(value: Any) -> Any:
+    """A deeply read-only view: mappings become MappingProxyType, lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
+    return value
+
+
+def rule_version(definition: Mapping[str, Any]) -> str:
+    """The rule's hand-set `version`, else 12 hex digits of its normalised definition's hash."""
+    version = definition.get("version")
+    if version is not None:
+        return str(version)
+    body = {key: value for key, value in thaw(definition).items() if key not in UNHASHED_KEYS}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def suggest(key: str, known: Iterable[str]) -> str | None:
+    """The closest known key to a misspelt `key` (did-you-mean), or None."""
+    matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One issue type or failure type, with its version and rollout stage."""
+
+    kind: str  # "issue_type" | "failure_type"
+    name: str
+    definition: Mapping[str, Any]
+    version: str
+    stage: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The merged policy, deeply read-only."""
+
+    data: Mapping[str, Any]
+
+    @cached_property
+    def _rules(self) -> dict[tuple[str, str], Rule]:
+        rules: dict[tuple[str, str], Rule] = {}
+        for kind, section in (("issue_type", "issue_types"), ("failure_type", "failure_types")):
+            for name, definition in (self.data.get(section) or {}).items():
+                frozen = freeze(definition)
+                rules[kind, name] = Rule(
+                    kind=kind,
+                    name=name,
+                    definition=frozen,
+                    version=rule_version(frozen),
+                    stage=str(frozen.get("stage") or "active"),
+                )
+        return rules
+
+    def issue_type(self, name: str) -> Rule | None:
+        return self._rules.get(("issue_type", name))
+
+    def failure_type(self, name: str) -> Rule | None:
+        return self._rules.get(("failure_type", name))
+
+    def rules(self) -> list[Rule]:
+        """Every issue type, then every failure type, in policy order."""
+        return list(self._rules.values())
+
+    def get(self, dotted: str, default: Any = _MISSING) -> Any:
+        """The value at a dotted path, e.g. `caps.global_cycles` or `ladder.0.name`.
+
+        Raises KeyError naming the path when it does not exist and no default is given.
+        """
+        node: Any = self.data
+        for part in dotted.split("."):
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            elif isinstance(node, tuple) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif default is _MISSING:
+                raise KeyError(dotted)
+            else:
+                return default
+        return node
+
+
+def build_policy(defaults: Mapping[str, Any], user: Mapping[str, Any] | None) -> Policy:
+    """Merge `user` over `defaults` and check what the schema cannot express.
+
+    Raises InputError listing every problem found.
+    """
+    if user is not None and not isinstance(user, Mapping):
+        _fail(["the policy must be a mapping of keys to values"])
+    merged = merge(defaults, user)
+    problems = list(_problems(merged))
+    if problems:
+        _fail(problems)
+    return Policy(data=freeze(merged))
+
+
+def _fail(messages: Sequence[str]) -> NoReturn:
+    raise InputError([Diagnostic("selfcorrect.yaml", 1, 1, message) for message in messages])
+
+
+def _problems(policy: Mapping[str, Any]) -> Iterator[str]:
+    mode = policy.get("mode", "active")
+    if mode not in MODES:
+        yield f"mode: {mode!r} is not one of {', '.join(MODES)}"
+    issue_types = policy.get("issue_types") or {}
+    failure_types = policy.get("failure_types") or {}
+    for name, entry in issue_types.items():
+        if not (entry or {}).get("strategy"):
+            yield f"issue_types.{name}: no strategy (set `strategy:`, e.g. targeted_fix)"
+    for section, entries in (("issue_types", issue_types), ("failure_types", failure_types)):
+        for name, entry in entries.items():
+            stage = (entry or {}).get("stage", "active")
+            if stage not in STAGES:
+                yield f"{section}.{name}.stage: {stage!r} is not one of {', '.join(STAGES)}"
+    for name, entry in failure_types.items():
+        for key in ("retries", "at_limit"):
+            if key not in (entry or {}):
+                yield f"failure_types.{name}: no `{key}`"
+    known = list(failure_types)
+    targets = [(f"codes.{code}", kind) for code, kind in (policy.get("codes") or {}).items()]
+    for i, pattern in _items(policy.get("patterns")):
+        targets.append((f"patterns[{i}].type", pattern.get("type") if _is_map(pattern) else None))
+    for where, kind in targets:
+        if kind not in failure_types:
+            hint = suggest(str(kind), known)
+            tail = f" (did you mean {hint!r}?)" if hint else ""
+            yield f"{where}: unknown failure type {kind!r}{tail}"
+    for where, regex in _regexes(policy):
+        try:
+            re.compile(regex, re.IGNORECASE)
+        except (re.error, TypeError) as exc:
+            yield f"{where}: invalid regex {regex!r}: {exc}"
+
+
+def _items(value: Any) -> Iterator[tuple[int, Any]]:
+    return enumerate(value) if isinstance(value, list) else iter(())
+
+
+def _regexes(policy: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for name, entry in (policy.get("issue_types") or {}).items():
+        for i, pattern in _items((entry or {}).get("patterns")):
+            yield f"issue_types.{name}.patterns[{i}].regex", _regex_of(pattern)
+    for i, pattern in _items(policy.get("patterns")):
+        yield f"patterns[{i}].regex", _regex_of(pattern)
+    unable = (policy.get("stuck") or {}).get("unable_to_complete") or {}
+    for i, regex in _items(unable.get("patterns")):
+        yield f"stuck.unable_to_complete.patterns[{i}]", regex
+    for kind, regexes in (policy.get("intent") or {}).items():
+        for i, regex in _items(regexes):
+            yield f"intent.{kind}[{i}]", regex
+
+
+def _is_map(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _regex_of(pattern: Any) -> Any:
+    return pattern.get("regex") if isinstance(pattern, Mapping) else pattern
