@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from selfcorrect.cli.main import main
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "cagents-session"
 EXAMPLES = Path(__file__).resolve().parent / "examples"
+# pip's download cache lives under the real home; tests that install packages reuse it.
+PIP_CACHE = Path(os.environ.get("PIP_CACHE_DIR") or Path.home() / ".cache" / "pip")
 
 
 @pytest.fixture(autouse=True)

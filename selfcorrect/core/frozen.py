@@ -57,9 +57,9 @@ def freeze_map(value: Mapping[Any, Any]) -> FrozenMap:
 
 
 def thaw(value: Any) -> Any:
-    """The inverse of `freeze`: FrozenMap → dict, tuple → list, scalars as they are."""
-    if isinstance(value, FrozenMap):
-        return {key: thaw(item) for key, item in value.pairs}
-    if isinstance(value, tuple):
+    """A plain, mutable deep copy: any mapping (FrozenMap included) → dict, tuple/list → list."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
         return [thaw(item) for item in value]
     return value

@@ -16,6 +16,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, NoReturn
 
+from selfcorrect.core.frozen import thaw
 from selfcorrect.errors import Diagnostic, InputError
 
 MODES = ("active", "shadow")
@@ -38,15 +39,6 @@ def merge(defaults: Mapping[str, Any], user: Mapping[str, Any] | None) -> dict[s
         else:
             result[key] = thaw(value)
     return result
-
-
-def thaw(value: Any) -> Any:
-    """A plain, mutable deep copy: mappings become dicts, sequences (not strings) lists."""
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [thaw(item) for item in value]
-    return value
 
 
 def freeze(value: Any) -> Any:

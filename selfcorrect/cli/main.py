@@ -1,0 +1,141 @@
+"""The click commands: arguments → one call → exit code. No decisions here (SPEC §20)."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from selfcorrect import __version__
+from selfcorrect.cli import report
+from selfcorrect.cli.options import (
+    Common,
+    common_options,
+    folder_argument,
+    format_option,
+    make_common,
+)
+from selfcorrect.errors import ExitCode, SelfcorrectError
+
+_NOT_YET = "not yet implemented in this version of selfcorrect"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="selfcorrect")
+@click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Deterministic self-correction for multi-agent coding workflows.
+
+    selfcorrect reads the YAML an agent workflow leaves in its workflow/ folder
+    (validation_report.yaml, tool_failures.yaml, coordination_log.yaml, waypoints/),
+    classifies every problem as FIXABLE or BLOCKED, enforces retry caps, climbs a
+    six-step recovery ladder for stuck work, and escalates to a human with full context.
+
+    \b
+    Exit codes: 0 PASS · 1 BLOCKED (a human is needed) · 2 invalid input, policy
+    or usage (nothing written) · 3 PENDING (work handed to agents) · 130 interrupted.
+    """
+    ctx.obj = {"debug": debug}
+
+
+@cli.command()
+@folder_argument
+@format_option("text", "json")
+@common_options
+def check(
+    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Schema-check every workflow file in DIR.
+
+    Prints one line per problem as path:line:col: message. Decision documents
+    (selfcorrect.yaml, validation_report.yaml, coordination_log.yaml,
+    escalations.yaml, microtasks/*.yaml) must be valid: any error exits 2. Hook logs
+    (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
+    is a warning, and the rest is read. Exits 0 when there is no error.
+    """
+    from selfcorrect.check import check_folder
+
+    common = make_common(policy, color, verbose, quiet)
+    result = check_folder(folder, policy)
+    report.check_result(result, fmt, common)
+    return ExitCode.INVALID if result.errors else ExitCode.PASS
+
+
+@cli.command()
+@folder_argument
+@common_options
+def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
+    """Create DIR with a commented policy and empty but valid inputs.
+
+    Writes selfcorrect.yaml (every default, and why), tool_failures.yaml,
+    coordination_log.yaml, validation_report.yaml (no verdict yet) and
+    escalations.yaml. Never overwrites an existing file: it says which it skipped.
+    """
+    from selfcorrect.init_folder import init_folder
+
+    common = make_common(policy, color, verbose, quiet)
+    created, skipped = init_folder(folder, policy)
+    report.init_result(created, skipped, common)
+    return ExitCode.PASS
+
+
+def _stub(name: str, summary: str) -> None:
+    @cli.command(
+        name=name,
+        help=f"{summary}\n\n(Not yet implemented: exits 2.)",
+        context_settings={"ignore_unknown_options": True},
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def command(args: tuple[str, ...]) -> int:
+        click.echo(f"selfcorrect {name}: {_NOT_YET}", err=True)
+        return ExitCode.INVALID
+
+
+_stub("validate", "Run the built-in validator and write validation_report.yaml.")
+_stub("run", "Perform one correction run on DIR.")
+_stub("watch", "Run a correction run whenever DIR's inputs change.")
+_stub("status", "Show every subject and issue with its classification and attempts.")
+_stub("stats", "Print per-rule figures from the journal.")
+_stub("replay", "Run detection and classification over recorded folders.")
+_stub("reset", "Close a circuit or give a subject a fresh budget, with evidence.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code; every error is mapped here, once."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        code = cli.main(args=argv, prog_name="selfcorrect", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.INVALID
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return ExitCode.INTERRUPTED
+    except SelfcorrectError as exc:
+        click.echo(str(exc), err=True)
+        return int(exc.exit_code)
+    except Exception as exc:  # an internal error: never exit 0, never a bare traceback
+        if debug:
+            click.echo(traceback.format_exc(), err=True)
+        else:
+            click.echo(
+                f"selfcorrect: internal error: {type(exc).__name__}: {exc}\n"
+                "Run again with --debug for the traceback, and please report it.",
+                err=True,
+            )
+        return ExitCode.INTERNAL
+    return int(code) if isinstance(code, int) else 0
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())
+
+
+__all__ = ["Common", "cli", "entry", "main"]

@@ -1,0 +1,77 @@
+"""Options every command spells the same way (SPEC §16)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Common:
+    """What the shared options decided, handed to every command body."""
+
+    policy: Path | None
+    color: bool
+    verbosity: int  # -1 quiet, 0 normal, 1+ verbose
+
+
+def _use_color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def common_options(func: F) -> F:
+    """--policy, --color, -v/-q; the command receives them as one `common` argument."""
+
+    decorators = [
+        click.option(
+            "--policy",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Policy file. Default: DIR/selfcorrect.yaml (built-in defaults if absent).",
+        ),
+        click.option(
+            "--color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+            help="Colour output; NO_COLOR is honoured.",
+        ),
+        click.option("-v", "--verbose", count=True, help="Say more."),
+        click.option(
+            "-q", "--quiet", is_flag=True, help="Say only what matters (errors, results)."
+        ),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def make_common(policy: Path | None, color: str, verbose: int, quiet: bool) -> Common:
+    return Common(policy=policy, color=_use_color(color), verbosity=-1 if quiet else verbose)
+
+
+def format_option(*choices: str) -> Callable[[F], F]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default=choices[0],
+        show_default=True,
+        help="Output format; machine formats go to stdout alone.",
+    )
+
+
+folder_argument = click.argument(
+    "folder", metavar="DIR", type=click.Path(path_type=Path, file_okay=False)
+)

@@ -1,0 +1,70 @@
+"""Renderers: what a command prints, in each --format. No decisions here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from selfcorrect.cli.options import Common
+
+if TYPE_CHECKING:
+    from selfcorrect.check import CheckResult
+
+
+def check_result(result: CheckResult, fmt: str, common: Common) -> None:
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "ok": not result.errors,
+                    "checked": result.checked,
+                    "failure_entries": result.failure_entries,
+                    "errors": len(result.errors),
+                    "warnings": len(result.warnings),
+                    "diagnostics": [d.as_dict() for d in result.diagnostics],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return
+    if common.verbosity > 0:
+        for path in result.checked:
+            click.echo(click.style(f"checked {path}", dim=True), color=common.color)
+    for diag in result.diagnostics:
+        where = click.style(f"{diag.path}:{diag.line}:{diag.col}:", bold=True)
+        tag = "" if diag.severity == "error" else click.style("warning: ", fg="yellow", bold=True)
+        message = click.style(_printable(diag.message), fg="red" if not tag else None)
+        click.echo(f"{where} {tag}{message}", color=common.color)
+    if common.verbosity >= 0:
+        entries = _count(result.failure_entries, "failure entry", "failure entries")
+        summary = (
+            f"{_count(len(result.checked), 'file')} checked, {entries} read: "
+            f"{_count(len(result.errors), 'error')}, {_count(len(result.warnings), 'warning')}"
+        )
+        click.echo(summary, err=True)
+
+
+def init_result(created: list[Path], skipped: list[Path], common: Common) -> None:
+    for path in created:
+        click.echo(f"created {path}")
+    for path in skipped:
+        click.echo(f"skipped {path} (exists; left as it is)")
+    if common.verbosity >= 0 and created:
+        click.echo(
+            "Next: edit selfcorrect.yaml if the defaults do not suit, then run "
+            "`selfcorrect check` on the folder.",
+            err=True,
+        )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _printable(text: str) -> str:
+    """Agent text may hold terminal escapes; never let them reach the terminal raw."""
+    return "".join(ch if ch.isprintable() or ch == "\t" else f"\\x{ord(ch):02x}" for ch in text)

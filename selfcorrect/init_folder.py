@@ -1,0 +1,40 @@
+"""`selfcorrect init DIR`: a commented policy and empty but valid inputs, never overwriting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import atomic, documents
+from selfcorrect.io.resources import data_dir, data_file
+
+INPUTS = (
+    "tool_failures.yaml",
+    "coordination_log.yaml",
+    "validation_report.yaml",
+    "escalations.yaml",
+)
+
+
+def init_folder(folder: Path, policy_path: Path | None = None) -> tuple[list[Path], list[Path]]:
+    """Create what is missing; return (created, skipped) paths."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(
+            Diagnostic(
+                documents.display_path(folder),
+                1,
+                1,
+                "exists and is not a folder; pass a new or existing folder path",
+            )
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = [
+        (policy_path or folder / "selfcorrect.yaml", data_file("templates", "selfcorrect.yaml"))
+    ]
+    plan += [(folder / name, data_dir("templates") / "init" / name) for name in INPUTS]
+    created: list[Path] = []
+    skipped: list[Path] = []
+    for target, source in plan:
+        written = atomic.write_new(target, source.read_bytes())
+        (created if written else skipped).append(target)
+    return created, skipped

@@ -1,0 +1,37 @@
+"""The policy as a file: shipped defaults (templates/selfcorrect.yaml) merged with the user's."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.core.policy import Policy, build_policy
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import documents
+from selfcorrect.io.resources import data_file
+
+DEFAULTS_FILE = "selfcorrect.yaml"
+
+
+@cache
+def default_policy_data() -> dict[str, Any]:
+    """The built-in defaults: the same commented file `init` copies for users."""
+    doc = documents.load_decision(data_file("templates", DEFAULTS_FILE), "selfcorrect")
+    data: dict[str, Any] = doc.data
+    return data
+
+
+def load_policy(path: Path | None) -> Policy:
+    """Defaults merged with the user's policy file (absent or empty file: defaults only)."""
+    user = None
+    if path is not None and path.exists():
+        user = documents.load_decision(path, "selfcorrect", allow_empty=True).data
+    try:
+        return build_policy(default_policy_data(), user)
+    except InputError as exc:
+        # build_policy cannot know the file name; show the user's file.
+        display = documents.display_path(path) if path else DEFAULTS_FILE
+        raise InputError(
+            [Diagnostic(display, d.line, d.col, d.message) for d in exc.diagnostics]
+        ) from None
