@@ -1,0 +1,69 @@
+"""One measurement in a fresh process: `python bench/measure.py WHAT PATH N`.
+
+Prints JSON `{"seconds": ..., "peak_kb": ..., "count": ...}`. `peak_kb` is the process's peak
+resident size minus its size right after the imports, so it is the measured work's own peak.
+WHAT is one of:
+- `libyaml`: `yaml.load(text, Loader=yaml.CSafeLoader)`; the file is read before the clock starts
+  (its text still counts in the memory peak); `libyaml-nogc` does the same with the garbage
+  collector off, libyaml's best case (SPEC §18: about half the time);
+- `read`: `list(read_failure_log(path, warnings))`, file reading included;
+- `stream`: the same reader, consumed one entry at a time without keeping any (memory figure).
+This file imports nothing from `bench`, so it runs the same from any working directory.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from selfcorrect.errors import Diagnostic
+from selfcorrect.io.documents import read_failure_log
+
+
+def _peak_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def measure(what: str, path: Path) -> tuple[float, int]:
+    """Run one measurement; returns (seconds, entries seen)."""
+    if what in ("libyaml", "libyaml-nogc"):
+        text = path.read_text(encoding="utf-8")
+        if what == "libyaml-nogc":
+            gc.disable()
+        start = time.perf_counter()
+        data = yaml.load(text, Loader=yaml.CSafeLoader)
+        seconds = time.perf_counter() - start
+        return seconds, len(data["failures"])
+    warnings: list[Diagnostic] = []
+    start = time.perf_counter()
+    if what == "read":
+        count = len(list(read_failure_log(path, warnings)))
+    elif what == "stream":
+        count = sum(1 for _ in read_failure_log(path, warnings))
+    else:
+        raise SystemExit(f"unknown measurement {what!r}; use libyaml, libyaml-nogc, read or stream")
+    seconds = time.perf_counter() - start
+    if warnings:
+        raise SystemExit(f"reader warned: {warnings[0]} (+{len(warnings) - 1} more)")
+    return seconds, count
+
+
+def main(argv: list[str] | None = None) -> int:
+    what, path, expected = (argv if argv is not None else sys.argv[1:])[:3]
+    baseline = _peak_kb()
+    seconds, count = measure(what, Path(path))
+    peak = _peak_kb() - baseline
+    if count != int(expected):
+        raise SystemExit(f"{what} saw {count} entries, expected {expected}")
+    print(json.dumps({"what": what, "seconds": seconds, "peak_kb": peak, "count": count}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

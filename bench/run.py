@@ -1,0 +1,255 @@
+"""The SPEC §18 benchmark: every figure as a ratio against an anchor measured in the same run.
+
+Run `python -m bench` (or `python bench/run.py`) from the repository root; `--help` for options.
+Each timed measurement runs in a fresh subprocess (bench/measure.py) so that garbage, caches and
+memory peaks of one never skew another. See bench/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import generate
+
+BENCH = Path(__file__).resolve().parent
+MEASURE = BENCH / "measure.py"
+MIN_STARTUP_RUNS = 10
+
+# name -> (label, SPEC target as a ratio, informational only)
+FIGURES: dict[str, tuple[str, float, bool]] = {
+    "startup_version": ("start-up: selfcorrect --version", 2.0, False),
+    "startup_check": ("start-up: selfcorrect check (small dir)", 2.0, False),
+    "canonical_read": ("canonical read+check of N entries", 1.5, False),
+    "dialect_read": ("dialect read+check of N entries", 0.25, False),
+    "memory_canonical": ("peak memory, canonical (streamed)", 0.25, True),
+    "memory_dialect": ("peak memory, dialect (streamed)", 0.25, True),
+}
+
+
+@dataclass
+class Row:
+    """One figure: our measurement, its anchor, and the ratio against the SPEC target."""
+
+    name: str
+    label: str
+    ours: float
+    anchor: float
+    unit: str
+    target: float
+    informational: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.anchor if self.anchor else float("inf")
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.target
+
+    def as_json(self) -> dict[str, object]:
+        return {**asdict(self), "ratio": self.ratio, "met": self.met}
+
+
+def _row(name: str, ours: float, anchor: float, unit: str) -> Row:
+    label, target, informational = FIGURES[name]
+    return Row(name, label, ours, anchor, unit, target, informational)
+
+
+def _progress(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def _wall(command: Sequence[str]) -> float:
+    """Wall seconds of one subprocess, which must exit 0."""
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(command)} exited {done.returncode}:\n{done.stderr}")
+    return seconds
+
+
+def startup_rows(workdir: Path, runs: int) -> list[Row]:
+    """Median wall time of the two start-up commands vs `python -c "import click"`."""
+    folder = workdir / "small-workflow"
+    me = [sys.executable, "-m", "selfcorrect"]
+    _wall([*me, "init", str(folder)])
+    commands = {
+        "anchor": [sys.executable, "-c", "import click"],
+        "startup_version": [*me, "--version"],
+        "startup_check": [*me, "check", str(folder)],
+    }
+    times: dict[str, list[float]] = {key: [] for key in commands}
+    for command in commands.values():  # warm the page cache once; not counted
+        _wall(command)
+    for _ in range(runs):  # interleaved, so drift hits every command alike
+        for key, command in commands.items():
+            times[key].append(_wall(command))
+    anchor = statistics.median(times["anchor"])
+    return [
+        _row(name, statistics.median(times[name]), anchor, "s")
+        for name in ("startup_version", "startup_check")
+    ]
+
+
+def measure(what: str, path: Path, entries: int) -> dict[str, float]:
+    """One bench/measure.py run in a fresh interpreter: {seconds, peak_kb, count}."""
+    done = subprocess.run(
+        [sys.executable, str(MEASURE), what, str(path), str(entries)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"bench: measuring {what} on {path} failed:\n{done.stderr}")
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
+def read_rows(
+    workdir: Path, entries: int, repeat: int, anchor: str = "libyaml"
+) -> tuple[list[Row], dict[str, object]]:
+    """The reading figures (time and peak memory) for N entries in both forms."""
+    canonical = generate.write_canonical(workdir / "canonical.yaml", entries)
+    dialect = generate.write_dialect(workdir / "dialect.yaml", entries)
+    runs = {
+        "libyaml": (anchor, canonical),
+        "canonical": ("read", canonical),
+        "dialect": ("read", dialect),
+    }
+    results: dict[str, list[dict[str, float]]] = {key: [] for key in runs}
+    for turn in range(repeat):  # interleaved, as for start-up
+        for key, (what, path) in runs.items():
+            _progress(f"{key} read of {entries:,} entries, run {turn + 1}/{repeat}")
+            results[key].append(measure(what, path, entries))
+    _progress("streamed reads for peak memory")
+    streamed = {
+        "canonical": measure("stream", canonical, entries),
+        "dialect": measure("stream", dialect, entries),
+    }
+
+    def median(key: str, field: str) -> float:
+        return statistics.median(r[field] for r in results[key])
+
+    anchor_s, anchor_kb = median("libyaml", "seconds"), median("libyaml", "peak_kb")
+    rows = [
+        _row("canonical_read", median("canonical", "seconds"), anchor_s, "s"),
+        _row("dialect_read", median("dialect", "seconds"), anchor_s, "s"),
+        _row("memory_canonical", streamed["canonical"]["peak_kb"], anchor_kb, "kB"),
+        _row("memory_dialect", streamed["dialect"]["peak_kb"], anchor_kb, "kB"),
+    ]
+    extra = {
+        "file_bytes": {"canonical": canonical.stat().st_size, "dialect": dialect.stat().st_size},
+        "list_peak_kb": {
+            "canonical": median("canonical", "peak_kb"),
+            "dialect": median("dialect", "peak_kb"),
+        },
+        "runs": results,
+    }
+    return rows, extra
+
+
+def _amount(value: float, unit: str) -> str:
+    return f"{value:.3f} s" if unit == "s" else f"{value / 1024:,.0f} MB"
+
+
+def table(rows: list[Row]) -> str:
+    """The human-readable report."""
+    head = f"{'figure':<42} {'ours':>10} {'anchor':>10} {'ratio':>7}  {'target':>8}  met"
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        met = ("yes" if row.met else "NO") + (" (informational)" if row.informational else "")
+        lines.append(
+            f"{row.label:<42} {_amount(row.ours, row.unit):>10} "
+            f"{_amount(row.anchor, row.unit):>10} {row.ratio:>6.2f}x  "
+            f"{'<= ' + format(row.target, 'g') + 'x':>8}  {met}"
+        )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--entries",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="entries in each generated log (default 100000)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="R",
+        help="runs of each reading measurement; the median is reported "
+        f"(start-up uses max(R, {MIN_STARTUP_RUNS}))",
+    )
+    parser.add_argument(
+        "--anchor-gc-off",
+        action="store_true",
+        help="parse the libyaml anchor with the garbage collector off (a faster, stricter anchor)",
+    )
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument(
+        "--keep", action="store_true", help="write generated files to bench/out/ and keep them"
+    )
+    args = parser.parse_args(argv)
+    if args.entries < 1 or args.repeat < 1:
+        parser.error("--entries and --repeat must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.keep:
+        workdir = BENCH / "out"
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="selfcorrect-bench-"))
+    try:
+        runs = max(args.repeat, MIN_STARTUP_RUNS)
+        _progress(f"start-up, {runs} runs of each command")
+        rows = startup_rows(workdir, runs)
+        anchor = "libyaml-nogc" if args.anchor_gc_off else "libyaml"
+        more, extra = read_rows(workdir, args.entries, args.repeat, anchor)
+        rows += more
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        report = {
+            "entries": args.entries,
+            "repeat": args.repeat,
+            "python": sys.version.split()[0],
+            "anchor": anchor,
+            "figures": {row.name: row.as_json() for row in rows},
+            **extra,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"selfcorrect benchmark: N={args.entries:,} entries, median of {args.repeat} "
+            f"run(s) (start-up: {runs}), Python {sys.version.split()[0]}, anchor {anchor}"
+        )
+        print(table(rows))
+        if args.keep:
+            print(f"generated files kept in {workdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
