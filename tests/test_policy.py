@@ -129,7 +129,11 @@ def test_issue_types_are_exactly_the_spec_table() -> None:
     ("name", "category", "severity", "strategy", "retries", "classification"), ISSUE_TYPES
 )
 def test_issue_type_defaults(
-    name: str, category: str, severity: str | None, strategy: str, retries: int,
+    name: str,
+    category: str,
+    severity: str | None,
+    strategy: str,
+    retries: int,
     classification: str | None,
 ) -> None:
     entry = DEFAULTS["issue_types"][name]
@@ -250,8 +254,12 @@ def test_edit_loop_counts_every_editing_tool() -> None:
 
 def test_ladder_has_the_six_spec_steps_in_order() -> None:
     names = [
-        "Re-read everything", "Review the execution log", "Combine successes",
-        "Try the opposite", "Radical simplification", "Escalate",
+        "Re-read everything",
+        "Review the execution log",
+        "Combine successes",
+        "Try the opposite",
+        "Radical simplification",
+        "Escalate",
     ]
     ladder = DEFAULTS["ladder"]
     assert [(s["step"], s["name"]) for s in ladder] == list(enumerate(names, start=1))
@@ -267,35 +275,63 @@ def test_tools_default_to_none() -> None:
 REAL_FAILURES = [  # texts from the real cAgents log, and their type
     ("connect ETIMEDOUT 10.0.3.17:6379", "timeout"),
     ("Command timed out after 2m 0.0s", "timeout"),
-    ("<--- Last few GCs ---> FATAL ERROR: Reached heap limit Allocation failed - "
-     "JavaScript heap out of memory", "resource_exhaustion"),
+    (
+        "<--- Last few GCs ---> FATAL ERROR: Reached heap limit Allocation failed - "
+        "JavaScript heap out of memory",
+        "resource_exhaustion",
+    ),
     ("ENOSPC: no space left on device, write", "resource_exhaustion"),
-    ("File content (25040 tokens) exceeds maximum allowed tokens (25000). Please use offset and "
-     "limit parameters to read specific portions of the file, or use the GrepTool to search for "
-     "specific content.", "resource_exhaustion"),
-    ("Command failed with exit code 1 SyntaxError: Unexpected token '<', '<!DOCTYPE '... is not "
-     "valid JSON     at JSON.parse (<anonymous>)", "syntax_error"),
-    ("Invalid syntax in YAML: mapping values are not allowed here (line 3, column 12)",
-     "syntax_error"),
-    ("Command failed with exit code 1  FAIL  tests/auth/refresh.test.ts > refresh > rotates once "
-     "TypeError: Cannot read properties of undefined (reading 'refreshToken')     at "
-     "AuthService.refresh (src/auth/", "runtime_error"),
-    ("ReferenceError: doRefresh is not defined     at refreshToken (src/auth/refresh.ts:6:13)",
-     "runtime_error"),
+    (
+        "File content (25040 tokens) exceeds maximum allowed tokens (25000). Please use offset and "
+        "limit parameters to read specific portions of the file, or use the GrepTool to search for "
+        "specific content.",
+        "resource_exhaustion",
+    ),
+    (
+        "Command failed with exit code 1 SyntaxError: Unexpected token '<', '<!DOCTYPE '... is not "
+        "valid JSON     at JSON.parse (<anonymous>)",
+        "syntax_error",
+    ),
+    (
+        "Invalid syntax in YAML: mapping values are not allowed here (line 3, column 12)",
+        "syntax_error",
+    ),
+    (
+        "Command failed with exit code 1  FAIL  tests/auth/refresh.test.ts > refresh > "
+        "rotates once "
+        "TypeError: Cannot read properties of undefined (reading 'refreshToken')     at "
+        "AuthService.refresh (src/auth/",
+        "runtime_error",
+    ),
+    (
+        "ReferenceError: doRefresh is not defined     at refreshToken (src/auth/refresh.ts:6:13)",
+        "runtime_error",
+    ),
     ("RangeError: Maximum call stack size exceeded", "runtime_error"),
-    ("Error: connect ECONNREFUSED 127.0.0.1:5432     at TCPConnectWrapper.afterConnect "
-     "[as oncomplete] (node:net:1607:16)", "external_dependency"),
-    ("npm ERR! code ENOTFOUND npm ERR! network request to https://registry.npmjs.org/ioredis "
-     "failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org", "external_dependency"),
+    (
+        "Error: connect ECONNREFUSED 127.0.0.1:5432     at TCPConnectWrapper.afterConnect "
+        "[as oncomplete] (node:net:1607:16)",
+        "external_dependency",
+    ),
+    (
+        "npm ERR! code ENOTFOUND npm ERR! network request to https://registry.npmjs.org/ioredis "
+        "failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org",
+        "external_dependency",
+    ),
     ("Request failed with status code 503 Service Unavailable", "external_dependency"),
     ("API rate limit exceeded for installation ID 4242. Retry after 60s.", "external_dependency"),
-    ("fetch failed: network error while contacting https://api.stripe.com/v1/tokens",
-     "external_dependency"),
+    (
+        "fetch failed: network error while contacting https://api.stripe.com/v1/tokens",
+        "external_dependency",
+    ),
     # Nothing in these says what kind of failure it is: observe only.
     ("File does not exist. Note: your current working directory is /home/dev/webapp.", "unknown"),
     ("EISDIR: illegal operation on a directory, read", "unknown"),
-    ("MCP error -32603: Validation Failed: {'resource':'PullRequest','code':'custom','message':"
-     "'A pull request already exists for dev:fix-refresh.'}", "unknown"),
+    (
+        "MCP error -32603: Validation Failed: {'resource':'PullRequest','code':'custom','message':"
+        "'A pull request already exists for dev:fix-refresh.'}",
+        "unknown",
+    ),
     ("", "unknown"),
 ]
 
@@ -352,8 +388,18 @@ def test_numbers_are_not_status_codes(text: str) -> None:
 
 @given(
     number=st.integers(min_value=0, max_value=10**7),
-    shape=st.sampled_from(["error at line {}", "id {}", "{} tokens", "took {}ms", "exit code {}",
-                           "at file.py:{}", "PR #{} failed", "offset {} of {}"]),
+    shape=st.sampled_from(
+        [
+            "error at line {}",
+            "id {}",
+            "{} tokens",
+            "took {}ms",
+            "exit code {}",
+            "at file.py:{}",
+            "PR #{} failed",
+            "offset {} of {}",
+        ]
+    ),
 )
 def test_no_bare_number_is_an_outage(number: int, shape: str) -> None:
     assert classify_failure(shape.format(number, number))[0] != "external_dependency"
@@ -394,19 +440,33 @@ def test_intent_patterns() -> None:
     def matches(kind: str, text: str) -> bool:
         return any(re.search(rx, text, re.IGNORECASE) for rx in intent[kind])
 
-    for text in ["Inspect the auth flow", "Review PR 12", "Audit dependencies", "Analyse logs",
-                 "Explore the token store"]:
+    for text in [
+        "Inspect the auth flow",
+        "Review PR 12",
+        "Audit dependencies",
+        "Analyse logs",
+        "Explore the token store",
+    ]:
         assert matches("observe", text) and not matches("create", text), text
-    for text in ["Implement token refresh", "Build the CLI", "Create a migration", "Add tests",
-                 "Fix the null check"]:
+    for text in [
+        "Implement token refresh",
+        "Build the CLI",
+        "Create a migration",
+        "Add tests",
+        "Fix the null check",
+    ]:
         assert matches("create", text) and not matches("observe", text), text
     assert not matches("create", "Email address validation")  # "add" is a word, not a prefix
 
 
 def test_unable_to_complete_patterns() -> None:
     patterns = DEFAULTS["stuck"]["unable_to_complete"]["patterns"]
-    for text in ["I am unable to complete this task", "Cannot complete: tests keep failing",
-                 "I can't finish the migration", "Giving up on WI-3"]:
+    for text in [
+        "I am unable to complete this task",
+        "Cannot complete: tests keep failing",
+        "I can't finish the migration",
+        "Giving up on WI-3",
+    ]:
         assert any(re.search(rx, text, re.IGNORECASE) for rx in patterns), text
     assert not any(re.search(rx, "Completed WI-3", re.IGNORECASE) for rx in patterns)
 
@@ -617,8 +677,10 @@ def test_build_policy_rejects_a_bad_regex() -> None:
     [
         ({"patterns": [{"regex": "[a-", "type": "timeout", "confidence": 1}]}, "patterns[0].regex"),
         ({"intent": {"observe": ["*inspect"]}}, "intent.observe[0]"),
-        ({"stuck": {"unable_to_complete": {"patterns": ["(?P<x"]}}},
-         "stuck.unable_to_complete.patterns[0]"),
+        (
+            {"stuck": {"unable_to_complete": {"patterns": ["(?P<x"]}}},
+            "stuck.unable_to_complete.patterns[0]",
+        ),
     ],
 )
 def test_every_regex_list_is_checked(user: dict[str, Any], where: str) -> None:

@@ -13,16 +13,20 @@ from tests.conftest import CORPUS, PIP_CACHE, REPO
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False,
-                          timeout=600)
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=600
+    )
 
 
 def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path: Path) -> None:
     env = {**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PYTHONPATH", None)
     dist = tmp_path / "dist"
-    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist),
-                 str(REPO)], tmp_path, env)
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        tmp_path,
+        env,
+    )
     assert built.returncode == 0, built.stderr
     (wheel,) = dist.glob("selfcorrect-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -32,8 +36,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path: Path) -> None:
 
     venv.create(tmp_path / "venv", with_pip=True)
     bin_dir = tmp_path / "venv" / "bin"
-    installed = run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)],
-                    tmp_path, env)
+    installed = run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], tmp_path, env
+    )
     assert installed.returncode == 0, installed.stderr
 
     outside = tmp_path / "elsewhere"
@@ -46,6 +51,13 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
     corpus = run([cli, "check", str(CORPUS / "workflow")], outside, env)
     assert corpus.returncode == 0, corpus.stdout + corpus.stderr
-    where = run([str(bin_dir / "python"), "-c",
-                 "import selfcorrect.io.resources as r; print(r.data_dir('schemas'))"], outside, env)
+    where = run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import selfcorrect.io.resources as r; print(r.data_dir('schemas'))",
+        ],
+        outside,
+        env,
+    )
     assert "site-packages/selfcorrect/_data/schemas" in where.stdout

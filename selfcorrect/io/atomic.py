@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -57,7 +56,9 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _write_temp(path: Path, data: bytes, mode: int) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # Not tempfile.mkstemp: importing tempfile costs more start-up than the whole write.
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -96,6 +97,17 @@ def update_file(path: Path, transform: Callable[[bytes | None], bytes | None]) -
     raise WriteConflict(
         f"{path} kept changing while selfcorrect tried to update it; nothing written"
     )
+
+
+def replace_file(path: Path, data: bytes) -> bool:
+    """Atomically make `path` hold `data` (a file only selfcorrect writes). True if it changed."""
+    path = Path(path)
+    if read_or_none(path) == data:
+        return False
+    tmp = _write_temp(path, data, 0o644)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+    return True
 
 
 def write_new(path: Path, data: bytes) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any
 
@@ -16,7 +16,7 @@ from yaml.nodes import Node
 
 from selfcorrect.core.policy import suggest
 from selfcorrect.errors import Diagnostic
-from selfcorrect.io import yaml_nodes
+from selfcorrect.io import fastschema, yaml_nodes
 from selfcorrect.io.resources import data_file
 
 STEMS = (
@@ -51,6 +51,20 @@ def _validator(stem: str, fragment: str = "") -> Any:
         return Draft202012Validator(root)
     registry: Registry[Any] = Registry().with_resource(root["$id"], Resource.from_contents(root))
     return Draft202012Validator({"$ref": f"{root['$id']}#{fragment}"}, registry=registry)
+
+
+@cache
+def fast_check(stem: str, fragment: str = "") -> Callable[[Any], bool] | None:
+    """The compiled yes/no check for a schema, or None when it cannot be compiled."""
+    try:
+        return fastschema.compile_schema(schema(stem), fragment)
+    except fastschema.Unsupported:
+        return None
+
+
+def is_valid(data: Any, stem: str, fragment: str = "") -> bool:
+    check = fast_check(stem, fragment)
+    return check(data) if check is not None else bool(_validator(stem, fragment).is_valid(data))
 
 
 def dotted(path: Iterable[str | int]) -> str:
@@ -136,6 +150,9 @@ def validate(
     `base` prefixes the reported location (e.g. `failures[7]` for one log entry); `node_path`
     leads from `root` to the node `data` was built from.
     """
+    check = fast_check(stem, fragment)
+    if check is not None and check(data):
+        return []  # valid: no need to import jsonschema for messages
     problems: list[Diagnostic] = []
     for error in _specific(_validator(stem, fragment).iter_errors(data)):
         path = [*node_path, *error.absolute_path]
