@@ -1,0 +1,291 @@
+"""Streaming stuck detection (SPEC §7).
+
+Pure: entries are fed in log order, one at a time, and only per-subject state (three runs, one
+window of at most the largest policy window, an unable-to-complete counter) and per-agent runs
+are kept, so a 100,000-entry log costs what its subjects cost, not what its entries cost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from selfcorrect.core.model import Failure, Outcome, Task
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.taxonomy import error_class, normalise_error
+
+
+class Signal(StrEnum):
+    """The stuck signals, in the order `firing` reports them."""
+
+    CONSECUTIVE_FAILURES = "consecutive_failures"
+    REPEATED_ERROR = "repeated_error"
+    EDIT_LOOP = "edit_loop"
+    AGENT_RETRY = "agent_retry"
+    TOOL_LOOP = "tool_loop"
+    REVIEW_LOOP = "review_loop"
+    UNABLE_TO_COMPLETE = "unable_to_complete"
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """One signal firing: occurrences against the threshold, a short summary, and the log
+    positions (Failure.index) of the latest entries that make it fire."""
+
+    signal: Signal
+    count: int
+    threshold: int
+    pattern: str
+    positions: tuple[int, ...]
+
+
+class _Slot(NamedTuple):
+    """One entry of a subject's window; the keys are None when the entry cannot count."""
+
+    error: str | None  # normalised error of a failure with error text
+    edited: str | None  # file of a failed edit
+    operation: tuple[str, str] | None  # (tool, input_digest) of a failure
+    failure: Failure
+
+
+@dataclass(slots=True)
+class _Run:
+    """Consecutive failures that share one key (an error class, a file or an operation)."""
+
+    cap: int
+    key: object = None
+    count: int = 0
+    label: str = ""
+    subject: str = ""  # an agent's run: the subject of its latest failure
+    positions: deque[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.positions = deque(maxlen=self.cap)
+
+    def push(self, key: object, index: int, label: str) -> None:
+        """The next failure: it extends the run when it shares the key, else starts a new one
+        (or none, when it has no such key)."""
+        if key is None or key != self.key:
+            self.reset()
+        if key is not None:
+            self.key, self.label = key, label
+            self.count += 1
+            self.positions.append(index)
+
+    def reset(self) -> None:
+        self.key, self.count, self.label = None, 0, ""
+        self.positions.clear()
+
+
+@dataclass(slots=True)
+class _Subject:
+    window: deque[_Slot]
+    # error class, file, operation; then the failures that say they cannot complete, which
+    # are counted since the last success rather than in a row
+    runs: tuple[_Run, _Run, _Run, _Run]
+
+
+class StuckDetector:
+    """Feed failures in log order; ask which signals fire for a subject now."""
+
+    def __init__(self, policy: Policy) -> None:
+        def number(path: str, default: int) -> int:
+            return max(int(policy.get(f"stuck.{path}", default)), 1)
+
+        self._consecutive = number("consecutive_failures.threshold", 3)
+        self._agent_threshold = number("agent_retry.threshold", 3)
+        self._unable_threshold = number("unable_to_complete.threshold", 3)
+        # (signal, threshold, window) of the signals counted over a window
+        self._windowed = tuple(
+            (signal, number(f"{signal}.threshold", threshold), number(f"{signal}.window", window))
+            for signal, threshold, window in (
+                (Signal.REPEATED_ERROR, 3, 10),
+                (Signal.EDIT_LOOP, 3, 8),
+                (Signal.TOOL_LOOP, 5, 8),
+            )
+        )
+        self._window = max(window for _, _, window in self._windowed)
+        # Positions kept per run: enough to show every entry of any window or threshold.
+        self._cap = max(
+            self._window, self._consecutive, self._agent_threshold, self._unable_threshold
+        )
+        # Tool names compare case-insensitively: hooks spell them 'Edit' or 'edit'.
+        self._edit_tools = {name.casefold() for name in _names(policy, "edit_loop.tools")}
+        self._exempt_tools = {name.casefold() for name in _names(policy, "exempt.tools")}
+        self._exempt_subjects = set(_names(policy, "exempt.subjects"))
+        self._unable = tuple(
+            re.compile(rx, re.IGNORECASE) for rx in _names(policy, "unable_to_complete.patterns")
+        )
+        self._seen: dict[str, _Subject | None] = {}
+        self._agents: dict[str, _Run] = {}
+        self._texts: dict[str, tuple[str, str | None, bool]] = {}
+
+    def feed(self, failure: Failure) -> None:
+        """Take the next entry of the log."""
+        subject = failure.subject
+        state = self._seen.get(subject)
+        if state is None:
+            self._seen[subject] = None
+        if (
+            failure.read_only  # reads and polls feed no signal at all (SPEC §7)
+            or subject in self._exempt_subjects
+            or failure.tool.casefold() in self._exempt_tools
+        ):
+            return
+        if state is None:
+            runs = (_Run(self._cap), _Run(self._cap), _Run(self._cap), _Run(self._cap))
+            state = self._seen[subject] = _Subject(deque(maxlen=self._window), runs)
+        agent = self._agent(failure.agent_id)
+        if failure.outcome is Outcome.SUCCESS:
+            # The situation changed: the streak and the windows start again.
+            state.window.clear()
+            for run in state.runs:
+                run.reset()
+        if failure.outcome is not Outcome.FAILURE:
+            if agent is not None:  # the agent got something done: its run of failures ends
+                agent.reset()
+            if failure.outcome is Outcome.PARTIAL:
+                state.window.append(_Slot(None, None, None, failure))
+            return
+        self._fail(state, subject, failure, agent)
+
+    def _fail(self, state: _Subject, subject: str, failure: Failure, agent: _Run | None) -> None:
+        index, tool, error = failure.index, failure.tool, failure.error
+        normalised, kind, unable = self._read(error)
+        place = failure.file_path
+        operation = (tool, failure.input_digest) if failure.input_digest else None
+        by_class, by_file, by_operation, unable_run = state.runs
+        by_class.push(kind, index, f"{kind} on {place or subject}")
+        by_file.push(place, index, f"Failures on {place}")
+        by_operation.push(operation, index, f"{tool} with the same input")
+        if unable:  # counted since the last success, not necessarily in a row
+            unable_run.push(True, index, f"Reports it cannot complete: {_excerpt(error)}")
+        edited = place if place and tool.casefold() in self._edit_tools else None
+        state.window.append(_Slot(normalised or None, edited, operation, failure))
+        if agent is not None:
+            agent.push(True, index, f"Agent {failure.agent_id} failing")
+            agent.subject = subject
+
+    def firing(self, subject: str) -> tuple[Firing, ...]:
+        """The signals that fire for `subject` now, in Signal order."""
+        state = self._seen.get(subject)
+        if state is None:
+            return ()
+        slots = list(state.window)
+        # The longest run ending at the latest failure; ties go to class, then file.
+        streak = max(state.runs[:3], key=lambda run: run.count)
+        agents = [agent for agent in self._agents.values() if agent.subject == subject]
+        agent = max(agents, key=lambda run: run.count, default=None)
+        found = [
+            _fired(Signal.CONSECUTIVE_FAILURES, streak, self._consecutive),
+            None if agent is None else _fired(Signal.AGENT_RETRY, agent, self._agent_threshold),
+            _fired(Signal.UNABLE_TO_COMPLETE, state.runs[3], self._unable_threshold),
+            *(
+                _most(signal, slots[-window:], threshold)
+                for signal, threshold, window in self._windowed
+            ),
+        ]
+        fired = [firing for firing in found if firing is not None]
+        return tuple(sorted(fired, key=lambda firing: _ORDER[firing.signal]))
+
+    def subjects(self) -> list[str]:
+        """Every subject seen, read-only and exempt ones included, in first-seen order."""
+        return list(self._seen)
+
+    def state_size(self) -> dict[str, int]:
+        """How much is held: subjects, agents, the longest window and position list."""
+        states = [state for state in self._seen.values() if state is not None]
+        runs = [run for state in states for run in state.runs]
+        runs += self._agents.values()
+        return {
+            "subjects": len(self._seen),
+            "agents": len(self._agents),
+            "window": max((len(state.window) for state in states), default=0),
+            "positions": max((len(run.positions) for run in runs), default=0),
+        }
+
+    def _read(self, error: str) -> tuple[str, str | None, bool]:
+        """Normalised error, error class, and whether it says it cannot complete.
+
+        Cached: a stuck agent repeats itself, and this is the costly part of `feed`.
+        """
+        known = self._texts.get(error)
+        if known is None:
+            normalised = normalise_error(error) if error else ""
+            # Empty (or blank) text is still a failure, but shares nothing with other errors.
+            kind = error_class(error) if normalised else None
+            unable = bool(normalised) and any(rx.search(error) for rx in self._unable)
+            known = (normalised, kind, unable)
+            if len(self._texts) >= _CACHE_SIZE:
+                del self._texts[next(iter(self._texts))]
+            self._texts[error] = known
+        return known
+
+    def _agent(self, agent_id: str | None) -> _Run | None:
+        if agent_id is None:
+            return None
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            agent = self._agents[agent_id] = _Run(self._cap)
+        return agent
+
+
+_CACHE_SIZE = 1024
+
+
+def _names(policy: Policy, path: str) -> list[str]:
+    values: Any = policy.get(f"stuck.{path}", None) or ()
+    return [str(value) for value in values]
+
+
+def review_loops(tasks: Iterable[Task], policy: Policy) -> dict[str, Firing]:
+    """Tasks sent back (REVISE) after at least `stuck.review_loop.rounds` review rounds."""
+    rounds = int(policy.get("stuck.review_loop.rounds", 3))
+    exempt = set(_names(policy, "exempt.subjects"))
+    loops: dict[str, Firing] = {}
+    for task in tasks:
+        done = task.review_rounds or 0
+        if task.review_result == "REVISE" and done >= rounds and task.task_id not in exempt:
+            pattern = f"Review of {task.task_id}: REVISE after {done} rounds"
+            loops[task.task_id] = Firing(Signal.REVIEW_LOOP, done, rounds, pattern, ())
+    return loops
+
+
+def _fired(signal: Signal, run: _Run, threshold: int) -> Firing | None:
+    if run.count < threshold:
+        return None
+    return Firing(signal, run.count, threshold, run.label, tuple(run.positions))
+
+
+_KEY = {Signal.REPEATED_ERROR: 0, Signal.EDIT_LOOP: 1, Signal.TOOL_LOOP: 2}  # _Slot fields
+_ORDER = {signal: rank for rank, signal in enumerate(Signal)}
+
+
+def _most(signal: Signal, slots: list[_Slot], threshold: int) -> Firing | None:
+    """The key repeated most often among `slots`, if at least `threshold` times."""
+    groups: dict[object, list[Failure]] = {}
+    field_at = _KEY[signal]
+    for slot in slots:
+        if slot[field_at] is not None:
+            groups.setdefault(slot[field_at], []).append(slot.failure)
+    # Most occurrences first; on a tie, the key seen most recently.
+    best = max(groups.values(), key=lambda group: (len(group), group[-1].index), default=None)
+    if best is None or len(best) < threshold:
+        return None
+    latest = best[-1]
+    if signal is Signal.REPEATED_ERROR:
+        pattern = f"Same error: {_excerpt(latest.error)}"
+    elif signal is Signal.EDIT_LOOP:
+        pattern = f"{latest.tool} of {latest.file_path}"
+    else:
+        pattern = f"{latest.tool} with the same input ({latest.input_digest})"
+    return Firing(signal, len(best), threshold, pattern, tuple(item.index for item in best))
+
+
+def _excerpt(error: str, limit: int = 80) -> str:
+    text = " ".join(error.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,220 @@
+"""Tool-failure taxonomy (SPEC §6) and the error folding stuck detection relies on (SPEC §7).
+
+Pure: no I/O. `classify` runs for every entry of logs with 100,000 entries (SPEC §18), so
+`Taxonomy` compiles the policy's patterns once, finds the first match in policy order with a
+few searches of joined alternations instead of one search per pattern, and remembers the
+types of recent texts (a stuck agent repeats itself).
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from selfcorrect.core.model import Failure
+from selfcorrect.core.policy import Policy
+
+UNKNOWN = "unknown"
+
+
+class TypeSource(StrEnum):
+    """What decided a failure's type, in the order of SPEC §6."""
+
+    EXPLICIT = "explicit"
+    CODE = "code"
+    PATTERN = "pattern"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A failure's type, how sure we are, and the code or regex that decided."""
+
+    failure_type: str
+    confidence: float
+    source: TypeSource
+    rule: str | None
+
+
+_UNTYPED = Typed(UNKNOWN, 0.0, TypeSource.NONE, None)
+
+
+class Taxonomy:
+    """The policy's `codes` and `patterns`, ready to classify failures."""
+
+    __slots__ = ("_cache", "_codes", "_prefixes", "_regexes", "_sources", "_typed")
+
+    def __init__(self, policy: Policy) -> None:
+        codes: Any = policy.get("codes", None) or {}
+        # Codes match case-insensitively ('etimedout' is ETIMEDOUT); the policy's spelling is
+        # reported as the rule.
+        self._codes: dict[str, tuple[str, str]] = {
+            str(code).upper(): (str(kind), str(code)) for code, kind in codes.items()
+        }
+        patterns: Any = policy.get("patterns", None) or ()
+        self._sources = sources = [str(entry["regex"]) for entry in patterns]
+        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in sources)
+        self._typed = tuple(
+            Typed(str(entry["type"]), float(entry.get("confidence", 1.0)), TypeSource.PATTERN, src)
+            for entry, src in zip(patterns, sources, strict=True)
+        )
+        # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
+        # with it answers "does any earlier pattern match?" at a fraction of k searches.
+        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources)
+        self._cache: dict[tuple[str, str | None], Typed] = {}
+
+    def classify(self, failure: Failure) -> Typed:
+        """Explicit type, else typed code, else the first matching pattern, else unknown."""
+        if failure.failure_type:
+            # Used as given even when the policy does not know it: the agent said so.
+            return Typed(failure.failure_type, 1.0, TypeSource.EXPLICIT, None)
+        code = failure.code
+        if code:
+            known = self._codes.get(code.strip().upper())
+            if known is not None:
+                return Typed(known[0], 1.0, TypeSource.CODE, known[1])
+        return self.classify_text(failure.error, code)
+
+    def classify_text(self, error: str, code: str | None = None) -> Typed:
+        """Type error text by the first matching policy pattern (an unknown code is searched
+        too), else unknown."""
+        key = (error, code)
+        typed = self._cache.get(key)
+        if typed is None:
+            index = self._first_match(f"{error} {code}" if code else error)
+            typed = _UNTYPED if index is None else self._typed[index]
+            if len(self._cache) >= _CACHE_SIZE:  # bounded: drop the oldest entry
+                del self._cache[next(iter(self._cache))]
+            self._cache[key] = typed
+        return typed
+
+    def _first_match(self, text: str) -> int | None:
+        """Index of the first pattern, in policy order, that matches anywhere in `text`."""
+        regexes, prefixes = self._regexes, self._prefixes
+        if not text or text.isspace():
+            return None  # an empty error says nothing: unknown (SPEC §6)
+        linear = (i for i, rx in enumerate(regexes) if rx.search(text))
+        if prefixes is None:
+            return next(linear, None)
+        found: int | None = None
+        limit, start = len(regexes), 0
+        while limit:
+            match = self._prefix(prefixes, limit).search(text, start)
+            if match is None:
+                break
+            # The alternation chose the first pattern matching at the leftmost position; an
+            # earlier pattern can still match further right, so look again among those only.
+            at = match.start()
+            chosen = next((i for i in range(limit) if regexes[i].match(text, at)), None)
+            if chosen is None:  # cannot happen with joinable patterns; stay correct anyway
+                return next(linear, None)
+            found = limit = chosen
+            start = at + 1
+        return found
+
+    def _prefix(self, prefixes: list[re.Pattern[str] | None], limit: int) -> re.Pattern[str]:
+        compiled = prefixes[limit]
+        if compiled is None:
+            compiled = prefixes[limit] = _alternation(self._sources[:limit])
+        return compiled
+
+
+_CACHE_SIZE = 1024
+# Patterns that refer to their own groups cannot be joined into one alternation.
+_GROUP_REFERENCE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
+
+
+def _alternation(sources: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{source})" for source in sources), re.IGNORECASE)
+
+
+def _prefixes(sources: list[str]) -> list[re.Pattern[str] | None] | None:
+    """Lazy prefix alternations, or None when the patterns cannot be joined (then: one by one)."""
+    if not sources or any(_GROUP_REFERENCE.search(source) for source in sources):
+        return None
+    try:
+        full = _alternation(sources)  # fails on global inline flags or duplicate group names
+    except re.error:
+        return None
+    return [None] * len(sources) + [full]
+
+
+# --------------------------------------------------------------------------- normalise_error
+
+# Applied in this order: quotes first (they may hold paths and digits), then paths, then ids.
+_QUOTED = re.compile(
+    r"""(?<!\w)'[^'\n]*'(?!\w)|"[^"\n]*"|`[^`\n]*`|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019"""
+)
+_WINDOWS_PATH = re.compile(r"(?<![\w/\\])(?:[a-z]:[\\/]|\\\\)[^\s'\"`()<>,;]*")
+_UNIX_PATH = re.compile(r"(?<![\w/<])(?:~|\.{1,2})?(?:/[\w.@+~-]+)+/?|\b[\w.@+~-]+(?:/[\w.@+~-]+)+")
+# hex ids and numbers fold to one placeholder: an id's length must not matter either
+_IDS = re.compile(
+    r"\b0x[0-9a-f]+\b"
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    # a long hex run with a letter and a digit: a hash, not a word
+    r"|\b(?=\d*[a-f])(?=[a-f]*\d)[0-9a-f]{8,}\b"
+    r"|\d+"
+)
+
+
+def normalise_error(text: str) -> str:
+    """Error text with volatile parts folded, so two tries of one mistake compare equal.
+
+    Quoted strings, file paths, hex ids and digits become placeholders; whitespace collapses
+    and case folds: "TypeError at handler.ts:45" and "...:46" normalise equal.
+    """
+    folded = text.lower()
+    if "'" in folded or '"' in folded or "`" in folded or "\u201c" in folded or "\u2018" in folded:
+        folded = _QUOTED.sub("<str>", folded)
+    # Paths hold no spaces: scanning only the words with a slash is several times faster.
+    words = [_fold_path(word) if "/" in word or "\\" in word else word for word in folded.split()]
+    return _IDS.sub("#", " ".join(words))
+
+
+def _fold_path(word: str) -> str:
+    return _UNIX_PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", word))
+
+
+# --------------------------------------------------------------------------- error_class
+
+_HTTP_STATUS = (
+    r"(?i:\bhttp(?:/\d(?:\.\d)?)?(?:\s*error)?|\bstatus(?:[ _-]?code)?|\bresponse(?:[ _-]?code)?"
+    r"|\bresponded\s+with)[\"']?\s*[:=]?\s*[\"']?([45]\d\d)\b(?![.,]\d)"
+)
+# errno names this platform knows, plus Node's own: an uppercase word is not a code by itself
+# ("EXPECTED", "ERROR").
+_ERRNO = "|".join(
+    sorted(
+        set(errno.errorcode.values())
+        | {"ENOENT", "EACCES", "EISDIR", "ENOTDIR", "EEXIST", "EPERM", "EPIPE", "EBUSY"}
+        | {"ETIMEDOUT", "ESOCKETTIMEDOUT", "ECONNREFUSED", "ECONNRESET", "ECONNABORTED"}
+        | {"ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "ENOMEM", "ENOSPC", "EDQUOT", "EMFILE"},
+        key=lambda name: (-len(name), name),
+    )
+)
+_CLASS = re.compile(
+    # exception names: TypeError, JSONDecodeError, NullPointerException, KeyboardInterrupt
+    r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)|panic)\b"
+    # compiler codes: TS2339 anywhere, error C2065 / error[E0308] after "error"
+    r"|\b(TS\d{4,5})\b|(?i:\berror)\s*\[?([A-Z]{1,3}\d{3,5})\b"
+    # errno and Node codes: ENOENT, EAI_AGAIN, ERR_MODULE_NOT_FOUND
+    rf"|\b({_ERRNO}|EAI_[A-Z]+|ERR_[A-Z0-9_]+)\b"
+    # HTTP status codes in context only, never a bare number
+    rf"|{_HTTP_STATUS}"
+)
+
+
+def error_class(text: str) -> str | None:
+    """The first recognisable error name or code in `text` ('TypeError', 'ENOENT', 'TS2339',
+    'HTTP 503'), else None."""
+    match = _CLASS.search(text)
+    if match is None:
+        return None
+    name, ts_code, compiler_code, code, status = match.groups()
+    if status is not None:
+        return f"HTTP {status}"
+    return name or ts_code or compiler_code or code
