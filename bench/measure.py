@@ -7,7 +7,9 @@ WHAT is one of:
   (its text still counts in the memory peak); `libyaml-nogc` does the same with the garbage
   collector off, libyaml's best case (SPEC §18: about half the time);
 - `read`: `list(read_failure_log(path, warnings))`, file reading included;
-- `stream`: the same reader, consumed one entry at a time without keeping any (memory figure).
+- `stream`: the same reader, consumed one entry at a time without keeping any (memory figure);
+- `analyze`: the whole analysis of a run (`selfcorrect.run.analyze`: read, type every failure,
+  feed the ledger and the stuck detector, decide every subject) on a folder holding the log.
 This file imports nothing from `bench`, so it runs the same from any working directory.
 """
 
@@ -41,17 +43,36 @@ def measure(what: str, path: Path) -> tuple[float, int]:
         seconds = time.perf_counter() - start
         return seconds, len(data["failures"])
     warnings: list[Diagnostic] = []
+    if what == "analyze":
+        return _analyze(path)
     start = time.perf_counter()
     if what == "read":
         count = len(list(read_failure_log(path, warnings)))
     elif what == "stream":
         count = sum(1 for _ in read_failure_log(path, warnings))
     else:
-        raise SystemExit(f"unknown measurement {what!r}; use libyaml, libyaml-nogc, read or stream")
+        raise SystemExit(
+            f"unknown measurement {what!r}; use libyaml, libyaml-nogc, read, stream or analyze"
+        )
     seconds = time.perf_counter() - start
     if warnings:
         raise SystemExit(f"reader warned: {warnings[0]} (+{len(warnings) - 1} more)")
     return seconds, count
+
+
+def _analyze(path: Path) -> tuple[float, int]:
+    import tempfile
+
+    from selfcorrect.run import analyze
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "tool_failures.yaml").symlink_to(path.resolve())
+        start = time.perf_counter()
+        analysis = analyze(Path(folder), None)
+        seconds = time.perf_counter() - start
+    if analysis.warnings:
+        raise SystemExit(f"analysis warned: {analysis.warnings[0]}")
+    return seconds, analysis.log_entries
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,8 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "startup_check": ("start-up: selfcorrect check (small dir)", 2.0, False),
     "canonical_read": ("canonical read+check of N entries", 1.5, False),
     "dialect_read": ("dialect read+check of N entries", 0.25, False),
+    "canonical_analysis": ("canonical full analysis of N entries", 1.5, False),
+    "dialect_analysis": ("dialect full analysis of N entries", 0.25, False),
     "memory_canonical": ("peak memory, canonical (streamed)", 0.25, True),
     "memory_dialect": ("peak memory, dialect (streamed)", 0.25, True),
 }
@@ -129,6 +131,8 @@ def read_rows(
         "libyaml": (anchor, canonical),
         "canonical": ("read", canonical),
         "dialect": ("read", dialect),
+        "canonical_analysis": ("analyze", canonical),
+        "dialect_analysis": ("analyze", dialect),
     }
     results: dict[str, list[dict[str, float]]] = {key: [] for key in runs}
     for turn in range(repeat):  # interleaved, as for start-up
@@ -148,6 +152,8 @@ def read_rows(
     rows = [
         _row("canonical_read", median("canonical", "seconds"), anchor_s, "s"),
         _row("dialect_read", median("dialect", "seconds"), anchor_s, "s"),
+        _row("canonical_analysis", median("canonical_analysis", "seconds"), anchor_s, "s"),
+        _row("dialect_analysis", median("dialect_analysis", "seconds"), anchor_s, "s"),
         _row("memory_canonical", streamed["canonical"]["peak_kb"], anchor_kb, "kB"),
         _row("memory_dialect", streamed["dialect"]["peak_kb"], anchor_kb, "kB"),
     ]

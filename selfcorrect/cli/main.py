@@ -82,6 +82,80 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
     return ExitCode.PASS
 
 
+@cli.command()
+@folder_argument
+@format_option("text", "json")
+@click.option(
+    "--shadow", is_flag=True, help="Print the plan and write nothing at all, not even the journal."
+)
+@common_options
+def run(
+    folder: Path, fmt: str, shadow: bool, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Perform one correction run on DIR.
+
+    \b
+    Loads every workflow file (a bad decision document stops the run before
+    anything is written), then:
+    - classifies every validation issue FIXABLE or BLOCKED and writes a directive
+      for each FIXABLE one to DIR/recovery/<task>.md;
+    - types every tool failure, enforces its retry budget, detects stuck
+      subjects and climbs the six-step recovery ladder, writing the recovery
+      prompt to DIR/recovery/<subject>.md;
+    - keeps coordination_log.yaml#failed_items and escalations.yaml current,
+      and journals every decision in DIR/.selfcorrect/journal.jsonl.
+
+    Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml), 2 invalid input,
+    3 PENDING (work handed to agents through recovery/).
+    """
+    from selfcorrect.cli.run_report import EXIT, show_run
+    from selfcorrect.run import correction_run
+
+    common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+    outcome = correction_run(folder, policy_path=policy, shadow=shadow)
+    show_run(outcome, fmt, common, documents_display(folder))
+    return EXIT[outcome.plan.result.value]
+
+
+@cli.command()
+@folder_argument
+@format_option("text", "json")
+@common_options
+def status(
+    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Show every subject and issue: classification, attempts against the cap,
+    ladder step and last decision, plus the open escalations. Writes nothing."""
+    from selfcorrect.cli.status_report import show_status
+    from selfcorrect.status import folder_status
+
+    common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+    show_status(folder_status(folder, policy), fmt, common)
+    return ExitCode.PASS
+
+
+def _require_folder(folder: Path) -> None:
+    from selfcorrect.errors import Diagnostic, InputError
+
+    if not folder.is_dir():
+        raise InputError(
+            Diagnostic(
+                documents_display(folder),
+                1,
+                1,
+                "not a folder; pass the workflow folder (the one holding validation_report.yaml)",
+            )
+        )
+
+
+def documents_display(path: Path) -> str:
+    from selfcorrect.io.documents import display_path
+
+    return display_path(path)
+
+
 def _stub(name: str, summary: str) -> None:
     @cli.command(
         name=name,
@@ -95,9 +169,7 @@ def _stub(name: str, summary: str) -> None:
 
 
 _stub("validate", "Run the built-in validator and write validation_report.yaml.")
-_stub("run", "Perform one correction run on DIR.")
 _stub("watch", "Run a correction run whenever DIR's inputs change.")
-_stub("status", "Show every subject and issue with its classification and attempts.")
 _stub("stats", "Print per-rule figures from the journal.")
 _stub("replay", "Run detection and classification over recorded folders.")
 _stub("reset", "Close a circuit or give a subject a fresh budget, with evidence.")

@@ -37,7 +37,7 @@ def check_result(result: CheckResult, fmt: str, common: Common) -> None:
     for diag in result.diagnostics:
         where = click.style(f"{diag.path}:{diag.line}:{diag.col}:", bold=True)
         tag = "" if diag.severity == "error" else click.style("warning: ", fg="yellow", bold=True)
-        message = click.style(_printable(diag.message), fg="red" if not tag else None)
+        message = click.style(printable(diag.message), fg="red" if not tag else None)
         click.echo(f"{where} {tag}{message}", color=common.color)
     if common.verbosity >= 0:
         entries = _count(result.failure_entries, "failure entry", "failure entries")
@@ -65,6 +65,6 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """Agent text may hold terminal escapes; never let them reach the terminal raw."""
     return "".join(ch if ch.isprintable() or ch == "\t" else f"\\x{ord(ch):02x}" for ch in text)

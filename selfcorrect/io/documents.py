@@ -13,13 +13,16 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yaml.nodes import Node
 
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, failed_items, hook_dialect, schemas, yaml_nodes
+from selfcorrect.io import atomic, hook_dialect, schemas, yaml_nodes
 from selfcorrect.io.failure_log import RawFailure, iter_failures
+
+if TYPE_CHECKING:
+    from selfcorrect.io.owned_list import OwnedList
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (§17)
 
@@ -165,7 +168,37 @@ def waypoint_paths(folder: Path) -> list[Path]:
 def update_failed_items(
     path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> bool:
-    """Merge `entries` into coordination_log.yaml#failed_items; every other byte is kept.
+    """Merge `entries` into coordination_log.yaml#failed_items; every other byte is kept."""
+    from selfcorrect.io.owned_list import FAILED_ITEMS  # ruamel: only when writing
+
+    return update_owned_list(path, FAILED_ITEMS, entries, max_bytes=max_bytes)
+
+
+def add_escalations(
+    path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> bool:
+    """Add escalations not yet in escalations.yaml; existing ones, and people's edits, stay."""
+    if not path.exists():
+        header = (
+            f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
+            "# Escalations: selfcorrect lists here what needs a human (SPEC §10).\n"
+            "# Resolve one by setting its status to resolved; add `retry: true` to give the\n"
+            "# subject a fresh budget. The next run reads and journals your edit.\n"
+        )
+        atomic.write_new(path, header.encode())
+    from selfcorrect.io.owned_list import ESCALATIONS
+
+    return update_owned_list(path, ESCALATIONS, entries, max_bytes=max_bytes)
+
+
+def update_owned_list(
+    path: Path,
+    spec: OwnedList,
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> bool:
+    """Merge `entries` into the file's `spec.key` list; every other byte is kept.
 
     Atomic and compare-and-swap (io/atomic.py). The merge is redone on the bytes on disk at
     the moment of writing, so a human edit that landed meanwhile is kept. Returns True if the
@@ -177,6 +210,8 @@ def update_failed_items(
         if current is not None and len(current) > max_bytes:
             read_limited(path, display, max_bytes)  # raises the positioned refusal
         text = yaml_nodes.decode(current or b"", display)
-        return failed_items.splice_failed_items(text, entries, display).encode("utf-8")
+        from selfcorrect.io.owned_list import splice
+
+        return splice(text, spec, entries, display).encode("utf-8")
 
     return atomic.update_file(path, transform)

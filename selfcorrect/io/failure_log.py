@@ -185,6 +185,12 @@ def _dialect(
             number += 1
             continue
         start = number
+        exact = _template_entry(lines, number)
+        if exact is not None:  # the hook's exact template: the common case, read in one match
+            entry, number = exact
+            yield RawFailure(index, start + 1, entry)
+            index += 1
+            continue
         entry, number, readable = _dialect_entry(lines, number)
         if not readable:  # not the hook's template: let YAML try, it may be a canonical entry
             end = number
@@ -209,6 +215,36 @@ def _dialect(
         if parsed is not None:
             yield parsed
         index += 1
+
+
+# The template of cAgents' tool-failure-tracker.cjs. A value is everything up to the last quote
+# on its line (the hook turns " into ' in errors and paths, and never escapes anything).
+_TEMPLATE = re.compile(
+    r'- tool: "(?P<tool>[^\n]+)"\n'
+    r'(?:  file_path: "(?P<file_path>[^\n]*)"\n)?'
+    r'  error: "(?P<error>[^\n]*)"\n'
+    r'  timestamp: "(?P<timestamp>[^\n]+)"\n'
+    r'  agent_id: "(?P<agent_id>[^\n]*)"\n'
+    r"  recoverable: (?P<recoverable>true|false)"
+)
+
+
+def _template_entry(lines: list[str], number: int) -> tuple[dict[str, Any], int] | None:
+    """The entry at `number` if it is exactly the hook's template, and the line after it."""
+    size = (
+        6 if lines[number + 1 : number + 2] and lines[number + 1].startswith("  file_path:") else 5
+    )
+    after = number + size
+    if after < len(lines) and lines[after].strip() and not lines[after].startswith("- "):
+        return None  # more lines belong to this entry: not the bare template
+    match = _TEMPLATE.fullmatch("\n".join(lines[number:after]))
+    if match is None:
+        return None
+    entry = {k: v for k, v in match.groupdict().items() if v is not None}
+    entry["recoverable"] = entry["recoverable"] == "true"
+    if not entry["tool"]:
+        return None
+    return entry, after
 
 
 def _dialect_entry(lines: list[str], number: int) -> tuple[dict[str, Any], int, bool]:

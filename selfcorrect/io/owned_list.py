@@ -1,9 +1,10 @@
-"""Rewrite the one key selfcorrect owns, `failed_items`, and not a byte of anything else.
+"""Rewrite one top-level list key we own, and not a byte of anything else in the file.
 
-The rest of coordination_log.yaml belongs to humans and agents. Rather than round-trip the whole
-file (ruamel would re-flow it), we find the `failed_items:` block with libyaml's marks, round-trip
-only that block with ruamel (so comments inside entries survive and entries update in place), and
-splice it back between the untouched bytes before and after it.
+`coordination_log.yaml` belongs to humans and agents except its `failed_items` key;
+`escalations.yaml` is ours except the fields people edit. Rather than round-trip a whole file
+(ruamel would re-flow it), we find the key's block with libyaml's marks, round-trip only that
+block with ruamel (so comments inside entries survive and entries update in place), and splice
+it back between the untouched bytes before and after it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -22,13 +24,28 @@ from yaml.resolver import Resolver
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import yaml_nodes
 
-KEY = "failed_items"
-IDENTITY = "task_id"
-_QUOTED = {"error_summary", "escalation_context"}
+
+@dataclass(frozen=True)
+class OwnedList:
+    """How one owned list is written."""
+
+    key: str  # the top-level key
+    identity: str  # the entry key that identifies an entry
+    quoted: frozenset[str] = frozenset()  # string values always double-quoted
+    flow_lists: bool = True  # list values as [a, b] (the seed's shape) or block lists
+    update_existing: bool = True  # False: entries already present are never touched
 
 
-def _block_bounds(text: str, display: str) -> tuple[int, int] | None:
-    """Line span [start, end) of the failed_items block, or None when the key is absent."""
+FAILED_ITEMS = OwnedList(
+    "failed_items", "task_id", frozenset({"error_summary", "escalation_context"})
+)
+ESCALATIONS = OwnedList(
+    "escalations", "id", frozenset({"reason"}), flow_lists=False, update_existing=False
+)
+
+
+def _block_bounds(text: str, key_name: str, display: str) -> tuple[int, int] | None:
+    """Line span [start, end) of the key's block, or None when the key is absent."""
     root = yaml_nodes.compose(text, display)
     if root is None:
         return None
@@ -38,13 +55,13 @@ def _block_bounds(text: str, display: str) -> tuple[int, int] | None:
                 display,
                 1,
                 1,
-                "coordination_log.yaml must be a block mapping (key: value lines) so selfcorrect "
-                "can update failed_items without touching the rest",
+                f"the file must be a block mapping (key: value lines) so selfcorrect can update "
+                f"{key_name} without touching the rest",
             )
         )
     keys = [k for k, _ in root.value if isinstance(k, ScalarNode)]
     for position, key in enumerate(keys):
-        if key.value != KEY:
+        if key.value != key_name:
             continue
         lines = text.splitlines(keepends=True)
         start = key.start_mark.line
@@ -98,15 +115,15 @@ def _scalar(value: Any) -> Any:
     return value if plain else DoubleQuotedScalarString(value)
 
 
-def _styled(key: str, value: Any) -> Any:
-    """The seed's shape (§9.6): quoted summaries, flow lists of actions."""
-    if isinstance(value, str) and key in _QUOTED:
+def _styled(spec: OwnedList, key: str, value: Any) -> Any:
+    if isinstance(value, str) and key in spec.quoted:
         return DoubleQuotedScalarString(value)
     if isinstance(value, list | tuple):
         seq = CommentedSeq(
             DoubleQuotedScalarString(v) if isinstance(v, str) else _scalar(v) for v in value
         )
-        seq.fa.set_flow_style()
+        if spec.flow_lists:
+            seq.fa.set_flow_style()
         return seq
     return _scalar(value)
 
@@ -118,18 +135,20 @@ def _same(current: Any, value: Any) -> bool:
     return current == value and isinstance(current, bool) == isinstance(value, bool)
 
 
-def _merge(items: CommentedSeq, entries: Sequence[Mapping[str, Any]]) -> bool:
-    """Update entries with the same task_id in place, append the rest; True if anything changed."""
-    by_id = {item.get(IDENTITY): item for item in items if isinstance(item, CommentedMap)}
+def _merge(spec: OwnedList, items: CommentedSeq, entries: Sequence[Mapping[str, Any]]) -> bool:
+    """Update entries with the same identity in place, append the rest; True if anything changed."""
+    by_id = {item.get(spec.identity): item for item in items if isinstance(item, CommentedMap)}
     changed = False
     for entry in entries:
-        item = by_id.get(entry[IDENTITY])
+        item = by_id.get(entry[spec.identity])
+        if item is not None and not spec.update_existing:
+            continue
         if item is None:
-            item = by_id[entry[IDENTITY]] = CommentedMap()
+            item = by_id[entry[spec.identity]] = CommentedMap()
             items.append(item)
         for key, value in entry.items():
             if key not in item or not _same(item[key], value):
-                item[key] = _styled(key, value)
+                item[key] = _styled(spec, key, value)
                 changed = True
     return changed
 
@@ -142,28 +161,27 @@ def _item_offset(block: str) -> int:
     return 2
 
 
-def splice_failed_items(text: str, entries: Sequence[Mapping[str, Any]], display: str) -> str:
-    """`text` with `entries` merged into its failed_items block (unchanged text if no change)."""
+def splice(text: str, spec: OwnedList, entries: Sequence[Mapping[str, Any]], display: str) -> str:
+    """`text` with `entries` merged into its `spec.key` block (the same text if nothing changed)."""
     if not entries:
         return text
-    bounds = _block_bounds(text, display)
+    bounds = _block_bounds(text, spec.key, display)
     lines = text.splitlines(keepends=True)
     if bounds is None:
         start = end = len(lines)
-        block = f"{KEY}:\n"
+        block = f"{spec.key}:\n"
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n"
     else:
         start, end = bounds
         block = "".join(lines[start:end])
-    offset = _item_offset(block)
-    rt = _yaml(offset)
+    rt = _yaml(_item_offset(block))
     document = rt.load(block)
-    items = document.get(KEY)
+    items = document.get(spec.key)
     if not isinstance(items, CommentedSeq):
         items = CommentedSeq()
-        document[KEY] = items
-    if not _merge(items, entries):
+        document[spec.key] = items
+    if not _merge(spec, items, entries):
         return text
     out = io.StringIO()
     rt.dump(document, out)

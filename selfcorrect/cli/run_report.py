@@ -1,0 +1,177 @@
+"""How `run` and `status` show a run: a table for people, one stable JSON object for tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from selfcorrect.cli.options import Common
+from selfcorrect.cli.report import printable
+
+if TYPE_CHECKING:
+    from selfcorrect.run import Analysis, RunOutcome
+
+EXIT = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}
+
+
+def subject_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    return [
+        {
+            "subject": d.subject,
+            "failure_type": d.failure_type,
+            "attempts": d.attempts,
+            "retries": d.retries,
+            "signals": [
+                {
+                    "signal": f.signal.value,
+                    "pattern": f.pattern,
+                    "count": f.count,
+                    "threshold": f.threshold,
+                }
+                for f in d.signals
+            ],
+            "ladder_step": d.ladder_step,
+            "status": d.status.value,
+            "reason": d.reason.value,
+        }
+        for d in analysis.subjects
+    ]
+
+
+def issue_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    return [
+        {
+            "fingerprint": d.fingerprint,
+            "id": d.issue.id,
+            "type": d.type,
+            "severity": d.issue.severity.value.upper(),
+            "classification": d.classification.value,
+            "reason": d.reason.value,
+            "detail": d.detail,
+            "attempts": d.attempts,
+            "retries": d.retries,
+            "strategy": d.strategy,
+            "target": d.issue.target,
+            "task_id": d.issue.task_id,
+        }
+        for d in analysis.issues
+    ]
+
+
+def run_json(outcome: RunOutcome) -> dict[str, Any]:
+    """The documented, stable `--format json` object (SPEC §16; README "JSON output")."""
+    plan = outcome.plan
+    return {
+        "result": plan.result.value,
+        "cycles": 0,
+        "shadow": outcome.shadow,
+        "issues": issue_rows(outcome.analysis),
+        "subjects": subject_rows(outcome.analysis),
+        "escalations": [
+            {"id": e["id"], "subject": e["subject"], "reason": e["reason"]}
+            for e in plan.escalations
+        ],
+        "written": outcome.written,
+        "plan": {
+            "recovery_files": sorted(outcome.rendered),
+            "failed_items": plan.failed_items,
+            "journal_records": len(plan.journal),
+        },
+        "why": plan.reasons,
+        "warnings": [w.as_dict() for w in outcome.analysis.warnings],
+    }
+
+
+def _table(rows: Sequence[Sequence[str]], common: Common) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for number, row in enumerate(rows):
+        text = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        lines.append(click.style(text, bold=True) if number == 0 else text)
+    return ["  " + line for line in lines]
+
+
+def _steps(step: int | None) -> str:
+    return "-" if step is None else str(step)
+
+
+def _cap(attempts: int, retries: int | None) -> str:
+    return f"{attempts}/{'∞' if retries is None else retries}"
+
+
+def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None:
+    for warning in outcome.analysis.warnings:
+        click.echo(printable(str(warning)), err=True)
+    if fmt == "json":
+        click.echo(json.dumps(run_json(outcome), indent=2, ensure_ascii=False))
+        return
+    plan, analysis = outcome.plan, outcome.analysis
+    colour = {"PASS": "green", "PENDING": "yellow", "BLOCKED": "red"}[plan.result.value]
+    mode = " (shadow: nothing written)" if outcome.shadow else ""
+    lines = [
+        click.style(f"{plan.result.value}", fg=colour, bold=True)
+        + f"  selfcorrect run {folder}{mode}  (exit {EXIT[plan.result.value]})"
+    ]
+    lines += _body(analysis, common)
+    if plan.escalations:
+        lines += ["", "Escalations (a human is needed):"]
+        lines += [
+            f"  {e['id']}  {printable(e['subject'])}: {printable(e['reason'])}"
+            for e in plan.escalations
+        ]
+    if outcome.shadow:
+        lines += ["", "Would write:"]
+        lines += [f"  {folder}/recovery/{name}" for name in sorted(outcome.rendered)]
+        if plan.failed_items:
+            lines.append(
+                f"  {folder}/coordination_log.yaml#failed_items ({len(plan.failed_items)} entries)"
+            )
+        if plan.journal:
+            lines.append(f"  {folder}/.selfcorrect/journal.jsonl ({len(plan.journal)} records)")
+    elif outcome.written:
+        lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
+    else:
+        lines += ["", "Nothing new to write."]
+    lines += ["", "Why: " + "; ".join(printable(r) for r in plan.reasons)]
+    if common.verbosity < 0:
+        lines = lines[:1]
+    click.echo("\n".join(lines), color=common.color)
+
+
+def _body(analysis: Analysis, common: Common) -> list[str]:
+    lines: list[str] = []
+    failing = [d for d in analysis.subjects if d.status.value != "ok" or common.verbosity > 0]
+    if failing:
+        lines += ["", f"Subjects ({analysis.log_entries} log entries, {len(failing)} shown):"]
+        rows = [["SUBJECT", "TYPE", "ATTEMPTS", "STATUS", "STEP", "SIGNALS"]]
+        rows += [
+            [
+                printable(d.subject)[:48],
+                d.failure_type,
+                _cap(d.attempts, d.retries),
+                d.status.value,
+                _steps(d.ladder_step),
+                ", ".join(f"{f.signal.value} {f.count}/{f.threshold}" for f in d.signals),
+            ]
+            for d in failing
+        ]
+        lines += _table(rows, common)
+    if analysis.issues:
+        verdict = analysis.report.verdict.value if analysis.report else "none"
+        lines += ["", f"Issues (validation report verdict: {verdict}):"]
+        rows = [["ISSUE", "TYPE", "CLASS", "ATTEMPTS", "WHY"]]
+        rows += [
+            [
+                printable(d.issue.id or d.fingerprint),
+                d.type,
+                d.classification.value,
+                _cap(d.attempts, d.retries),
+                printable(d.detail),
+            ]
+            for d in analysis.issues
+        ]
+        lines += _table(rows, common)
+    return lines

@@ -1,0 +1,76 @@
+"""How `status` shows a folder: the run's view plus the journal's last decisions."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from selfcorrect.cli.options import Common
+from selfcorrect.cli.report import printable
+from selfcorrect.cli.run_report import issue_rows, subject_rows
+
+if TYPE_CHECKING:
+    from selfcorrect.status import FolderStatus
+
+
+def status_json(status: FolderStatus) -> dict[str, Any]:
+    analysis = status.outcome.analysis
+    subjects = subject_rows(analysis)
+    for row in subjects:
+        prior = analysis.state.subject(row["subject"])
+        row["last_decision"] = {"reason": prior.reason, "at": prior.at} if prior.at else None
+    issues = issue_rows(analysis)
+    for row in issues:
+        handed = analysis.state.issue(row["fingerprint"])
+        row["last_decision"] = {"reason": handed.reason, "at": handed.at} if handed.at else None
+    return {
+        "result": status.outcome.plan.result.value,
+        "subjects": subjects,
+        "issues": issues,
+        "open_escalations": [
+            {"id": e.get("id"), "subject": e.get("subject"), "reason": e.get("reason")}
+            for e in status.open_escalations
+        ],
+    }
+
+
+def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
+    data = status_json(status)
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    lines = [f"Now: {data['result']}"]
+    for kind, key, cap in (
+        ("Subjects", "subject", "failure_type"),
+        ("Issues", "fingerprint", "type"),
+    ):
+        rows = data[kind.lower()]
+        if kind == "Subjects" and common.verbosity <= 0:
+            rows = [r for r in rows if r["status"] != "ok"]
+        if not rows:
+            continue
+        lines += ["", f"{kind}:"]
+        for row in rows:
+            retries = "∞" if row["retries"] is None else row["retries"]
+            state = row.get("status") or row.get("classification")
+            step = f", ladder step {row['ladder_step']}" if row.get("ladder_step") else ""
+            last = row["last_decision"]
+            when = (
+                f"; last decision {last['reason']} at {last['at']}"
+                if last
+                else "; no decision recorded yet"
+            )
+            name = row.get("id") or row[key] if kind == "Issues" else row[key]
+            lines.append(
+                f"  {printable(str(name))}  {row[cap]}  {state}  "
+                f"{row['attempts']}/{retries}{step}{when}"
+            )
+    if data["open_escalations"]:
+        lines += ["", "Open escalations:"]
+        lines += [
+            f"  {e['id']}  {printable(str(e['subject']))}: {printable(str(e['reason']))}"
+            for e in data["open_escalations"]
+        ]
+    click.echo("\n".join(lines), color=common.color)

@@ -1,0 +1,249 @@
+"""FIXABLE or BLOCKED for every validation issue (SPEC §5).
+
+Pure. An issue is typed (the validator's type, else the policy's description patterns, else
+`unclassified`), fingerprinted so that renumbering by the validator does not reset its budget,
+and decided by the rules of §5 in order; the first that applies gives the reason.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+import hashlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from selfcorrect.core.model import Issue, Verdict
+from selfcorrect.core.policy import Policy, Rule
+from selfcorrect.core.state import IssueState
+
+UNCLASSIFIED = "unclassified"
+BUILT_IN = frozenset({"restructure_to_template"})
+
+
+class IssueReason(enum.StrEnum):
+    FIXABLE = "FIXABLE"
+    AWAITING_AGENT = "AWAITING_AGENT"  # a directive for this report is already out
+    VALIDATOR_BLOCKED = "VALIDATOR_BLOCKED"
+    NON_RETRYABLE = "NON_RETRYABLE"  # the type's classification is BLOCKED
+    NO_STRATEGY = "NO_STRATEGY"
+    TOO_LONG = "TOO_LONG"
+    MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"
+    CIRCUIT_OPEN = "CIRCUIT_OPEN"
+    LOW_CONFIDENCE = "LOW_CONFIDENCE"
+
+
+@dataclass(frozen=True)
+class IssueDecision:
+    issue: Issue
+    type: str
+    confidence: float
+    fingerprint: str
+    classification: Verdict  # FIXABLE or BLOCKED
+    reason: IssueReason
+    detail: str  # the reason in words, for people
+    attempts: int  # hand-outs so far, including one made by this decision
+    retries: int
+    strategy: str | None
+    fixer: Mapping[str, Any] | None
+    new: bool  # this decision hands out a new attempt (or newly blocks): journal it
+    rule: str
+    rule_version: str
+
+    @property
+    def work_item(self) -> str:
+        """Where its directive and failed_items entry go: the task, else the fingerprint."""
+        return self.issue.task_id or self.fingerprint
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "#", text.lower())).strip()
+
+
+def fingerprint(issue: Issue, issue_type: str) -> str:
+    """type + target + task_id, plus the criterion or description when both are empty (§5).
+
+    Readable on purpose (`linting_errors@src/a.py#WI-3`): people see it in files and output.
+    The id the validator gave is left out, so renumbering keeps the identity.
+    """
+    text = issue_type
+    if issue.target:
+        text += f"@{issue.target}"
+    if issue.task_id:
+        text += f"#{issue.task_id}"
+    words = (
+        issue.criterion
+        if (issue.target or issue.task_id)
+        else (issue.criterion or issue.description)
+    )
+    if words:  # several unmet criteria of one task are several issues
+        text += "~" + hashlib.sha256(_fold(words).encode()).hexdigest()[:6]
+    return text
+
+
+class IssueClassifier:
+    def __init__(self, policy: Policy, installed: Callable[[str], bool]) -> None:
+        self.policy = policy
+        self.installed = installed
+
+    @cached_property
+    def _patterns(self) -> list[tuple[str, re.Pattern[str], float]]:
+        found = []
+        for rule in self.policy.rules():
+            if rule.kind != "issue_type":
+                continue
+            for pattern in rule.definition.get("patterns") or ():
+                found.append(
+                    (
+                        rule.name,
+                        re.compile(pattern["regex"], re.IGNORECASE),
+                        float(pattern["confidence"]),
+                    )
+                )
+        return found
+
+    def type_of(self, issue: Issue) -> tuple[str, float]:
+        if issue.type:
+            return issue.type, 1.0
+        for name, pattern, confidence in self._patterns:
+            if pattern.search(issue.description):
+                return name, confidence
+        # No guess is made: the generic strategy applies with full confidence in "unknown".
+        return UNCLASSIFIED, 1.0
+
+    def decide(
+        self,
+        issue: Issue,
+        prior: IssueState,
+        report_digest: str,
+        circuit_open: Callable[[str], bool] = lambda _rule: False,
+    ) -> IssueDecision:
+        issue_type, confidence = self.type_of(issue)
+        rule = self.policy.issue_type(issue_type) or self.policy.issue_type(UNCLASSIFIED)
+        definition: Mapping[str, Any] = rule.definition if rule else {}
+        retries = definition.get("retries")
+        retries = int(self.policy.get("caps.per_issue_default") if retries is None else retries)
+        strategy = definition.get("strategy")
+        fixer = self._fixer(definition, issue.target) if strategy == "autofix" else None
+        minutes = (
+            issue.estimated_minutes
+            if issue.estimated_minutes is not None
+            else definition.get("estimated_minutes")
+        )
+        seen_report = prior.report_digest == report_digest
+        print_fp = fingerprint(issue, issue_type)
+
+        def out(
+            cls: Verdict, reason: IssueReason, detail: str, attempts: int, new: bool
+        ) -> IssueDecision:
+            return IssueDecision(
+                issue,
+                issue_type,
+                confidence,
+                print_fp,
+                cls,
+                reason,
+                detail,
+                attempts,
+                retries,
+                strategy,
+                fixer,
+                new,
+                f"issue_type:{rule.name if rule else issue_type}",
+                rule.version if rule else "",
+            )
+
+        blocked = Verdict.BLOCKED
+        first_time = prior.status != "blocked"
+        if issue.classification is Verdict.BLOCKED:
+            return out(
+                blocked,
+                IssueReason.VALIDATOR_BLOCKED,
+                "the validator classified it BLOCKED",
+                prior.attempts,
+                first_time,
+            )
+        if str(definition.get("classification") or "").upper() == "BLOCKED":
+            return out(
+                blocked,
+                IssueReason.NON_RETRYABLE,
+                f"{issue_type} is never fixed automatically (policy classification BLOCKED)",
+                prior.attempts,
+                first_time,
+            )
+        missing = self._no_strategy(rule, strategy, fixer, issue.target)
+        if missing:
+            return out(blocked, IssueReason.NO_STRATEGY, missing, prior.attempts, first_time)
+        limit = float(self.policy.get("fixability.max_minutes"))
+        if minutes is not None and float(minutes) > limit:
+            return out(
+                blocked,
+                IssueReason.TOO_LONG,
+                f"estimated {minutes:g} minutes, over fixability.max_minutes ({limit:g})",
+                prior.attempts,
+                first_time,
+            )
+        if prior.attempts and seen_report and prior.status == "directive":
+            # The same report seen again counts nothing: the hand-out is still out.
+            return out(
+                Verdict.FIXABLE,
+                IssueReason.AWAITING_AGENT,
+                "waiting for the agent and a fresh report",
+                prior.attempts,
+                False,
+            )
+        if prior.attempts >= retries:
+            return out(
+                blocked,
+                IssueReason.MAXIMUM_ATTEMPTS_REACHED,
+                f"{prior.attempts} of "
+                f"{retries} attempts spent, and a fresh report still carries it",
+                prior.attempts,
+                first_time,
+            )
+        if rule is not None and circuit_open(f"issue_type:{rule.name}"):
+            return out(
+                blocked,
+                IssueReason.CIRCUIT_OPEN,
+                "the rule's circuit is open",
+                prior.attempts,
+                first_time,
+            )
+        min_confidence = float(self.policy.get("min_confidence"))
+        if confidence < min_confidence:
+            return out(
+                blocked,
+                IssueReason.LOW_CONFIDENCE,
+                f"typed {issue_type} with "
+                f"confidence {confidence:.2f}, below min_confidence {min_confidence:g}",
+                prior.attempts,
+                first_time,
+            )
+        return out(
+            Verdict.FIXABLE, IssueReason.FIXABLE, f"strategy {strategy}", prior.attempts + 1, True
+        )
+
+    def _no_strategy(
+        self, rule: Rule | None, strategy: Any, fixer: Any, target: str | None
+    ) -> str | None:
+        if rule is None or not strategy:
+            return "no strategy for this issue type"
+        if strategy == "autofix" and fixer is None:
+            return f"no fixer installed that applies to {target or 'this issue'}"
+        return None
+
+    def _fixer(self, definition: Mapping[str, Any], target: str | None) -> Mapping[str, Any] | None:
+        """The first fixer whose files match the target and whose program is installed."""
+        fixers = definition.get("fix") or ()
+        if isinstance(fixers, Mapping):
+            fixers = (fixers,)
+        for fixer in fixers:
+            globs = fixer.get("applies_to") or ("*",)
+            matches = target is None or any(fnmatch.fnmatch(target, g) for g in globs)
+            command = fixer.get("command") or ()
+            if matches and command and self.installed(str(command[0])):
+                return fixer
+        return None

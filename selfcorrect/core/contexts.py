@@ -1,0 +1,152 @@
+"""What the prompt templates are given: plain data built from decisions (SPEC §8, §9.1).
+
+Pure. Each function returns the exact context a template documents (templates/*.md.j2); agent
+text goes in as data and is rendered, never evaluated, by the sandbox in io/prompts.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.ladder import SubjectDecision, ladder_step
+from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.model import Coordination, Task
+from selfcorrect.core.policy import Policy
+
+SUMMARY_CHARS = 200
+
+
+def short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def task_of(coordination: Coordination | None, task_id: str | None) -> Task | None:
+    if coordination is None or not task_id:
+        return None
+    return next((t for t in coordination.tasks if t.task_id == task_id), None)
+
+
+def task_context(task: Task | None) -> dict[str, Any] | None:
+    if task is None:
+        return None
+    return {
+        "task_id": task.task_id,
+        "name": task.name,
+        "acceptance_criteria": list(task.acceptance_criteria),
+    }
+
+
+def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
+    retries = "unlimited" if decision.retries is None else str(decision.retries)
+    text = (
+        f"{decision.failure_type}: {decision.attempts} failed attempt(s) of {retries} "
+        f"allowed; {decision.reason.value.lower().replace('_', ' ')}"
+    )
+    if decision.ladder_step:
+        text += f"; ladder step {decision.ladder_step}"
+    if decision.signals:
+        text += "; stuck: " + ", ".join(
+            f"{f.signal.value} {f.count}/{f.threshold}" for f in decision.signals
+        )
+    return text
+
+
+def stuck_context(
+    policy: Policy,
+    decision: SubjectDecision,
+    record: SubjectRecord,
+    records: Mapping[str, SubjectRecord],
+    coordination: Coordination | None,
+    workflow_dir: str,
+) -> dict[str, Any]:
+    step = ladder_step(policy, decision.ladder_step or 1)
+    rule = policy.failure_type(decision.failure_type)
+    if decision.reason.value == "LIMIT_DECOMPOSE":
+        step = {
+            "step": step["step"],
+            "name": "Decompose",
+            "directive": "Split the remaining work into small, independent pieces (one "
+            "file edit, one test suite, one document section each) and do "
+            "them one at a time.",
+        }
+    task = task_of(coordination, record.task_id)
+    scope = list(dict.fromkeys([*(task.files if task else ()), *record.files]))
+    elsewhere = [
+        p
+        for other in records.values()
+        if other is not record and other.latest_type == decision.failure_type
+        for p in other.partial_successes
+    ]
+    patterns = [f.pattern for f in decision.signals] or [
+        f"retry limit of {decision.failure_type} reached"
+    ]
+    return {
+        "work_item_id": record.task_id or decision.subject,
+        "attempts": record.failures_total,
+        "pattern_summary": "; ".join(dict.fromkeys(patterns)),
+        "partial_successes": list(record.partial_successes),
+        "failure_summary": short(record.chain[-1].error) if record.chain else "",
+        "next_step": step,
+        "failed_approaches": list(record.approaches),
+        "error_chain": [
+            {
+                "position": a.position,
+                "timestamp": a.timestamp,
+                "tool": a.tool,
+                "approach": a.approach,
+                "outcome": a.outcome,
+                "error": short(a.error),
+            }
+            for a in record.chain
+        ],
+        "signals": [
+            {
+                "signal": f.signal.value,
+                "pattern": f.pattern,
+                "count": f.count,
+                "threshold": f.threshold,
+            }
+            for f in decision.signals
+        ],
+        "scope": scope,
+        "failure_type": decision.failure_type,
+        "recovery": str(rule.definition.get("recovery", "")) if rule else "",
+        "task": task_context(task),
+        "successes_elsewhere": list(dict.fromkeys(elsewhere)),
+        "workflow_dir": workflow_dir,
+    }
+
+
+def directive_context(
+    decision: IssueDecision,
+    coordination: Coordination | None,
+    verification: str,
+    workflow_dir: str,
+) -> dict[str, Any]:
+    """The context of templates/strategies/<strategy>.md.j2."""
+    issue = decision.issue
+    task = task_of(coordination, issue.task_id)
+    scope = [issue.target] if issue.target else list(task.files if task else ())
+    return {
+        "issue": {
+            "fingerprint": decision.fingerprint,
+            "id": issue.id,
+            "type": decision.type,
+            "severity": issue.severity.value.upper(),
+            "description": issue.description,
+            "target": issue.target,
+            "task_id": issue.task_id,
+            "suggested_fix": issue.suggested_fix,
+            "evidence": issue.evidence,
+        },
+        "strategy": decision.strategy,
+        "attempt": decision.attempts,
+        "retries": decision.retries,
+        "scope": scope,
+        "verification": verification,
+        "workflow_dir": workflow_dir,
+        "task": task_context(task),
+    }

@@ -1,0 +1,77 @@
+"""The journal: `.selfcorrect/journal.jsonl`, one fsynced JSON record per decision or transition.
+
+Append-only. Every derived fact (attempt counts, ladder positions, what was already handed out)
+is computed from it by `core.state`, so a restart never loses or double-counts anything. A torn
+last line (a crash mid-append) is reported and ignored, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.errors import Diagnostic
+
+JOURNAL = Path(".selfcorrect") / "journal.jsonl"
+
+
+def journal_path(folder: Path) -> Path:
+    return folder / JOURNAL
+
+
+def read_journal(folder: Path, warnings: list[Diagnostic]) -> list[dict[str, Any]]:
+    """Every readable record, in order; unreadable lines become warnings."""
+    path = journal_path(folder)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            warnings.append(
+                Diagnostic(
+                    str(path),
+                    number,
+                    1,
+                    "unreadable journal line ignored (a run was interrupted mid-write?)",
+                    "warning",
+                )
+            )
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
+    """Append records, each on its own line, and fsync before returning. Returns the count."""
+    lines = [json.dumps(dict(r), ensure_ascii=False, sort_keys=True) + "\n" for r in records]
+    if not lines:
+        return 0
+    path = journal_path(folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        # A torn previous line must not swallow this record: start on a fresh line.
+        if os.fstat(fd).st_size and not _ends_with_newline(path):
+            os.write(fd, b"\n")
+        for line in lines:
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return len(lines)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
