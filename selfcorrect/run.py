@@ -76,7 +76,7 @@ class RunOutcome:
 
 
 def analyze(
-    folder: Path, policy_path: Path | None, is_installed: Callable[[str], bool] = installed
+    folder: Path, policy_path: Path | None, is_installed: Callable[[str], bool] | None = None
 ) -> Analysis:
     """Load and decide; writes nothing. Raises InputError for a bad decision document."""
     warnings: list[Diagnostic] = []
@@ -112,7 +112,7 @@ def analyze(
             firing = (*firing, reviews[subject])
         subjects.append(decide_subject(record, firing, state.subject(subject), policy))
 
-    classifier = IssueClassifier(policy, is_installed)
+    classifier = IssueClassifier(policy, is_installed or installed)
     issues: dict[str, IssueDecision] = {}
     for issue in report.issues if report else ():
         decision = classifier.decide(issue, state.issue(_fingerprint(classifier, issue)), digest)
@@ -176,7 +176,7 @@ def correction_run(
     policy_path: Path | None = None,
     shadow: bool = False,
     clock: Clock = system_clock,
-    is_installed: Callable[[str], bool] = installed,
+    is_installed: Callable[[str], bool] | None = None,
 ) -> RunOutcome:
     analysis = analyze(folder, policy_path, is_installed)
     now = clock().isoformat(timespec="seconds").replace("+00:00", "Z")
