@@ -1,0 +1,323 @@
+"""The pure decision core, table-driven with a fixed clock: no files, no I/O (SPEC §5, §6, §8).
+
+Each row is a situation a user can be in and the decision (and reason) they should see.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from selfcorrect.core.classify import IssueClassifier, IssueReason, fingerprint
+from selfcorrect.core.ladder import SubjectReason, SubjectStatus, decide_subject
+from selfcorrect.core.ledger import Ledger
+from selfcorrect.core.model import Issue, Severity, Verdict
+from selfcorrect.core.normalise import normalise_failure, normalise_report
+from selfcorrect.core.plan import Result, RunInputs, build_plan
+from selfcorrect.core.policy import build_policy
+from selfcorrect.core.state import IssueState, SubjectState, derive
+from selfcorrect.core.stuck import StuckDetector
+from selfcorrect.core.taxonomy import Taxonomy
+from selfcorrect.policy_file import default_policy_data
+
+NOW = "2026-11-29T12:00:00Z"  # the injected clock: every timestamp the core writes is this
+POLICY = build_policy(default_policy_data(), None)
+
+
+def feed(errors: list[str], task: str = "WI-3", outcome: str = "failure") -> tuple[Any, Any]:
+    """A ledger record and the stuck signals for one subject fed these errors in order."""
+    taxonomy, ledger, detector = Taxonomy(POLICY), Ledger(), StuckDetector(POLICY)
+    for index, error in enumerate(errors):
+        failure = normalise_failure(
+            {
+                "tool": "Edit",
+                "error": error,
+                "task_id": task,
+                "timestamp": f"2026-11-29T10:{index:02d}:00Z",
+                "approach": f"approach {index}",
+                "outcome": outcome,
+            },
+            index,
+        )
+        ledger.feed(failure, taxonomy.classify(failure).failure_type)
+        detector.feed(failure)
+    return ledger.records[task], detector.firing(task)
+
+
+SYNTAX = "SyntaxError: Unexpected token '}'"
+RUNTIME = "TypeError: Cannot read property 'id' of undefined"
+SUBJECT_TABLE = [
+    # (situation, errors, prior state, status, reason, ladder step)
+    (
+        "two syntax errors: failing, not stuck",
+        [SYNTAX] * 2,
+        SubjectState(),
+        SubjectStatus.FAILING,
+        SubjectReason.UNDER_BUDGET,
+        None,
+    ),
+    (
+        "three syntax errors: first detection",
+        [SYNTAX] * 3,
+        SubjectState(),
+        SubjectStatus.RECOVERING,
+        SubjectReason.STUCK_FIRST_DETECTION,
+        1,
+    ),
+    (
+        "prompted, nothing new since",
+        [SYNTAX] * 3,
+        SubjectState("recovering", 1, log_position=2),
+        SubjectStatus.RECOVERING,
+        SubjectReason.AWAITING_AGENT,
+        1,
+    ),
+    (
+        "prompted, failed again",
+        [SYNTAX] * 4,
+        SubjectState("recovering", 1, log_position=2),
+        SubjectStatus.RECOVERING,
+        SubjectReason.STILL_STUCK,
+        2,
+    ),
+    (
+        "step 5, failed again: escalate",
+        [SYNTAX] * 8,
+        SubjectState("recovering", 5, log_position=6),
+        SubjectStatus.BLOCKED,
+        SubjectReason.LADDER_EXHAUSTED,
+        6,
+    ),
+    (
+        "three runtime errors: budget spent",
+        [RUNTIME] * 3,
+        SubjectState(),
+        SubjectStatus.BLOCKED,
+        SubjectReason.MAXIMUM_ATTEMPTS_REACHED,
+        None,
+    ),
+    (
+        "one external dependency: skipped at once",
+        ["connect ECONNREFUSED 10.0.0.1:5432"],
+        SubjectState(),
+        SubjectStatus.SKIPPED,
+        SubjectReason.NON_RETRYABLE,
+        None,
+    ),
+    (
+        "resource exhaustion at its limit: radical simplification",
+        ["ENOSPC: no space left on device"],
+        SubjectState(),
+        SubjectStatus.RECOVERING,
+        SubjectReason.LIMIT_SIMPLIFY,
+        5,
+    ),
+    (
+        "timeout at its limit: decompose",
+        ["Command timed out after 2m 0.0s"],
+        SubjectState(),
+        SubjectStatus.RECOVERING,
+        SubjectReason.LIMIT_DECOMPOSE,
+        5,
+    ),
+    (
+        "blocked stays blocked until a human acts",
+        [SYNTAX] * 9,
+        SubjectState("blocked", 6, log_position=7, reason="LADDER_EXHAUSTED"),
+        SubjectStatus.BLOCKED,
+        SubjectReason.LADDER_EXHAUSTED,
+        6,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("situation", "errors", "prior", "status", "reason", "step"),
+    SUBJECT_TABLE,
+    ids=[row[0] for row in SUBJECT_TABLE],
+)
+def test_subject_decisions(
+    situation: str,
+    errors: list[str],
+    prior: SubjectState,
+    status: SubjectStatus,
+    reason: SubjectReason,
+    step: int | None,
+) -> None:
+    record, firing = feed(errors)
+    decision = decide_subject(record, firing, prior, POLICY)
+    assert (decision.status, decision.reason, decision.ladder_step) == (status, reason, step)
+
+
+def test_a_success_after_a_prompt_is_a_recovery() -> None:
+    record, firing = feed([SYNTAX] * 3)
+    record.attempts.clear()  # what the ledger does on a success entry
+    decision = decide_subject(record, firing, SubjectState("recovering", 1, 2), POLICY)
+    assert (decision.status, decision.reason, decision.new) == (
+        SubjectStatus.RECOVERED,
+        SubjectReason.SUCCEEDED,
+        True,
+    )
+
+
+def issue(**fields: Any) -> Issue:
+    base: dict[str, Any] = {"severity": Severity.MAJOR, "description": "something is wrong"}
+    return Issue(**{**base, **fields})
+
+
+ISSUE_TABLE = [
+    # (situation, issue, prior, installed?, classification, reason)
+    (
+        "validator says BLOCKED",
+        issue(type="test_coverage_low", classification=Verdict.BLOCKED),
+        IssueState(),
+        True,
+        Verdict.BLOCKED,
+        IssueReason.VALIDATOR_BLOCKED,
+    ),
+    (
+        "circular delegation is never fixed",
+        issue(type="circular_delegation"),
+        IssueState(),
+        True,
+        Verdict.BLOCKED,
+        IssueReason.NON_RETRYABLE,
+    ),
+    (
+        "an unknown type takes the generic strategy",
+        issue(type="made_up_type"),
+        IssueState(),
+        True,
+        Verdict.FIXABLE,
+        IssueReason.FIXABLE,
+    ),  # unclassified: targeted_fix
+    (
+        "autofix without its program",
+        issue(type="linting_errors", target="a.py"),
+        IssueState(),
+        False,
+        Verdict.BLOCKED,
+        IssueReason.NO_STRATEGY,
+    ),
+    (
+        "autofix with ruff installed",
+        issue(type="linting_errors", target="a.py"),
+        IssueState(),
+        True,
+        Verdict.FIXABLE,
+        IssueReason.FIXABLE,
+    ),
+    (
+        "too long to fix",
+        issue(type="add_docs", estimated_minutes=90),
+        IssueState(),
+        True,
+        Verdict.BLOCKED,
+        IssueReason.TOO_LONG,
+    ),
+    (
+        "same report seen again",
+        issue(type="missing_documentation"),
+        IssueState("directive", 1, report_digest="r1"),
+        True,
+        Verdict.FIXABLE,
+        IssueReason.AWAITING_AGENT,
+    ),
+    (
+        "fresh report, retries spent",
+        issue(type="missing_documentation"),
+        IssueState("directive", 1, report_digest="r0"),
+        True,
+        Verdict.BLOCKED,
+        IssueReason.MAXIMUM_ATTEMPTS_REACHED,
+    ),
+    (
+        "typed by a weak pattern",
+        issue(description="consider config for the lock TTL style issues"),
+        IssueState(),
+        True,
+        Verdict.FIXABLE,
+        IssueReason.FIXABLE,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("situation", "the_issue", "prior", "installed", "cls", "reason"),
+    ISSUE_TABLE,
+    ids=[row[0] for row in ISSUE_TABLE],
+)
+def test_issue_decisions(
+    situation: str,
+    the_issue: Issue,
+    prior: IssueState,
+    installed: bool,
+    cls: Verdict,
+    reason: IssueReason,
+) -> None:
+    decision = IssueClassifier(POLICY, lambda _program: installed).decide(the_issue, prior, "r1")
+    assert (decision.classification, decision.reason) == (cls, reason), decision.detail
+
+
+def test_a_low_confidence_type_is_never_acted_on() -> None:
+    strict = build_policy(default_policy_data(), {"min_confidence": 0.95})
+    guessed = issue(description="ruff reports lint errors in src/a.py")
+    decision = IssueClassifier(strict, lambda _p: True).decide(guessed, IssueState(), "r1")
+    assert (decision.type, decision.reason) == ("linting_errors", IssueReason.LOW_CONFIDENCE)
+    assert decision.confidence < 0.95
+
+
+def test_fingerprints_ignore_the_validators_numbering() -> None:
+    first = issue(id="V-1", type="test_coverage_low", target="src/a.ts", task_id="WI-3")
+    renumbered = issue(id="V-9", type="test_coverage_low", target="src/a.ts", task_id="WI-3")
+    assert fingerprint(first, "test_coverage_low") == fingerprint(renumbered, "test_coverage_low")
+    assert fingerprint(first, "test_coverage_low") == "test_coverage_low@src/a.ts#WI-3"
+    other = issue(type="acceptance_criterion_unmet", task_id="WI-3", criterion="one")
+    again = issue(type="acceptance_criterion_unmet", task_id="WI-3", criterion="two")
+    assert fingerprint(other, "x") != fingerprint(again, "x")  # each unmet criterion counts
+
+
+def test_the_plan_stamps_the_injected_clock_and_journals_only_new_facts() -> None:
+    record, firing = feed([SYNTAX] * 3, task="T-1")
+    fresh = decide_subject(record, firing, SubjectState(), POLICY)
+    report = normalise_report(
+        {
+            "status": "FIXABLE",
+            "issues": [
+                {
+                    "type": "missing_documentation",
+                    "severity": "MINOR",
+                    "description": "docs missing",
+                    "target": "docs/a.md",
+                }
+            ],
+        }
+    )
+    decisions = [
+        IssueClassifier(POLICY, lambda _p: True).decide(report.issues[0], IssueState(), "r1")
+    ]
+    inputs = RunInputs(
+        POLICY,
+        [fresh],
+        {"T-1": record},
+        decisions,
+        report,
+        "r1",
+        None,
+        NOW,
+        "run-1",
+        "workflow",
+        "selfcorrect validate workflow",
+    )
+    plan = build_plan(inputs)
+    assert plan.result is Result.PENDING
+    assert {r["at"] for r in plan.journal} == {NOW}
+    assert [(r["event"], r.get("ladder_step")) for r in plan.journal] == [
+        ("subject", 1),
+        ("issue", None),
+    ]
+    state = derive(plan.journal)  # what the next run will know
+    again = decide_subject(record, firing, state.subject("T-1"), POLICY)
+    assert (again.reason, again.new) == (SubjectReason.AWAITING_AGENT, False)
+    assert state.issue(decisions[0].fingerprint).attempts == 1
