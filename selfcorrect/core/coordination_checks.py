@@ -1,0 +1,238 @@
+"""The built-in validator's coordination checks (SPEC §14): coordination log → findings.
+
+Pure: the caller loads and normalises the log and the policy. Every finding quotes what was seen
+(the question, the answer, the missing part, the cycle), so a human can check it at a glance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
+
+from selfcorrect.core.findings import Finding
+from selfcorrect.core.graph import elementary_cycles
+from selfcorrect.core.model import Coordination
+from selfcorrect.core.policy import Policy
+
+Problem = tuple[str, str, str, str | None]  # type, description (the evidence), fix, task id
+Keys = tuple[frozenset[str], frozenset[str]]  # significant words, paths
+
+# SPEC §3 defaults, used when the policy's issue type sets no severity of its own.
+_SEVERITY = {
+    "missing_coordination_log": "CRITICAL",
+    "unanswered_questions": "MAJOR",
+    "vague_answers": "MINOR",
+    "incomplete_synthesis": "MAJOR",
+    "weak_synthesis": "MAJOR",
+    "circular_delegation": "CRITICAL",
+}
+# Tasks that are not going to be done now need no implementation step.
+_EXEMPT_STATUSES = frozenset({"blocked", "cancelled", "canceled", "skipped", "deferred"})
+# Words of four letters or more that say nothing about what a step or task is about.
+_STOP_TEXT = (
+    "about after also before being does done each from have into just make more most must only "
+    "other over same should some such than that their them then there these they this those "
+    "under using when where which while will with without would"
+)
+_STOP_WORDS = frozenset(_STOP_TEXT.split())
+_WORD = re.compile(r"[a-z]+")
+_PATH = re.compile(r"[\w./-]*\w/[\w./-]*|[\w-]+\.[a-z][a-z0-9]{0,4}\b")
+
+
+def coordination_findings(
+    coordination: Coordination | None, policy: Policy, log: str = "workflow/coordination_log.yaml"
+) -> list[Finding]:
+    """Every coordination finding for one log, in a stable order (SPEC §14); `log` is the target."""
+    if coordination is None:
+        problems: list[Problem] = [
+            (
+                "missing_coordination_log",
+                f"{log} is missing: no coordination log (controller, questions, synthesis, tasks) "
+                "to check",
+                f"Re-spawn the controller to write {log}.",
+                None,
+            )
+        ]
+    else:
+        problems = [
+            *_question_problems(coordination, policy),
+            *_synthesis_problems(coordination, policy),
+            *_cycle_problems(coordination),
+        ]
+    return [
+        Finding(kind, _severity(policy, kind), text, log, task_id, fix)
+        for kind, text, fix, task_id in problems
+    ]
+
+
+def _question_problems(coordination: Coordination, policy: Policy) -> Iterator[Problem]:
+    min_words = int(policy.get("coordination.min_answer_words", 5))
+    hedges = _hedges(tuple(str(h) for h in policy.get("coordination.hedges", ()) or ()))
+    for number, question in enumerate(coordination.questions, 1):
+        who = question.delegated_to or "an agent"
+        asked = f"question {number} {_quote(question.question)}"
+        asked += f" (delegated to {who})" if question.delegated_to else " (delegated to nobody)"
+        answer = (question.answer or "").strip()
+        if not answer:
+            yield (
+                "unanswered_questions",
+                f"unanswered: {asked} has no answer",
+                f"Re-delegate question {number} to {who} and record the answer under "
+                f"questions_asked[{number - 1}].answer.",
+                None,
+            )
+            continue
+        reasons = []
+        words = len(answer.split())
+        if words < min_words:
+            reasons.append(f"{words} word{'s' * (words != 1)}, fewer than {min_words}")
+        heard = [phrase for phrase, pattern in hedges if pattern.search(answer)]
+        if heard:
+            reasons.append("hedges with " + ", ".join(_quote(h) for h in heard))
+        if reasons:
+            yield (
+                "vague_answers",
+                f"vague answer to {asked}: {_quote(answer)} ({'; '.join(reasons)})",
+                f"Ask {who} to answer question {number} concretely, in at least {min_words} "
+                "words, naming the files, functions or decisions involved, without hedging.",
+                None,
+            )
+
+
+def _synthesis_problems(coordination: Coordination, policy: Policy) -> Iterator[Problem]:
+    synthesis = coordination.synthesis
+    if synthesis is None:
+        if coordination.tasks or coordination.questions:  # else nothing to synthesise yet
+            yield (
+                "incomplete_synthesis",
+                f"incomplete synthesis: no synthesized_solution, although the log has "
+                f"{len(coordination.questions)} question(s) and {len(coordination.tasks)} "
+                "task(s)",
+                "Have the controller write synthesized_solution with approach, "
+                "rationale and implementation_steps drawn from the answers.",
+                None,
+            )
+        return
+    for part in map(str, policy.get("coordination.required_synthesis", ()) or ()):
+        known = part in ("approach", "rationale", "implementation_steps", "risks")
+        value = getattr(synthesis, part) if known else synthesis.extra.get(part)
+        if not _filled(value):
+            yield (
+                "incomplete_synthesis",
+                f"incomplete synthesis: synthesized_solution.{part} is missing or empty",
+                f"Have the controller fill in synthesized_solution.{part}.",
+                None,
+            )
+    steps = [step for step in synthesis.implementation_steps if step.strip()]
+    if not steps:
+        return  # no steps at all is incomplete_synthesis (when required), not weak
+    # The rule: a step covers a task when they share a significant word (a lowercase run of
+    # >= 4 letters, not a stop word, a plural "s" dropped) or a path, taken from the task's
+    # name, acceptance criteria and files. Each step must cover a task or an answer (SPEC §14),
+    # and each task still to be done must be covered by a step.
+    step_keys = [_keys([step]) for step in steps]
+    tasks = [
+        (task, _keys([task.name or "", *task.acceptance_criteria, *task.files]))
+        for task in coordination.tasks
+    ]
+    answers = _keys(question.answer or "" for question in coordination.questions)
+    for number, (step, keys) in enumerate(zip(steps, step_keys, strict=True), 1):
+        if not _shares(keys, answers) and not any(_shares(keys, k) for _, k in tasks):
+            yield (
+                "weak_synthesis",
+                f"weak synthesis: implementation step {number} {_quote(step)} covers no "
+                "task or answer (no significant word or path in common)",
+                f"Tie step {number} to a task by naming its work or files, or drop it.",
+                None,
+            )
+    for task, keys in tasks:
+        if task.status not in _EXEMPT_STATUSES and not any(_shares(k, keys) for k in step_keys):
+            yield (
+                "weak_synthesis",
+                f"weak synthesis: no implementation step covers task {task.task_id} "
+                f"{_quote(task.name or '')} (status {task.status or 'unset'})",
+                f"Add an implementation step for {task.task_id}, or mark it deferred or "
+                "cancelled if it is out of scope.",
+                task.task_id,
+            )
+
+
+def _cycle_problems(coordination: Coordination) -> Iterator[Problem]:
+    # Each edge of the delegation graph, with the task ids it carries. The controller's own
+    # hand-offs are edges too: they close a cycle only with a delegation back to the controller.
+    edges: dict[tuple[str, str], set[str]] = {}
+    for d in coordination.delegations:
+        if d.from_.strip() and d.to.strip():
+            edges.setdefault((d.from_, d.to), set()).update([d.task_id] if d.task_id else ())
+    if boss := coordination.controller:
+        for question in coordination.questions:
+            if question.delegated_to:
+                edges.setdefault((boss, question.delegated_to), set())
+        for task in coordination.tasks:
+            if task.assigned_to:
+                edges.setdefault((boss, task.assigned_to), set()).add(task.task_id)
+    for cycle in elementary_cycles(edges):
+        ring = " -> ".join([*cycle, cycle[0]])
+        pairs = itertools.pairwise([*cycle, cycle[0]])
+        ids = sorted(set().union(*(edges[pair] for pair in pairs)))
+        where = f" (tasks {', '.join(ids)})" if ids else ""
+        yield (
+            "circular_delegation",
+            f"circular delegation: {ring}{where}",
+            f"A human must decide who owns this work and remove one delegation of {ring}.",
+            ids[0] if len(ids) == 1 else None,
+        )
+
+
+def _severity(policy: Policy, kind: str) -> str:
+    rule = policy.issue_type(kind)
+    value = str((rule.definition.get("severity") if rule else None) or "").upper()
+    return value if value in ("CRITICAL", "MAJOR", "MINOR") else _SEVERITY[kind]
+
+
+@lru_cache(maxsize=8)
+def _hedges(phrases: tuple[str, ...]) -> list[tuple[str, re.Pattern[str]]]:
+    """Each hedge as a whole-word, case-insensitive pattern; inner spaces match any spacing."""
+    patterns = []
+    for phrase in phrases:
+        body = r"\s+".join(map(re.escape, phrase.split()))
+        if body:
+            patterns.append((phrase, re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)))
+    return patterns
+
+
+def _filled(value: object) -> bool:
+    """Present and not blank; a list of blank strings is as empty as no list."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, tuple | list):
+        return any(_filled(item) for item in value)
+    if isinstance(value, Mapping):
+        return len(value) > 0
+    return value is not None
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    """Quoted as Python would ('Maybe'), on one line, long text cut short."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def _keys(texts: Iterable[str]) -> Keys:
+    words: set[str] = set()
+    paths: set[str] = set()
+    for text in map(str.lower, texts):
+        for word in _WORD.findall(text):
+            if len(word) >= 4 and word not in _STOP_WORDS:
+                words.add(word[:-1] if word.endswith("s") and not word.endswith("ss") else word)
+        paths.update(p.strip("./") for p in _PATH.findall(text) if p.strip("./"))
+    return frozenset(words), frozenset(paths)
+
+
+def _shares(a: Keys, b: Keys) -> bool:
+    if a[0] & b[0]:
+        return True
+    # A path matches itself, or a longer path ending with it (handler.ts ~ src/handler.ts).
+    return any(p == q or p.endswith("/" + q) or q.endswith("/" + p) for p in a[1] for q in b[1])

@@ -1,0 +1,35 @@
+"""What a check finds: one problem, stated with its evidence (SPEC §14).
+
+The built-in validator turns findings into the canonical report's issues; the run's evidence
+re-check (§2.2) turns failed citations into findings too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    type: str  # an issue type the policy knows (issue_types), never `unclassified`
+    severity: str  # CRITICAL | MAJOR | MINOR
+    description: str  # states the evidence: what was seen, where
+    target: str | None = None  # a path relative to the project root, when there is one
+    task_id: str | None = None
+    suggested_fix: str | None = None
+
+    @property
+    def stable_id(self) -> str:
+        """The same problem gets the same id on every run (validators must not renumber)."""
+        key = "\x1f".join((self.type, self.target or "", self.task_id or "", self.description))
+        return "SC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+    def as_issue(self) -> dict[str, object]:
+        issue: dict[str, object] = {"id": self.stable_id, "type": self.type,
+                                    "severity": self.severity, "description": self.description}
+        for key in ("target", "task_id", "suggested_fix"):
+            value = getattr(self, key)
+            if value is not None:
+                issue[key] = value
+        return issue
