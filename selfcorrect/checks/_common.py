@@ -1,0 +1,72 @@
+"""Shared by the output-quality checks: paths that stay inside the project, safe text."""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from pathlib import Path
+
+from selfcorrect.core.findings import Finding
+from selfcorrect.core.policy import Policy
+
+SEVERITIES = ("CRITICAL", "MAJOR", "MINOR")
+# The issue types these checks report (SPEC §3 table).
+COVERAGE, DOCS, TEMPLATES = "test_coverage_low", "missing_documentation", "format_violations"
+TAIL_LINES, TAIL_CHARS = 20, 2000
+MAX_READ = 50 * 1024 * 1024  # the default limits.max_bytes (§17): never slurp more than this
+WORST_FILES = 5
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_PLACEHOLDER = re.compile(r"\{\{?[^{}]*\}\}?")
+_HOW_COVERAGE = "produce it before validating, e.g. `coverage json` or `coverage xml`"
+
+
+def severity_of(policy: Policy, type_: str) -> str:
+    """The severity the policy gives an issue type; MAJOR when it gives none (or null)."""
+    rule = policy.issue_type(type_)
+    value = rule.definition.get("severity") if rule is not None else None
+    word = str(value).strip().upper() if value is not None else ""
+    return word if word in SEVERITIES else "MAJOR"
+
+
+def clean(text: str) -> str:
+    """Text from tools or agents made safe to show: escapes dropped, control characters replaced."""
+    text = _ANSI.sub("", text.replace("\r\n", "\n"))
+    return "".join(
+        "\ufffd" if ch in _BIDI or (unicodedata.category(ch) == "Cc" and ch not in "\n\t") else ch
+        for ch in text
+    )
+
+
+def inside(root: Path, rel: str) -> Path | None:
+    """`rel` resolved under `root`; None when absolute or leaving the project (`..`, symlinks)."""
+    if not rel or "\x00" in rel or os.path.isabs(rel) or rel.startswith("\\"):
+        return None
+    base = root.resolve()
+    try:
+        path = (base / rel).resolve()
+    except (OSError, RuntimeError):  # symlink loops: RuntimeError before 3.13
+        return None
+    return path if path.is_relative_to(base) else None
+
+
+def refused(type_: str, severity: str, what: str, value: str) -> Finding:
+    return Finding(
+        type_,
+        severity,
+        f"refused {what} {clean(value)!r}: it is absolute or leaves "
+        "the project root; use a path relative to the project that stays inside it",
+    )
+
+
+def read_text(path: Path) -> str | None:
+    """A regular file's text (bad UTF-8 replaced); None if missing, special, unreadable or huge."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_READ:
+            return None
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None

@@ -1,0 +1,132 @@
+"""Documentation checks (SPEC §14): required documents exist; documents follow templates."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from selfcorrect.checks._common import (
+    _FENCE,
+    _HEADING,
+    _PLACEHOLDER,
+    DOCS,
+    TEMPLATES,
+    clean,
+    inside,
+    read_text,
+    refused,
+    severity_of,
+)
+from selfcorrect.core.findings import Finding
+from selfcorrect.core.policy import Policy
+
+
+def docs_findings(cfg: Mapping[str, Any] | None, root: Path, policy: Policy) -> list[Finding]:
+    """`{required: [PATH…]}`: each path missing or empty is a `missing_documentation` issue."""
+    severity, findings = severity_of(policy, DOCS), []
+    for rel in (cfg or {}).get("required") or ():
+        path = inside(root, str(rel))
+        if path is None:
+            findings.append(refused(DOCS, severity, "documentation path", str(rel)))
+        elif not (path.is_file() or path.is_dir()):
+            findings.append(
+                Finding(DOCS, severity, f"required documentation missing: {rel}", target=str(rel))
+            )
+        elif _empty(path):
+            findings.append(
+                Finding(DOCS, severity, f"required documentation is empty: {rel}", target=str(rel))
+            )
+    return findings
+
+
+def _empty(path: Path) -> bool:
+    if path.is_dir():
+        return next(path.iterdir(), None) is None
+    text = read_text(path) if path.stat().st_size <= 65536 else "x"  # big files are not blank
+    return text is None or not text.strip()
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """Markdown ATX headings as (level, whitespace-folded text), skipping fenced code blocks."""
+    found: list[tuple[int, str]] = []
+    fence = ""
+    for line in text.splitlines():
+        mark = _FENCE.match(line)
+        if mark and (not fence or mark.group(1).startswith(fence)):
+            fence = "" if fence else mark.group(1)
+        elif not fence and (heading := _HEADING.match(line)):
+            found.append((len(heading.group(1)), " ".join((heading.group(2) or "").split())))
+    return found
+
+
+def _show(heading: tuple[int, str]) -> str:
+    return f"{'#' * heading[0]} {clean(heading[1])}"
+
+
+def _matches(expected: tuple[int, str], seen: tuple[int, str]) -> bool:
+    """Same level and text (any case); a `{placeholder}` in the template matches any text."""
+    parts = _PLACEHOLDER.split(expected[1])
+    pattern = ".+".join(re.escape(part) for part in parts)
+    return expected[0] == seen[0] and re.fullmatch(pattern, seen[1], re.IGNORECASE) is not None
+
+
+def template_findings(
+    entries: Iterable[Mapping[str, Any]] | None, root: Path, policy: Policy
+) -> list[Finding]:
+    """`[{glob, template}]`: every matching document carries the template's headings in order."""
+    severity, findings = severity_of(policy, TEMPLATES), []
+    for entry in entries or ():
+        pattern, template = str(entry["glob"]), str(entry["template"])
+        tpath = inside(root, template)
+        text = read_text(tpath) if tpath is not None else None
+        if tpath is None or text is None:
+            why = "refused (absolute or outside the project)" if tpath is None else "not found"
+            findings.append(Finding(TEMPLATES, severity, f"template {clean(template)!r} {why}"))
+        elif os.path.isabs(pattern) or ".." in PurePosixPath(pattern.replace("\\", "/")).parts:
+            findings.append(refused(TEMPLATES, severity, "glob", pattern))
+        elif expected := headings(text):
+            for rel in _documents(root, pattern):
+                problem = _conformance(root, rel, expected, template)
+                if problem is not None:
+                    target = None if problem.startswith("refused") else rel
+                    findings.append(Finding(TEMPLATES, severity, problem, target=target))
+    return findings
+
+
+def _documents(root: Path, pattern: str) -> list[str]:
+    """Paths (relative to root) matching `pattern`, sorted; an unusable pattern matches nothing."""
+    base = root.resolve()
+    try:
+        return sorted(match.relative_to(base).as_posix() for match in base.glob(pattern))
+    except (ValueError, NotImplementedError, OSError):
+        return []
+
+
+def _conformance(
+    root: Path, rel: str, expected: list[tuple[int, str]], template: str
+) -> str | None:
+    """What is wrong with one document's headings, or None when they follow the template."""
+    path = inside(root, rel)
+    if path is None:  # a symlink out of the project: never read
+        return f"refused document {clean(rel)!r}: it leaves the project root"
+    if not path.is_file():
+        return None
+    doc = read_text(path)
+    if doc is None:
+        return f"{clean(rel)}: cannot read it"
+    seen, index = headings(doc), 0
+    for heading in seen:  # other headings may be interleaved: a subsequence match
+        if index < len(expected) and _matches(expected[index], heading):
+            index += 1
+    if index == len(expected):
+        return None
+    wanted = expected[index]
+    state = "out of order" if any(_matches(wanted, h) for h in seen) else "missing"
+    order = " > ".join(_show(h) for h in expected)
+    return (
+        f"{clean(rel)}: heading {_show(wanted)!r} is {state}; expected headings in this "
+        f"order (template {clean(template)}): {order}"
+    )
