@@ -23,7 +23,7 @@ from typing import Any
 from selfcorrect.core.classify import IssueClassifier, IssueDecision
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
 from selfcorrect.core.ledger import Ledger, SubjectRecord
-from selfcorrect.core.model import Coordination, Report
+from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict
 from selfcorrect.core.normalise import normalise_coordination, normalise_failure, normalise_report
 from selfcorrect.core.plan import Plan, RunInputs, build_plan
 from selfcorrect.core.policy import Policy
@@ -32,6 +32,7 @@ from selfcorrect.core.stuck import StuckDetector, review_loops
 from selfcorrect.core.taxonomy import Taxonomy
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io import atomic, documents, journal, prompts
+from selfcorrect.io.workspace import project_root
 from selfcorrect.policy_file import load_policy
 
 Clock = Callable[[], datetime]
@@ -114,7 +115,7 @@ def analyze(
 
     classifier = IssueClassifier(policy, is_installed or installed)
     issues: dict[str, IssueDecision] = {}
-    for issue in report.issues if report else ():
+    for issue in _issues_to_decide(folder, report):
         decision = classifier.decide(issue, state.issue(_fingerprint(classifier, issue)), digest)
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
     checkpoints = [documents.display_path(p) for p in documents.waypoint_paths(folder)]
@@ -139,6 +140,21 @@ def analyze(
         resolved,
         warnings,
     )
+
+
+def _issues_to_decide(folder: Path, report: Report | None) -> list[Issue]:
+    """The report's issues; a PASS is not taken on trust: its cited evidence is re-checked."""
+    if report is None:
+        return []
+    issues = list(report.issues)
+    if report.verdict is Verdict.PASS:  # SPEC §2.2
+        from selfcorrect.checks.evidence import recheck
+
+        for finding in recheck(report, project_root(folder)):
+            issues.append(Issue(severity=Severity.MAJOR, description=finding.description,
+                                type=finding.type, target=finding.target,
+                                task_id=finding.task_id))
+    return issues
 
 
 def _fingerprint(classifier: IssueClassifier, issue: Any) -> str:

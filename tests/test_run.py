@@ -466,3 +466,28 @@ def test_the_shipped_example_runs_as_the_readme_says(
     text = run_line(["run", folder]).stdout
     assert text.startswith("BLOCKED  selfcorrect run")
     assert "Nothing new to write." in text
+
+
+def test_a_pass_is_not_taken_on_trust(tmp_path: Path, run_line) -> None:
+    """SPEC §2.2: cited evidence of a PASS is re-checked against the project."""
+    report = (
+        "classification: PASS\noverall_confidence: 0.9\nissues: []\n"
+        "acceptance_criteria_results:\n"
+        "  - criterion: Migration created\n    met: true\n    verification_method: file_exists\n"
+        "    evidence: migrations/001_tokens.sql\n"
+        "  - criterion: Handler guarded\n    met: true\n    verification_method: file_contains\n"
+        "    evidence: 'src/handler.ts:2 - if (!req.user)'\n"
+    )
+    folder = make_folder(tmp_path, [], report)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "handler.ts").write_text("export function h(req) {\n  if (!req.user) "
+                                                 "return 401;\n}\n")
+    result = run_line(["run", folder, "--format", "json"])
+    issues = json.loads(result.stdout)["issues"]
+    assert [(i["type"], i["target"]) for i in issues] == [
+        ("acceptance_criterion_unmet", "migrations/001_tokens.sql")]
+    assert result.exit_code == 3  # handed to an agent, not PASS
+
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations" / "001_tokens.sql").write_text("create table tokens ();\n")
+    assert run_line(["run", folder]).exit_code == 0

@@ -136,6 +136,38 @@ def status(
     return ExitCode.PASS
 
 
+@cli.command()
+@folder_argument
+@format_option("text", "json")
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report here instead of DIR/validation_report.yaml (so an "
+                   "external validator's report is never clobbered).")
+@click.option("--recheck", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Also re-check the file_exists / file_contains evidence cited by another "
+                   "validator's report against the project.")
+@common_options
+def validate(folder: Path, fmt: str, output: Path | None, recheck: Path | None,
+             policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
+    """Run the built-in validator on DIR and write a canonical report.
+
+    \b
+    Coordination checks on coordination_log.yaml: missing log, unanswered
+    questions, vague answers, incomplete or weak synthesis, circular delegation
+    (every cycle, members in order). Output-quality checks configured under the
+    policy's `checks:` key: commands (argv, never a shell), coverage (coverage.py
+    JSON or Cobertura XML), required documentation, template headings.
+
+    Exit codes: 0 PASS, 1 the report lists issues, 2 invalid input.
+    """
+    from selfcorrect.cli.validate_report import show_validation
+    from selfcorrect.validator import validate_folder
+
+    common = make_common(policy, color, verbose, quiet)
+    result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck)
+    show_validation(result, fmt, common)
+    return ExitCode.PASS if result.status == "PASS" else ExitCode.BLOCKED
+
+
 def _require_folder(folder: Path) -> None:
     from selfcorrect.errors import Diagnostic, InputError
 
@@ -168,7 +200,6 @@ def _stub(name: str, summary: str) -> None:
         return ExitCode.INVALID
 
 
-_stub("validate", "Run the built-in validator and write validation_report.yaml.")
 _stub("watch", "Run a correction run whenever DIR's inputs change.")
 _stub("stats", "Print per-rule figures from the journal.")
 _stub("replay", "Run detection and classification over recorded folders.")

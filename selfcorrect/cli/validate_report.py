@@ -1,0 +1,31 @@
+"""How `validate` shows its report: one line per issue for people, the report as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import click
+
+from selfcorrect.cli.options import Common
+from selfcorrect.cli.report import printable
+
+if TYPE_CHECKING:
+    from selfcorrect.validator import Validation
+
+
+def show_validation(result: Validation, fmt: str, common: Common) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
+        return
+    colour = {"PASS": "green", "FIXABLE": "yellow", "BLOCKED": "red"}[result.status]
+    lines = [click.style(result.status, fg=colour, bold=True)
+             + f"  {len(result.findings)} issue(s)"]
+    for issue in result.report["issues"]:
+        where = f" {issue['target']}" if issue.get("target") else ""
+        task = f" [{issue['task_id']}]" if issue.get("task_id") else ""
+        lines.append(f"  {issue['id']}  {issue['severity']:<8} {issue['type']}{where}{task}")
+        if common.verbosity >= 0:
+            lines.append(f"      {printable(str(issue['description']))}")
+    lines.append(f"Wrote {result.written}" if result.written else "Report unchanged.")
+    click.echo("\n".join(lines), color=common.color)

@@ -1,0 +1,109 @@
+"""`selfcorrect validate DIR`: the built-in, deterministic validator (SPEC §14).
+
+It runs the coordination checks on coordination_log.yaml and the output-quality checks the
+policy configures under `checks:`, optionally re-checks the evidence of another validator's
+report, and writes one canonical validation_report.yaml atomically. Every issue states its
+evidence and keeps the same id from run to run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.core.findings import Finding
+from selfcorrect.core.policy import Policy
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import atomic, documents, schemas
+from selfcorrect.io.workspace import project_root, relative_to_root
+from selfcorrect.policy_file import load_policy
+
+REPORT = "validation_report.yaml"
+
+
+@dataclass
+class Validation:
+    report: dict[str, Any]
+    findings: list[Finding]
+    written: str | None  # the path written, None when nothing was written
+
+    @property
+    def status(self) -> str:
+        return str(self.report["status"])
+
+
+def _status(findings: list[Finding], policy: Policy) -> str:
+    if not findings:
+        return "PASS"
+    for finding in findings:
+        rule = policy.issue_type(finding.type)
+        if rule and str(rule.definition.get("classification") or "").upper() == "BLOCKED":
+            return "BLOCKED"
+    return "FIXABLE"
+
+
+def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[Finding]:
+    """Every finding of every configured check, in a stable order, duplicates removed."""
+    from selfcorrect.checks import quality
+    from selfcorrect.checks.evidence import recheck as recheck_evidence
+    from selfcorrect.core.coordination_checks import coordination_findings
+    from selfcorrect.core.normalise import normalise_coordination, normalise_report
+
+    root = project_root(folder)
+    max_bytes = int(policy.get("limits.max_bytes"))
+    log = folder / "coordination_log.yaml"
+    coordination = None
+    if log.exists():
+        coordination = normalise_coordination(
+            documents.load_decision(log, "coordination_log", max_bytes=max_bytes).data)
+    findings = coordination_findings(coordination, policy, relative_to_root(log, root))
+    checks = policy.get("checks", {}) or {}
+    timeout = float(policy.get("validator.timeout_s"))
+    findings += quality.command_findings(checks.get("commands") or (), root, policy,
+                                         timeout_s=timeout)
+    findings += quality.coverage_findings(checks.get("coverage"), root, policy)
+    findings += quality.docs_findings(checks.get("docs"), root, policy)
+    findings += quality.template_findings(checks.get("templates") or (), root, policy)
+    if recheck is not None:
+        other = documents.load_decision(recheck, "validation_report", max_bytes=max_bytes)
+        findings += recheck_evidence(normalise_report(other.data), root)
+    unique: dict[str, Finding] = {}
+    for finding in findings:
+        unique.setdefault(finding.stable_id, finding)
+    return list(unique.values())
+
+
+def validate_folder(folder: Path, *, policy_path: Path | None = None, output: Path | None = None,
+                    recheck: Path | None = None, write: bool = True,
+                    clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> Validation:
+    if not folder.is_dir():
+        raise InputError(Diagnostic(documents.display_path(folder), 1, 1,
+            "not a folder; pass the workflow folder (the one holding coordination_log.yaml)"))
+    policy = load_policy(policy_path or folder / "selfcorrect.yaml")
+    findings = collect(folder, policy, recheck)
+    report: dict[str, Any] = {
+        "status": _status(findings, policy),
+        "generated_at": clock().isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "validator": "selfcorrect",
+        "issues": [finding.as_issue() for finding in findings],
+    }
+    target = output or folder / REPORT
+    written = None
+    if write and atomic.replace_file(target, render_report(report)):
+        written = documents.display_path(target)
+    return Validation(report, findings, written)
+
+
+def render_report(report: dict[str, Any]) -> bytes:
+    """The canonical report as YAML, with the schema line editors use."""
+    import yaml
+
+    header = (f"# yaml-language-server: $schema={schemas.schema_id('validation_report')}\n"
+              "# Written by `selfcorrect validate` (SPEC §14); it rewrites this file on every "
+              "run.\n")
+    body = yaml.dump(report, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True,
+                     width=100, default_flow_style=False)
+    return (header + body).encode("utf-8")

@@ -1,0 +1,155 @@
+"""`selfcorrect validate`: the built-in validator end to end, on real folders (SPEC §14)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from selfcorrect.io.yaml_nodes import FastLoader
+from tests.conftest import REPO, tree_digest
+
+COORDINATION_TYPES = {"missing_coordination_log", "unanswered_questions", "vague_answers",
+                      "incomplete_synthesis", "weak_synthesis", "circular_delegation"}
+
+
+def example(tmp_path: Path) -> Path:
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
+    return folder
+
+
+def load(path: Path) -> dict:
+    return yaml.load(path.read_text(), Loader=FastLoader)
+
+
+def test_validate_writes_a_canonical_report_that_check_accepts(tmp_path: Path,
+                                                               run_line) -> None:
+    folder = example(tmp_path)
+    result = run_line(["validate", folder])
+    assert result.exit_code == 1, result.stdout + result.stderr
+    report = load(folder / "validation_report.yaml")
+    assert report["validator"] == "selfcorrect"
+    assert report["status"] == "FIXABLE"
+    # The example's answer "Maybe" is vague, and no implementation step covers WI-4 (docs).
+    assert [i["type"] for i in report["issues"]] == ["vague_answers", "weak_synthesis"]
+    issue = report["issues"][0]
+    assert "'Maybe'" in issue["description"] and issue["id"].startswith("SC-")
+    assert report["issues"][1]["task_id"] == "WI-4"
+    assert run_line(["check", folder]).exit_code == 0
+    assert "vague_answers" in result.stdout and "Wrote" in result.stdout
+
+
+def test_ids_are_stable_from_run_to_run(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    run_line(["validate", folder])
+    first = [i["id"] for i in load(folder / "validation_report.yaml")["issues"]]
+    run_line(["validate", folder])
+    assert [i["id"] for i in load(folder / "validation_report.yaml")["issues"]] == first
+
+
+def test_the_run_classifies_every_issue_the_validator_emits(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    log = load(folder / "coordination_log.yaml")
+    log["questions_asked"][1]["answer"] = ""  # unanswered
+    log["synthesized_solution"].pop("rationale")  # incomplete synthesis
+    log["delegations"].append({"from": "cagents:backend-developer", "to": "cagents:tech-lead"})
+    (folder / "coordination_log.yaml").write_text(yaml.safe_dump(log, sort_keys=False))
+    (folder / "selfcorrect.yaml").write_text(
+        "checks:\n  docs:\n    required: [docs/auth.md]\n")
+    run_line(["validate", folder])
+    types = {i["type"] for i in load(folder / "validation_report.yaml")["issues"]}
+    assert {"unanswered_questions", "incomplete_synthesis", "circular_delegation",
+            "missing_documentation", "vague_answers"} <= types
+
+    result = run_line(["run", folder, "--format", "json"])
+    issues = json.loads(result.stdout)["issues"]
+    assert {i["type"] for i in issues} == types
+    assert all(i["strategy"] for i in issues)
+    assert "unclassified" not in {i["type"] for i in issues}
+    circular = next(i for i in issues if i["type"] == "circular_delegation")
+    assert circular["classification"] == "BLOCKED"
+
+
+def test_output_goes_elsewhere_and_never_clobbers_the_report(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    before = (folder / "validation_report.yaml").read_bytes()
+    out = tmp_path / "ours.yaml"
+    result = run_line(["validate", folder, "--output", out])
+    assert result.exit_code == 1
+    assert (folder / "validation_report.yaml").read_bytes() == before
+    assert load(out)["validator"] == "selfcorrect"
+
+
+def test_the_real_session_raises_no_false_coordination_issue(corpus: Path, run_line) -> None:
+    out = corpus.parent / "ours.yaml"
+    result = run_line(["validate", corpus, "--output", out, "--format", "json"])
+    report = json.loads(result.stdout)
+    assert not {i["type"] for i in report["issues"]} & COORDINATION_TYPES, report["issues"]
+    assert result.exit_code == 0
+    assert report["status"] == "PASS"
+
+
+def test_a_blanked_answer_and_a_cycle_give_exactly_those_two_issues(corpus: Path,
+                                                                   run_line) -> None:
+    log = load(corpus / "coordination_log.yaml")
+    log["questions_asked"][1]["answer"] = ""
+    log["delegations"] = [{"from": "cagents:tech-lead", "to": "cagents:qa-lead"},
+                          {"from": "cagents:qa-lead", "to": "cagents:tech-lead"}]
+    (corpus / "coordination_log.yaml").write_text(yaml.safe_dump(log, sort_keys=False))
+    result = run_line(["validate", corpus, "--output", corpus.parent / "ours.yaml",
+                       "--format", "json"])
+    issues = json.loads(result.stdout)["issues"]
+    assert sorted(i["type"] for i in issues) == ["circular_delegation", "unanswered_questions"]
+    cycle = next(i for i in issues if i["type"] == "circular_delegation")
+    assert "cagents:qa-lead -> cagents:tech-lead -> cagents:qa-lead" in cycle["description"]
+    assert result.exit_code == 1
+
+
+def test_recheck_turns_a_false_citation_into_an_issue(corpus: Path, run_line) -> None:
+    (corpus.parent / "src" / "auth").mkdir(parents=True)
+    (corpus.parent / "src" / "auth" / "refresh.ts").write_text(
+        "import { x } from './x';\n\nexport async function refreshToken(id: string) {\n}\n")
+    result = run_line(["validate", corpus, "--output", corpus.parent / "ours.yaml",
+                       "--recheck", corpus / "validation_report.yaml", "--format", "json"])
+    issues = json.loads(result.stdout)["issues"]
+    unmet = [i for i in issues if i["type"] == "acceptance_criterion_unmet"]
+    assert any("migrations/20260805_add_refresh_tokens.sql" in i["description"] for i in unmet)
+    assert not any("export async function refreshToken" in i["description"] for i in unmet)
+
+
+def test_a_clean_folder_passes_with_exit_0(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text(
+        "controller: lead\nquestions_asked:\n  - question: Which store holds sessions?\n"
+        "    delegated_to: backend\n    answer: Redis in production, an in-process map in "
+        "local development\nsynthesized_solution:\n  approach: keep sessions in Redis\n"
+        "  rationale: one store for every instance\n  implementation_steps:\n"
+        "    - move the session store to Redis\n")
+    result = run_line(["validate", folder])
+    assert result.exit_code == 0, result.stdout
+    assert load(folder / "validation_report.yaml") | {"generated_at": "x"} == {
+        "status": "PASS", "generated_at": "x", "validator": "selfcorrect", "issues": []}
+
+
+def test_a_missing_log_is_critical(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    result = run_line(["validate", folder, "--format", "json"])
+    (issue,) = json.loads(result.stdout)["issues"]
+    assert (issue["type"], issue["severity"]) == ("missing_coordination_log", "CRITICAL")
+    assert result.exit_code == 1
+
+
+def test_invalid_input_exits_2_and_writes_nothing(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text("questions_asked: [\n")
+    before = tree_digest(tmp_path)
+    result = run_line(["validate", folder])
+    assert result.exit_code == 2
+    assert "coordination_log.yaml:" in result.stderr
+    assert tree_digest(tmp_path) == before
