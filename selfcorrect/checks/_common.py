@@ -13,7 +13,6 @@ from selfcorrect.core.policy import Policy
 SEVERITIES = ("CRITICAL", "MAJOR", "MINOR")
 # The issue types these checks report (SPEC §3 table).
 COVERAGE, DOCS, TEMPLATES = "test_coverage_low", "missing_documentation", "format_violations"
-TAIL_LINES, TAIL_CHARS = 20, 2000
 MAX_READ = 50 * 1024 * 1024  # the default limits.max_bytes (§17): never slurp more than this
 WORST_FILES = 5
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")

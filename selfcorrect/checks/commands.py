@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-import signal
-import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from selfcorrect.checks._common import (
-    TAIL_CHARS,
-    TAIL_LINES,
     clean,
     inside,
     severity_of,
 )
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
+from selfcorrect.io.process import run_argv
 
 
 def command_findings(
@@ -65,54 +60,12 @@ def _target_problem(root: Path, target: Any) -> str | None:
 
 def _run(argv: list[str], root: Path, limit: float) -> str | None:
     """None when the command exits 0; else what went wrong, with the output's tail."""
-    # Output goes to a file, not a pipe: it cannot fill memory, and a grandchild that keeps the
-    # pipe open cannot hang us after the command exits or is killed.
-    with tempfile.TemporaryFile() as out:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=root,
-                shell=False,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            return f"could not start: program {clean(argv[0])!r} not found (is it installed?)"
-        except OSError as exc:
-            return f"could not start: {clean(exc.strerror or str(exc))}"
-        try:
-            code = proc.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            status = f"timed out after {limit:g}s and was killed"
-        except BaseException:  # e.g. Ctrl-C: in its own session, the command would outlive us
-            _kill_group(proc)
-            raise
-        else:
-            if code == 0:
-                return None
-            status = f"exited with code {code}" if code > 0 else f"was killed by signal {-code}"
-        return f"{status}; output tail:\n{_tail(out)}"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the command and everything it started (its own session), then reap it."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - no process groups (Windows)
-            proc.kill()
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def _tail(out: IO[bytes]) -> str:
-    """The last lines (at most TAIL_LINES lines, TAIL_CHARS characters) of the output file."""
-    size = out.seek(0, os.SEEK_END)
-    out.seek(max(0, size - 8 * TAIL_CHARS))
-    lines = clean(out.read().decode("utf-8", "replace")).rstrip().split("\n")
-    tail = "\n".join(lines[-TAIL_LINES:])[-TAIL_CHARS:]
-    return tail if tail.strip() else "(no output)"
+    done = run_argv(argv, root, limit)
+    if done.ok:
+        return None
+    if done.not_found:
+        return f"could not start: program {clean(argv[0])!r} not found (is it installed?)"
+    if done.error:
+        return f"could not start: {clean(done.error)}"
+    shown = clean(done.tail).rstrip()
+    return f"{done.describe(limit)}; output tail:\n{shown if shown.strip() else '(no output)'}"
