@@ -1,12 +1,44 @@
-"""The project around a workflow folder (SPEC §1): where relative paths in documents point.
+"""The project around a workflow folder (SPEC §1), and its snapshots (SPEC §9.3-9.4).
 
 Paths inside documents are relative to the project root: the git work tree containing the
-folder, or the folder's parent when there is none. (Snapshots and diffs live here too, later.)
+folder, or the folder's parent when there is none. This is the only module that runs git.
+A snapshot captures the bytes a fix may touch; `changes` diffs the work tree against it, and
+`restore` puts back exactly what the fixer changed, never what someone changed after it.
+GitPython is imported lazily (its import costs ~100 ms) and every Repo is closed, because open
+repositories keep `git cat-file` processes alive.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from selfcorrect.errors import ExitCode, SelfcorrectError
+from selfcorrect.io.atomic import _fsync_dir, _write_temp
+from selfcorrect.io.atomic import digest as sha256
+
+if TYPE_CHECKING:
+    from git import Repo
+
+SKIP_DIRS = frozenset({".git", ".selfcorrect", "__pycache__", "node_modules", ".venv"})
+MAX_CAPTURE = 200 * 1024 * 1024
+HEAD_KEY = "/HEAD"  # Snapshot.tree key of the head commit; no relative path can collide with it
+_MAX_VALUE = 4096  # PATH_MAX: longer placeholder values are refused, not resolved
+
+
+class WorkspaceError(SelfcorrectError):
+    """git failed, or the work tree cannot be snapshotted: the remediation cannot go ahead."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+class SnapshotTooLarge(WorkspaceError):
+    """The files to capture exceed MAX_CAPTURE: compensation would be impossible, so refuse."""
 
 
 def project_root(folder: Path) -> Path:
@@ -24,3 +56,392 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def resolve_inside(root: Path, value: str) -> Path | None:
+    """`value` (a placeholder or target) as a resolved path inside `root`, or None if refused.
+
+    Refused: empty, leading '-' (would read as an option), absolute, control characters
+    (NUL included), over PATH_MAX, or resolving (after symlinks) outside `root`. Never raises.
+    """
+    if not isinstance(value, str) or not value or len(value) > _MAX_VALUE:
+        return None
+    if value.startswith("-") or any(ch < " " or ch == "\x7f" for ch in value):
+        return None
+    try:
+        if os.path.isabs(value):
+            return None
+        base = Path(root).resolve()
+        path = (base / value).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return path if path.is_relative_to(base) else None
+
+
+@dataclass(frozen=True)
+class FileImage:
+    """A file's bytes and full st_mode. None/None: absent; None/mode: there but uncapturable."""
+
+    rel: str
+    data: bytes | None
+    mode: int | None
+
+    @property
+    def digest(self) -> str:
+        if self.data is None:
+            return "absent" if self.mode is None else f"special:{self.mode:o}"
+        return f"{sha256(self.data)}:{self.mode or 0:o}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    root: Path
+    scope: tuple[str, ...]
+    images: Mapping[str, FileImage]
+    tree: Mapping[str, str]
+    in_git: bool
+    exclude: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()  # git-ignored then ('dir/' for whole folders): bytes unknown
+
+    def covers(self, rel: str) -> bool:
+        """True when `rel` is a scope entry or lies under one (a folder in scope)."""
+        return "." in self.scope or _under(rel, self.scope)
+
+
+@dataclass(frozen=True)
+class Change:
+    rel: str
+    added: int
+    removed: int
+    before: FileImage
+    after_digest: str
+
+
+@dataclass
+class RestoreReport:
+    restored: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # changed again since the fixer: left alone
+    failed: list[str] = field(default_factory=list)
+
+
+def _image(root: Path, rel: str) -> FileImage:
+    path = root / rel
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return FileImage(rel, None, None)
+    except OSError:
+        return FileImage(rel, None, 0)
+    try:
+        if stat.S_ISLNK(st.st_mode):  # captured as the link itself, never followed
+            return FileImage(rel, os.fsencode(os.readlink(path)), st.st_mode)
+        if stat.S_ISREG(st.st_mode):
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+                return FileImage(rel, handle.read(), os.fstat(handle.fileno()).st_mode)
+    except FileNotFoundError:
+        return FileImage(rel, None, None)
+    except OSError:
+        pass  # unreadable: its presence counts, its bytes cannot be captured
+    return FileImage(rel, None, st.st_mode)
+
+
+def _under(rel: str, prefixes: Iterable[str]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in prefixes)
+
+
+def _skipped(rel: str, exclude: tuple[str, ...]) -> bool:
+    return _under(rel, exclude) or not SKIP_DIRS.isdisjoint(rel.split("/")[:-1])
+
+
+def _walk(root: Path, start: str, exclude: tuple[str, ...]) -> Iterator[str]:
+    """Files and symlinks under `start` ('' for all), skipping SKIP_DIRS and `exclude`."""
+    stack = [start]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel if rel else root))
+        except OSError:
+            continue
+        for entry in entries:
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            if _under(child, exclude):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS:
+                    stack.append(child)
+            elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                yield child
+
+
+def _rel_entries(root: Path, values: Iterable[str], what: str) -> tuple[str, ...]:
+    paths = {value: resolve_inside(root, str(value)) for value in values}
+    for value, path in paths.items():
+        if path is None:
+            raise WorkspaceError(f"{what} {value!r} is not a path inside the project {root}")
+    return tuple(sorted({p.relative_to(root).as_posix() for p in paths.values() if p}))
+
+
+def _git_error(doing: str, exc: BaseException) -> WorkspaceError:
+    return WorkspaceError(
+        f"git failed while {doing}: {exc}. Is git installed, and is this a repository?"
+    )
+
+
+@contextlib.contextmanager
+def _open_repo(root: Path) -> Iterator[tuple[Repo, str] | None]:
+    """The repository around `root` and root's prefix in its work tree; None outside git."""
+    if not any((p / ".git").exists() for p in (root, *root.parents)):
+        yield None  # no `.git` anywhere up: skip importing GitPython at all
+        return
+    try:
+        import git
+    except ImportError as exc:
+        raise _git_error("loading GitPython", exc) from exc
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        yield None  # a stray or broken `.git`: content hashes still protect the fix
+        return
+    with repo:
+        top = repo.working_tree_dir
+        if top is None:
+            yield None
+            return
+        rel = root.relative_to(Path(top).resolve()).as_posix()
+        # Pin the repository (a hook may export GIT_DIR); never take index.lock for status.
+        repo.git.update_environment(
+            GIT_DIR=str(repo.git_dir), GIT_WORK_TREE=str(top), GIT_OPTIONAL_LOCKS="0"
+        )
+        yield repo, "" if rel == "." else rel + "/"
+
+
+def _git(repo: Repo, doing: str, command: str, *args: str) -> list[str]:
+    """Run a git command whose -z output lists paths; return them."""
+    import git
+
+    try:
+        out = getattr(repo.git, command.replace("-", "_"))(*args, stdout_as_string=False)
+    except git.GitError as exc:
+        raise _git_error(doing, exc) from exc
+    assert isinstance(out, bytes)
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+
+def _in_root(paths: Iterable[str], prefix: str, exclude: tuple[str, ...]) -> list[str]:
+    rels = (p[len(prefix) :] for p in paths if p.startswith(prefix) and not p.endswith("/"))
+    return [r for r in rels if not _skipped(r, exclude)]
+
+
+def _dirty(repo: Repo, prefix: str, exclude: tuple[str, ...]) -> list[str]:
+    args = ("--porcelain", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules")
+    entries = _git(repo, "reading the status", "status", *args)
+    return _in_root((e[3:] for e in entries), prefix, exclude)
+
+
+def _head(repo: Repo) -> str:
+    return repo.head.commit.hexsha if repo.head.is_valid() else ""
+
+
+def _moved(repo: Repo, old: str, new: str, prefix: str, exclude: tuple[str, ...]) -> list[str]:
+    """Paths that differ between two head commits (the fixer committed, reset or checked out)."""
+    if old == new:
+        return []
+    if old and new:
+        paths = _git(repo, "comparing commits", "diff-tree", "-r", "-z", "--name-only", old, new)
+    else:
+        paths = _git(repo, "listing a commit", "ls-tree", "-r", "-z", "--name-only", old or new)
+    return _in_root(paths, prefix, exclude)
+
+
+def _head_image(tree: Any, top_rel: str, now: FileImage) -> FileImage:
+    """A file as the snapshot's head commit had it (it was clean then, so the disk matched)."""
+    try:
+        blob = tree / top_rel
+    except KeyError:
+        return FileImage(now.rel, None, None)
+    if blob.type != "blob":
+        return FileImage(now.rel, None, None)
+    if stat.S_ISLNK(blob.mode):
+        return FileImage(now.rel, blob.data_stream.read(), stat.S_IFLNK | 0o777)
+    executable = bool(blob.mode & 0o100)
+    mode = stat.S_IFREG | (0o755 if executable else 0o644)
+    # git keeps only the executable bit: keep the disk's own permissions when that bit agrees.
+    if now.mode and stat.S_ISREG(now.mode) and bool(now.mode & 0o100) == executable:
+        mode = now.mode
+    return FileImage(now.rel, blob.data_stream.read(), mode)
+
+
+def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -> Snapshot:
+    """Capture what a fix may touch (`scope`) and fingerprint the rest of the work tree."""
+    root = Path(root).resolve()
+    skip = _rel_entries(root, exclude, "excluded folder")
+    # Scope is explicit: captured even under SKIP_DIRS, never under `exclude`.
+    scope_rels = tuple(s for s in _rel_entries(root, scope, "scope path") if not _under(s, skip))
+    images: dict[str, FileImage] = {}
+    budget = MAX_CAPTURE
+    too_large = f"a snapshot would capture more than {MAX_CAPTURE >> 20} MB (at %s): fix refused"
+
+    def capture(rel: str) -> FileImage:
+        nonlocal budget
+        if rel not in images:
+            with contextlib.suppress(OSError):
+                if os.lstat(root / rel).st_size > budget:  # refuse before reading it
+                    raise SnapshotTooLarge(too_large % rel)
+            images[rel] = image = _image(root, rel)
+            budget -= len(image.data or b"")
+            if budget < 0:
+                raise SnapshotTooLarge(too_large % rel)
+        return images[rel]
+
+    for entry in scope_rels:
+        is_dir = entry == "." or (root / entry).is_dir()
+        for rel in _walk(root, "" if entry == "." else entry, skip) if is_dir else [entry]:
+            capture(rel)
+    ignored_rels: tuple[str, ...] = ()
+    with _open_repo(root) as found:
+        if found is not None:
+            repo, prefix = found
+            tree = {rel: capture(rel).digest for rel in _dirty(repo, prefix, skip)}
+            tree[HEAD_KEY] = _head(repo)
+            args = ("-z", "--others", "--ignored", "--exclude-standard", "--directory")
+            ignored = _git(repo, "listing ignored files", "ls-files", *args)
+            ignored_rels = tuple(p[len(prefix) :] for p in ignored if p.startswith(prefix))
+        else:
+            tree = {rel: capture(rel).digest for rel in _walk(root, "", skip)}
+    return Snapshot(root, scope_rels, images, tree, found is not None, skip, ignored_rels)
+
+
+def changes(snap: Snapshot) -> list[Change]:
+    """Every file that differs now from the snapshot, with numstat-like line counts, by path."""
+    root = snap.root
+    befores = dict(snap.images)
+    now: dict[str, FileImage] = {}
+    with _open_repo(root) as found:
+        if snap.in_git:
+            if found is None:
+                raise WorkspaceError(f"{root} is no longer inside a git repository")
+            repo, prefix = found
+            then = snap.tree.get(HEAD_KEY, "")
+            rels = set(_dirty(repo, prefix, snap.exclude))
+            rels.update(_moved(repo, then, _head(repo), prefix, snap.exclude))
+            import git
+
+            try:
+                tree = repo.commit(then).tree if then else None
+                for rel in rels - befores.keys():
+                    now[rel] = _image(root, rel)
+                    before = FileImage(rel, None, None)
+                    if tree is not None:
+                        before = _head_image(tree, prefix + rel, now[rel])
+                    if before.mode is None and _was_ignored(snap, rel):
+                        # It existed, unseen: report it, but restore must never delete it.
+                        before = FileImage(rel, None, 0)
+                    befores[rel] = before
+            except (git.GitError, ValueError) as exc:
+                raise _git_error("reading files of the head commit", exc) from exc
+        else:
+            for rel in _walk(root, "", snap.exclude):
+                befores.setdefault(rel, FileImage(rel, None, None))
+    result = []
+    for rel in sorted(befores):
+        after = now.get(rel) or _image(root, rel)
+        before = befores[rel]
+        if after.digest != before.digest:
+            added, removed = _numstat(before.data, after.data)
+            result.append(Change(rel, added, removed, before, after.digest))
+    return result
+
+
+def _was_ignored(snap: Snapshot, rel: str) -> bool:
+    return any(rel == i or (i.endswith("/") and rel.startswith(i)) for i in snap.ignored)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    parts = data.split(b"\n")  # git splits on \n only; a last line without one is its own line
+    return [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _numstat(before: bytes | None, after: bytes | None) -> tuple[int, int]:
+    """(added, removed) lines, like `git diff --numstat`; a binary file counts as one line."""
+    a, b = before or b"", after or b""
+    if b"\0" in a[:8000] or b"\0" in b[:8000]:
+        return (0, 1) if after is None else (1, 0)
+    old, new = _lines(a), _lines(b)
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old, new = old[head : len(old) - tail], new[head : len(new) - tail]
+    size = len(old) * len(new)
+    if not old or not new or size > 10**9:
+        return len(new), len(old)  # disjoint, or too big to align: an upper bound
+    import difflib
+
+    # Exact alignment is quadratic at worst; on big files let popular lines count as changed.
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=size > 4_000_000)
+    same = sum(m.size for m in matcher.get_matching_blocks())
+    return len(new) - same, len(old) - same
+
+
+def _put_back(root: Path, change: Change) -> bool:
+    """Write `change.before` over the fixer's result; False when someone changed it since."""
+    path, before = root / change.rel, change.before
+    if before.data is None:
+        if before.mode is not None:
+            raise OSError(f"{change.rel} was not a regular file before the fix")
+        if _image(root, change.rel).digest != change.after_digest:
+            return False
+        if os.path.lexists(path):
+            os.unlink(path)
+            _fsync_dir(path.parent)
+        return True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if stat.S_ISLNK(before.mode or 0):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        os.symlink(os.fsdecode(before.data), tmp)
+    else:
+        tmp = _write_temp(path, before.data, stat.S_IMODE(before.mode or 0o100644))
+    try:
+        if _image(root, change.rel).digest != change.after_digest:  # compare-and-swap
+            tmp.unlink()
+            return False
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+    return True
+
+
+def _safe_rel(root: Path, rel: str) -> bool:
+    """`rel` names a file whose folder is inside `root` (the file itself may be a symlink)."""
+    parts = rel.split("/")
+    if not rel or "\0" in rel or os.path.isabs(rel) or {"", ".", ".."} & set(parts):
+        return False
+    try:
+        return (root / rel).parent.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def restore(snap: Snapshot, changed: Iterable[Change]) -> RestoreReport:
+    """Put back exactly `changed` files as the snapshot had them, then verify each one."""
+    report = RestoreReport()
+    for change in changed:
+        rel = change.rel
+        if not _safe_rel(snap.root, rel):
+            report.failed.append(rel)  # a Change read back from a journal is input too
+            continue
+        try:
+            if not _put_back(snap.root, change):
+                report.skipped.append(rel)
+                continue
+        except OSError:
+            report.failed.append(rel)
+            continue
+        ok = _image(snap.root, rel).digest == change.before.digest
+        (report.restored if ok else report.failed).append(rel)
+    return report
