@@ -63,7 +63,7 @@ def measure(what: str, path: Path) -> tuple[float, int]:
 def _analyze(path: Path) -> tuple[float, int]:
     import tempfile
 
-    from selfcorrect.run import analyze
+    from selfcorrect.analysis import analyze
 
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "tool_failures.yaml").symlink_to(path.resolve())

@@ -1,18 +1,17 @@
-"""`selfcorrect run DIR`: one correction run (SPEC §4), for everything before fixer execution.
+"""`selfcorrect run DIR`: one correction run (SPEC §4).
 
-Load every file (an input error stops the run before anything is written) → analyze (type each
-failure, feed the ledger and the stuck detector in one pass over the log, decide each subject and
-each issue) → build the plan (core.plan) → render prompts → write, unless --shadow.
+Analyze (selfcorrect.analysis) → plan (core.plan) → write prompts, failed_items, escalations
+and the journal → run the cycle's autofixes under the §9 state machine (selfcorrect.remediation)
+→ re-validate, trusting only a fresh report (selfcorrect.revalidate) → undo a cycle that made
+the report worse → next cycle, up to caps.global_cycles. A cycle that executed no fix ends the
+run without re-validating. --shadow stops after the first plan and writes nothing at all.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shlex
-import shutil
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,51 +19,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from selfcorrect.core.classify import IssueClassifier, IssueDecision
-from selfcorrect.core.ladder import SubjectDecision, decide_subject
-from selfcorrect.core.ledger import Ledger, SubjectRecord
-from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict
-from selfcorrect.core.normalise import normalise_coordination, normalise_failure, normalise_report
-from selfcorrect.core.plan import Plan, RunInputs, build_plan
+from selfcorrect.analysis import UNSETTLED, Analysis, analyze
+from selfcorrect.core.plan import Plan, Result, RunInputs, block_issue, build_plan
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.state import IssueState, State, derive
-from selfcorrect.core.stuck import StuckDetector, review_loops
-from selfcorrect.core.taxonomy import Taxonomy
-from selfcorrect.errors import Diagnostic
+from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.io import atomic, documents, journal, prompts
+from selfcorrect.io.process import run_argv
 from selfcorrect.io.workspace import project_root
 from selfcorrect.policy_file import load_policy
+from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
+from selfcorrect.revalidate import revalidate
 
 Clock = Callable[[], datetime]
 
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
-
-
-def installed(program: str) -> bool:
-    """On PATH, or beside the running interpreter (tools installed in the same venv)."""
-    if os.sep in program:
-        return os.access(program, os.X_OK)
-    return bool(
-        shutil.which(program) or shutil.which(program, path=os.path.dirname(sys.executable))
-    )
-
-
-@dataclass
-class Analysis:
-    policy: Policy
-    state: State
-    subjects: list[SubjectDecision]
-    records: dict[str, SubjectRecord]
-    issues: list[IssueDecision]
-    report: Report | None
-    report_digest: str
-    coordination: Coordination | None
-    checkpoints: list[str]
-    log_entries: int
-    resolved: list[tuple[str, IssueState]]
-    warnings: list[Diagnostic] = field(default_factory=list)
 
 
 @dataclass
@@ -74,101 +44,8 @@ class RunOutcome:
     rendered: dict[str, str]  # recovery file name -> text
     written: list[str]
     shadow: bool
-
-
-def analyze(
-    folder: Path, policy_path: Path | None, is_installed: Callable[[str], bool] | None = None
-) -> Analysis:
-    """Load and decide; writes nothing. Raises InputError for a bad decision document."""
-    warnings: list[Diagnostic] = []
-    policy = load_policy(policy_path or folder / "selfcorrect.yaml")
-    max_bytes = int(policy.get("limits.max_bytes"))
-    report, digest = _load_report(folder, max_bytes)
-    coordination = None
-    if (folder / "coordination_log.yaml").exists():
-        doc = documents.load_decision(
-            folder / "coordination_log.yaml", "coordination_log", max_bytes=max_bytes
-        )
-        coordination = normalise_coordination(doc.data)
-    if (folder / "escalations.yaml").exists():  # strict: a broken hand edit stops the run
-        documents.load_decision(folder / "escalations.yaml", "escalations", max_bytes=max_bytes)
-    state = derive(journal.read_journal(folder, warnings))
-
-    taxonomy, detector = Taxonomy(policy), StuckDetector(policy)
-    exempt = policy.get("stuck.exempt")
-    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
-    entries = 0
-    log = folder / "tool_failures.yaml"
-    if log.exists():
-        for raw in documents.read_failure_log(log, warnings, max_bytes=max_bytes):
-            failure = normalise_failure(raw.data, raw.index)
-            ledger.feed(failure, taxonomy.classify(failure).failure_type)
-            detector.feed(failure)
-            entries += 1
-    reviews = review_loops(coordination.tasks, policy) if coordination else {}
-    subjects = []
-    for subject, record in ledger.records.items():
-        firing = detector.firing(subject)
-        if subject in reviews:
-            firing = (*firing, reviews[subject])
-        subjects.append(decide_subject(record, firing, state.subject(subject), policy))
-
-    classifier = IssueClassifier(policy, is_installed or installed)
-    issues: dict[str, IssueDecision] = {}
-    for issue in _issues_to_decide(folder, report):
-        decision = classifier.decide(issue, state.issue(_fingerprint(classifier, issue)), digest)
-        issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
-    checkpoints = [documents.display_path(p) for p in documents.waypoint_paths(folder)]
-    resolved: list[tuple[str, IssueState]] = []
-    if report is not None:  # a fresh report that no longer carries an issue we handed out
-        resolved = [
-            (fp, prior)
-            for fp, prior in state.issues.items()
-            if prior.status == "directive" and fp not in issues and prior.report_digest != digest
-        ]
-    return Analysis(
-        policy,
-        state,
-        subjects,
-        ledger.records,
-        list(issues.values()),
-        report,
-        digest,
-        coordination,
-        checkpoints,
-        entries,
-        resolved,
-        warnings,
-    )
-
-
-def _issues_to_decide(folder: Path, report: Report | None) -> list[Issue]:
-    """The report's issues; a PASS is not taken on trust: its cited evidence is re-checked."""
-    if report is None:
-        return []
-    issues = list(report.issues)
-    if report.verdict is Verdict.PASS:  # SPEC §2.2
-        from selfcorrect.checks.evidence import recheck
-
-        for finding in recheck(report, project_root(folder)):
-            issues.append(Issue(severity=Severity.MAJOR, description=finding.description,
-                                type=finding.type, target=finding.target,
-                                task_id=finding.task_id))
-    return issues
-
-
-def _fingerprint(classifier: IssueClassifier, issue: Any) -> str:
-    from selfcorrect.core.classify import fingerprint
-
-    return fingerprint(issue, classifier.type_of(issue)[0])
-
-
-def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:
-    path = folder / "validation_report.yaml"
-    if not path.exists():
-        return None, "absent"
-    doc = documents.load_decision(path, "validation_report", max_bytes=max_bytes)
-    return normalise_report(doc.data), hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    cycles: int = 0
+    uncertain: list[str] = field(default_factory=list)
 
 
 def verification_command(folder: Path, policy: Policy) -> str:
@@ -193,29 +70,209 @@ def correction_run(
     shadow: bool = False,
     clock: Clock = system_clock,
     is_installed: Callable[[str], bool] | None = None,
+    max_cycles: int | None = None,
+    validate_first: bool = False,
 ) -> RunOutcome:
+    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4)."""
+    trace = uuid.uuid4().hex[:12]
+    root = project_root(folder)
+    written: list[str] = []
+    if validate_first and not shadow:
+        policy = load_policy(policy_path or folder / "selfcorrect.yaml")
+        revalidate(folder, policy, root)
     analysis = analyze(folder, policy_path, is_installed)
-    now = clock().isoformat(timespec="seconds").replace("+00:00", "Z")
-    plan = build_plan(
-        RunInputs(
-            policy=analysis.policy,
-            subjects=analysis.subjects,
-            records=analysis.records,
-            issues=analysis.issues,
-            report=analysis.report,
-            report_digest=analysis.report_digest,
-            coordination=analysis.coordination,
-            now=now,
-            run_id=uuid.uuid4().hex[:12],
-            workflow_dir=documents.display_path(folder),
-            verification=verification_command(folder, analysis.policy),
-            checkpoints=analysis.checkpoints,
-            resolved=analysis.resolved,
-        )
+    cap = max_cycles if max_cycles is not None else int(analysis.policy.get("caps.global_cycles"))
+    uncertain: list[str] = []
+    if not shadow and _unsettled(analysis):
+        # A fix was started or applied but no fresh report judged it (a crash, or a stale
+        # validator): reconcile by re-validating before anything is retried (§9.5).
+        checked = revalidate(folder, analysis.policy, root)
+        if not checked.fresh:
+            uncertain.append(checked.detail)
+        analysis = analyze(folder, policy_path, is_installed)
+    cycles = 0
+    while True:
+        inputs = _inputs(folder, analysis, clock, trace, cycles, caps_exhausted=False)
+        plan = build_plan(inputs)
+        handed = _handed_out(plan)
+        agent = analysis.policy.get("agent.command", None)
+        if (plan.fixes or (agent and handed)) and cycles >= cap:
+            plan = build_plan(_inputs(folder, analysis, clock, trace, cycles, caps_exhausted=True))
+        rendered = _render(folder, plan)
+        if shadow:
+            return RunOutcome(analysis, plan, rendered, [], True, cycles, uncertain)
+        written += _write(folder, analysis, plan, rendered)
+        before = list(analysis.report.issues) if analysis.report else []
+        outcomes: list[FixOutcome] = []
+        if plan.fixes:
+            outcomes = [
+                apply_fix(d, root, folder, analysis.policy, _recorder(folder, inputs), trace)
+                for d in plan.fixes
+            ]
+            written += _escalate_failed(
+                folder, analysis, inputs, [o for o in outcomes if not o.applied]
+            )
+            _record_fixed(folder, inputs, [o for o in outcomes if o.applied])
+            if not any(o.applied for o in outcomes):
+                analysis = analyze(folder, policy_path, is_installed)
+                continue  # every fix was refused or undone: nothing to re-validate
+        elif agent and handed and cycles < cap:
+            # §9.1: the agent command gets each new prompt; that is this cycle's fix.
+            _run_agent(folder, analysis.policy, root, agent, handed, _recorder(folder, inputs))
+        else:
+            break  # a cycle that executed no fix ends the run without re-validating (§4)
+        cycles += 1
+        checked = revalidate(folder, analysis.policy, root)
+        analysis = analyze(folder, policy_path, is_installed)
+        if not checked.fresh:
+            uncertain.append(checked.detail)
+            break
+        after = list(analysis.report.issues) if analysis.report else []
+        if outcomes and degraded(before, after):
+            written += _undo_cycle(folder, analysis, inputs, outcomes, root)
+            revalidate(folder, analysis.policy, root)  # the report must match the restored tree
+            analysis = analyze(folder, policy_path, is_installed)
+    plan = build_plan(_inputs(folder, analysis, clock, trace, cycles, caps_exhausted=False))
+    if uncertain:
+        plan.reasons.append("uncertain: " + "; ".join(uncertain))
+        if plan.result is Result.PASS:
+            plan.result = Result.PENDING  # an unchecked effect is never a PASS
+    return RunOutcome(
+        analysis, plan, _render(folder, plan), sorted(set(written)), False, cycles, uncertain
     )
-    rendered = _render(folder, plan)
-    written = [] if shadow else _write(folder, analysis, plan, rendered)
-    return RunOutcome(analysis, plan, rendered, written, shadow)
+
+
+def _inputs(
+    folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: int, *, caps_exhausted: bool
+) -> RunInputs:
+    return RunInputs(
+        policy=analysis.policy,
+        subjects=analysis.subjects,
+        records=analysis.records,
+        issues=analysis.issues,
+        report=analysis.report,
+        report_digest=analysis.report_digest,
+        coordination=analysis.coordination,
+        now=clock().isoformat(timespec="seconds").replace("+00:00", "Z"),
+        run_id=trace,
+        workflow_dir=documents.display_path(folder),
+        verification=verification_command(folder, analysis.policy),
+        checkpoints=analysis.checkpoints,
+        resolved=analysis.resolved,
+        cycles=cycles,
+        caps_exhausted=caps_exhausted,
+    )
+
+
+def _handed_out(plan: Plan) -> list[str]:
+    """Recovery files with a prompt or directive handed out for the first time in this plan."""
+    new = {
+        r.get("work_item") or r.get("subject")
+        for r in plan.journal
+        if r.get("status") in ("directive", "recovering")
+    }
+    return sorted({prompt_filename(p.work_item) for p in plan.prompts if p.work_item in new})
+
+
+def _run_agent(
+    folder: Path,
+    policy: Policy,
+    root: Path,
+    command: Any,
+    files: list[str],
+    record: Callable[[dict[str, Any]], None],
+) -> None:
+    timeout = float(policy.get("remediation.step_timeout_s"))
+    for name in files:
+        prompt = folder / "recovery" / name
+        argv = [str(part) for part in command] + [str(prompt)]
+        done = run_argv(argv, root, timeout)
+        record(
+            {
+                "event": "agent",
+                "prompt": documents.display_path(prompt),
+                "argv": argv,
+                "exit": done.returncode,
+                "outcome": done.describe(timeout),
+            }
+        )
+
+
+def _unsettled(analysis: Analysis) -> bool:
+    return any(
+        state.status in UNSETTLED and state.report_digest == analysis.report_digest
+        for state in analysis.state.issues.values()
+    )
+
+
+def _recorder(folder: Path, inputs: RunInputs) -> Callable[[dict[str, Any]], None]:
+    """Each transition is appended and fsynced at once: the journal leads every effect."""
+
+    def record(entry: dict[str, Any]) -> None:
+        journal.append(
+            folder, [{**entry, "at": inputs.now, "run": inputs.run_id, "actor": "selfcorrect"}]
+        )
+
+    return record
+
+
+def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) -> None:
+    journal.append(
+        folder,
+        [
+            {
+                "event": "issue",
+                "fingerprint": o.decision.fingerprint,
+                "work_item": o.decision.work_item,
+                "type": o.decision.type,
+                "status": "fixed",
+                "attempt": o.decision.attempts,
+                "report_digest": inputs.report_digest,
+                "reason": "VERIFIED",
+                "rule": o.decision.rule,
+                "rule_version": o.decision.rule_version,
+                "at": inputs.now,
+                "run": inputs.run_id,
+                "actor": "selfcorrect",
+                "evidence": {"detail": o.detail, "changed": [c.rel for c in o.changes]},
+            }
+            for o in applied
+        ],
+    )
+
+
+def _escalate_failed(
+    folder: Path, analysis: Analysis, inputs: RunInputs, failed: list[FixOutcome]
+) -> list[str]:
+    """A fix that failed verification (and was compensated) goes to a human (§9.2)."""
+    if not failed:
+        return []
+    plan = Plan(Result.BLOCKED)
+    items: dict[str, dict[str, Any]] = {}
+    for outcome in failed:
+        block_issue(
+            plan,
+            items,
+            inputs,
+            outcome.decision,
+            f"autofix failed: {outcome.detail}",
+            code="FIX_FAILED",
+        )
+    plan.failed_items = list(items.values())
+    return _write(folder, analysis, plan, {})
+
+
+def _undo_cycle(
+    folder: Path, analysis: Analysis, inputs: RunInputs, outcomes: list[FixOutcome], root: Path
+) -> list[str]:
+    """The re-validated report scores worse: restore every fix of this cycle (§9.4)."""
+    undone = []
+    for outcome in (o for o in reversed(outcomes) if o.applied):
+        outcome.verdict = FixVerdict.DEGRADED
+        outcome.detail = "the next report scored worse (CRITICAL 10, MAJOR 3, MINOR 1)"
+        compensate(outcome, transition_writer(_recorder(folder, inputs), outcome.decision))
+        undone.append(outcome)
+    return _escalate_failed(folder, analysis, inputs, undone)
 
 
 def _render(folder: Path, plan: Plan) -> dict[str, str]:

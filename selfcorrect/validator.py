@@ -58,12 +58,14 @@ def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[F
     coordination = None
     if log.exists():
         coordination = normalise_coordination(
-            documents.load_decision(log, "coordination_log", max_bytes=max_bytes).data)
+            documents.load_decision(log, "coordination_log", max_bytes=max_bytes).data
+        )
     findings = coordination_findings(coordination, policy, relative_to_root(log, root))
     checks = policy.get("checks", {}) or {}
     timeout = float(policy.get("validator.timeout_s"))
-    findings += quality.command_findings(checks.get("commands") or (), root, policy,
-                                         timeout_s=timeout)
+    findings += quality.command_findings(
+        checks.get("commands") or (), root, policy, timeout_s=timeout
+    )
     findings += quality.coverage_findings(checks.get("coverage"), root, policy)
     findings += quality.docs_findings(checks.get("docs"), root, policy)
     findings += quality.template_findings(checks.get("templates") or (), root, policy)
@@ -76,12 +78,24 @@ def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[F
     return list(unique.values())
 
 
-def validate_folder(folder: Path, *, policy_path: Path | None = None, output: Path | None = None,
-                    recheck: Path | None = None, write: bool = True,
-                    clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> Validation:
+def validate_folder(
+    folder: Path,
+    *,
+    policy_path: Path | None = None,
+    output: Path | None = None,
+    recheck: Path | None = None,
+    write: bool = True,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Validation:
     if not folder.is_dir():
-        raise InputError(Diagnostic(documents.display_path(folder), 1, 1,
-            "not a folder; pass the workflow folder (the one holding coordination_log.yaml)"))
+        raise InputError(
+            Diagnostic(
+                documents.display_path(folder),
+                1,
+                1,
+                "not a folder; pass the workflow folder (the one holding coordination_log.yaml)",
+            )
+        )
     policy = load_policy(policy_path or folder / "selfcorrect.yaml")
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {
@@ -101,9 +115,17 @@ def render_report(report: dict[str, Any]) -> bytes:
     """The canonical report as YAML, with the schema line editors use."""
     import yaml
 
-    header = (f"# yaml-language-server: $schema={schemas.schema_id('validation_report')}\n"
-              "# Written by `selfcorrect validate` (SPEC §14); it rewrites this file on every "
-              "run.\n")
-    body = yaml.dump(report, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True,
-                     width=100, default_flow_style=False)
+    header = (
+        f"# yaml-language-server: $schema={schemas.schema_id('validation_report')}\n"
+        "# Written by `selfcorrect validate` (SPEC §14); it rewrites this file on every "
+        "run.\n"
+    )
+    body = yaml.dump(
+        report,
+        Dumper=yaml.CSafeDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+        default_flow_style=False,
+    )
     return (header + body).encode("utf-8")

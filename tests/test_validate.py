@@ -11,8 +11,14 @@ import yaml
 from selfcorrect.io.yaml_nodes import FastLoader
 from tests.conftest import REPO, tree_digest
 
-COORDINATION_TYPES = {"missing_coordination_log", "unanswered_questions", "vague_answers",
-                      "incomplete_synthesis", "weak_synthesis", "circular_delegation"}
+COORDINATION_TYPES = {
+    "missing_coordination_log",
+    "unanswered_questions",
+    "vague_answers",
+    "incomplete_synthesis",
+    "weak_synthesis",
+    "circular_delegation",
+}
 
 
 def example(tmp_path: Path) -> Path:
@@ -25,8 +31,7 @@ def load(path: Path) -> dict:
     return yaml.load(path.read_text(), Loader=FastLoader)
 
 
-def test_validate_writes_a_canonical_report_that_check_accepts(tmp_path: Path,
-                                                               run_line) -> None:
+def test_validate_writes_a_canonical_report_that_check_accepts(tmp_path: Path, run_line) -> None:
     folder = example(tmp_path)
     result = run_line(["validate", folder])
     assert result.exit_code == 1, result.stdout + result.stderr
@@ -57,12 +62,16 @@ def test_the_run_classifies_every_issue_the_validator_emits(tmp_path: Path, run_
     log["synthesized_solution"].pop("rationale")  # incomplete synthesis
     log["delegations"].append({"from": "cagents:backend-developer", "to": "cagents:tech-lead"})
     (folder / "coordination_log.yaml").write_text(yaml.safe_dump(log, sort_keys=False))
-    (folder / "selfcorrect.yaml").write_text(
-        "checks:\n  docs:\n    required: [docs/auth.md]\n")
+    (folder / "selfcorrect.yaml").write_text("checks:\n  docs:\n    required: [docs/auth.md]\n")
     run_line(["validate", folder])
     types = {i["type"] for i in load(folder / "validation_report.yaml")["issues"]}
-    assert {"unanswered_questions", "incomplete_synthesis", "circular_delegation",
-            "missing_documentation", "vague_answers"} <= types
+    assert {
+        "unanswered_questions",
+        "incomplete_synthesis",
+        "circular_delegation",
+        "missing_documentation",
+        "vague_answers",
+    } <= types
 
     result = run_line(["run", folder, "--format", "json"])
     issues = json.loads(result.stdout)["issues"]
@@ -92,15 +101,17 @@ def test_the_real_session_raises_no_false_coordination_issue(corpus: Path, run_l
     assert report["status"] == "PASS"
 
 
-def test_a_blanked_answer_and_a_cycle_give_exactly_those_two_issues(corpus: Path,
-                                                                   run_line) -> None:
+def test_a_blanked_answer_and_a_cycle_give_exactly_those_two_issues(corpus: Path, run_line) -> None:
     log = load(corpus / "coordination_log.yaml")
     log["questions_asked"][1]["answer"] = ""
-    log["delegations"] = [{"from": "cagents:tech-lead", "to": "cagents:qa-lead"},
-                          {"from": "cagents:qa-lead", "to": "cagents:tech-lead"}]
+    log["delegations"] = [
+        {"from": "cagents:tech-lead", "to": "cagents:qa-lead"},
+        {"from": "cagents:qa-lead", "to": "cagents:tech-lead"},
+    ]
     (corpus / "coordination_log.yaml").write_text(yaml.safe_dump(log, sort_keys=False))
-    result = run_line(["validate", corpus, "--output", corpus.parent / "ours.yaml",
-                       "--format", "json"])
+    result = run_line(
+        ["validate", corpus, "--output", corpus.parent / "ours.yaml", "--format", "json"]
+    )
     issues = json.loads(result.stdout)["issues"]
     assert sorted(i["type"] for i in issues) == ["circular_delegation", "unanswered_questions"]
     cycle = next(i for i in issues if i["type"] == "circular_delegation")
@@ -111,9 +122,20 @@ def test_a_blanked_answer_and_a_cycle_give_exactly_those_two_issues(corpus: Path
 def test_recheck_turns_a_false_citation_into_an_issue(corpus: Path, run_line) -> None:
     (corpus.parent / "src" / "auth").mkdir(parents=True)
     (corpus.parent / "src" / "auth" / "refresh.ts").write_text(
-        "import { x } from './x';\n\nexport async function refreshToken(id: string) {\n}\n")
-    result = run_line(["validate", corpus, "--output", corpus.parent / "ours.yaml",
-                       "--recheck", corpus / "validation_report.yaml", "--format", "json"])
+        "import { x } from './x';\n\nexport async function refreshToken(id: string) {\n}\n"
+    )
+    result = run_line(
+        [
+            "validate",
+            corpus,
+            "--output",
+            corpus.parent / "ours.yaml",
+            "--recheck",
+            corpus / "validation_report.yaml",
+            "--format",
+            "json",
+        ]
+    )
     issues = json.loads(result.stdout)["issues"]
     unmet = [i for i in issues if i["type"] == "acceptance_criterion_unmet"]
     assert any("migrations/20260805_add_refresh_tokens.sql" in i["description"] for i in unmet)
@@ -128,11 +150,16 @@ def test_a_clean_folder_passes_with_exit_0(tmp_path: Path, run_line) -> None:
         "    delegated_to: backend\n    answer: Redis in production, an in-process map in "
         "local development\nsynthesized_solution:\n  approach: keep sessions in Redis\n"
         "  rationale: one store for every instance\n  implementation_steps:\n"
-        "    - move the session store to Redis\n")
+        "    - move the session store to Redis\n"
+    )
     result = run_line(["validate", folder])
     assert result.exit_code == 0, result.stdout
     assert load(folder / "validation_report.yaml") | {"generated_at": "x"} == {
-        "status": "PASS", "generated_at": "x", "validator": "selfcorrect", "issues": []}
+        "status": "PASS",
+        "generated_at": "x",
+        "validator": "selfcorrect",
+        "issues": [],
+    }
 
 
 def test_a_missing_log_is_critical(tmp_path: Path, run_line) -> None:

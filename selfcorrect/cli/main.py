@@ -84,36 +84,68 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
 
 @cli.command()
 @folder_argument
-@format_option("text", "json")
+@format_option("text", "json", "github", "sarif", "junit")
 @click.option(
     "--shadow", is_flag=True, help="Print the plan and write nothing at all, not even the journal."
 )
+@click.option(
+    "--max-cycles",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Fix-and-revalidate cycles at most (default: the policy's caps.global_cycles).",
+)
+@click.option(
+    "--validate-first",
+    is_flag=True,
+    help="Run the validator once first, so the run starts from a fresh report.",
+)
 @common_options
 def run(
-    folder: Path, fmt: str, shadow: bool, policy: Path | None, color: str, verbose: int, quiet: bool
+    folder: Path,
+    fmt: str,
+    shadow: bool,
+    max_cycles: int | None,
+    validate_first: bool,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
 ) -> int:
     """Perform one correction run on DIR.
 
     \b
     Loads every workflow file (a bad decision document stops the run before
     anything is written), then:
-    - classifies every validation issue FIXABLE or BLOCKED and writes a directive
-      for each FIXABLE one to DIR/recovery/<task>.md;
+    - classifies every validation issue FIXABLE or BLOCKED; runs the policy's
+      fixer for each autofixable one (argv, in scope, bounded, verified, undone
+      on failure) and writes a directive for each agent strategy to
+      DIR/recovery/<task>.md;
     - types every tool failure, enforces its retry budget, detects stuck
       subjects and climbs the six-step recovery ladder, writing the recovery
       prompt to DIR/recovery/<subject>.md;
+    - after a cycle that ran a fix, re-runs the validator and trusts only a
+      fresh report; a report that got worse undoes the cycle's fixes;
     - keeps coordination_log.yaml#failed_items and escalations.yaml current,
       and journals every decision in DIR/.selfcorrect/journal.jsonl.
 
-    Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml), 2 invalid input,
-    3 PENDING (work handed to agents through recovery/).
+    \b
+    --format github|sarif|junit print CI output to stdout (SARIF 2.1.0 for
+    GitHub code scanning). Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml),
+    2 invalid input, 3 PENDING (work handed to agents through recovery/).
     """
     from selfcorrect.cli.run_report import EXIT, show_run
     from selfcorrect.run import correction_run
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    outcome = correction_run(folder, policy_path=policy, shadow=shadow)
+    outcome = correction_run(
+        folder,
+        policy_path=policy,
+        shadow=shadow,
+        max_cycles=max_cycles,
+        validate_first=validate_first,
+    )
     show_run(outcome, fmt, common, documents_display(folder))
     return EXIT[outcome.plan.result.value]
 
@@ -139,15 +171,29 @@ def status(
 @cli.command()
 @folder_argument
 @format_option("text", "json")
-@click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the report here instead of DIR/validation_report.yaml (so an "
-                   "external validator's report is never clobbered).")
-@click.option("--recheck", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="Also re-check the file_exists / file_contains evidence cited by another "
-                   "validator's report against the project.")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report here instead of DIR/validation_report.yaml (so an "
+    "external validator's report is never clobbered).",
+)
+@click.option(
+    "--recheck",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Also re-check the file_exists / file_contains evidence cited by another "
+    "validator's report against the project.",
+)
 @common_options
-def validate(folder: Path, fmt: str, output: Path | None, recheck: Path | None,
-             policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
+def validate(
+    folder: Path,
+    fmt: str,
+    output: Path | None,
+    recheck: Path | None,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> int:
     """Run the built-in validator on DIR and write a canonical report.
 
     \b

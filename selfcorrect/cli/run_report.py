@@ -12,7 +12,8 @@ from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import printable
 
 if TYPE_CHECKING:
-    from selfcorrect.run import Analysis, RunOutcome
+    from selfcorrect.analysis import Analysis
+    from selfcorrect.run import RunOutcome
 
 EXIT = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}
 
@@ -66,7 +67,7 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
     plan = outcome.plan
     return {
         "result": plan.result.value,
-        "cycles": 0,
+        "cycles": outcome.cycles,
         "shadow": outcome.shadow,
         "issues": issue_rows(outcome.analysis),
         "subjects": subject_rows(outcome.analysis),
@@ -107,6 +108,17 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         click.echo(printable(str(warning)), err=True)
     if fmt == "json":
         click.echo(json.dumps(run_json(outcome), indent=2, ensure_ascii=False))
+        return
+    if fmt in ("github", "sarif", "junit"):
+        from selfcorrect.cli import ci_formats
+
+        data = run_json(outcome)
+        text = {
+            "github": lambda: ci_formats.render_github(data),
+            "sarif": lambda: ci_formats.render_sarif(data, workflow_dir=folder),
+            "junit": lambda: ci_formats.render_junit(data),
+        }[fmt]()
+        click.echo(text.rstrip("\n"))
         return
     plan, analysis = outcome.plan, outcome.analysis
     colour = {"PASS": "green", "PENDING": "yellow", "BLOCKED": "red"}[plan.result.value]

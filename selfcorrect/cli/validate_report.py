@@ -19,8 +19,9 @@ def show_validation(result: Validation, fmt: str, common: Common) -> None:
         click.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
         return
     colour = {"PASS": "green", "FIXABLE": "yellow", "BLOCKED": "red"}[result.status]
-    lines = [click.style(result.status, fg=colour, bold=True)
-             + f"  {len(result.findings)} issue(s)"]
+    lines = [
+        click.style(result.status, fg=colour, bold=True) + f"  {len(result.findings)} issue(s)"
+    ]
     for issue in result.report["issues"]:
         where = f" {issue['target']}" if issue.get("target") else ""
         task = f" [{issue['task_id']}]" if issue.get("task_id") else ""

@@ -34,6 +34,15 @@ class IssueReason(enum.StrEnum):
     MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     LOW_CONFIDENCE = "LOW_CONFIDENCE"
+    FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (§9.4)
+    CAPS_EXHAUSTED = "CAPS_EXHAUSTED"  # still open after caps.global_cycles cycles (§4)
+
+
+# Blocked for these reasons, an issue stays blocked until a person acts: retrying would repeat
+# a failure. Other reasons (no fixer installed, low confidence, …) are decided afresh each run.
+STICKY = frozenset(
+    {IssueReason.FIX_FAILED, IssueReason.MAXIMUM_ATTEMPTS_REACHED, IssueReason.CAPS_EXHAUSTED}
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,14 @@ class IssueClassifier:
 
         blocked = Verdict.BLOCKED
         first_time = prior.status != "blocked"
+        if not first_time and prior.reason in STICKY:
+            return out(
+                blocked,
+                IssueReason(prior.reason or "FIX_FAILED"),
+                "blocked earlier; a person must act (see escalations.yaml)",
+                prior.attempts,
+                False,
+            )
         if issue.classification is Verdict.BLOCKED:
             return out(
                 blocked,
@@ -186,7 +203,7 @@ class IssueClassifier:
                 prior.attempts,
                 first_time,
             )
-        if prior.attempts and seen_report and prior.status == "directive":
+        if prior.attempts and seen_report and prior.status in ("directive", "remediating", "fixed"):
             # The same report seen again counts nothing: the hand-out is still out.
             return out(
                 Verdict.FIXABLE,

@@ -26,8 +26,12 @@ class Finding:
         return "SC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
     def as_issue(self) -> dict[str, object]:
-        issue: dict[str, object] = {"id": self.stable_id, "type": self.type,
-                                    "severity": self.severity, "description": self.description}
+        issue: dict[str, object] = {
+            "id": self.stable_id,
+            "type": self.type,
+            "severity": self.severity,
+            "description": self.description,
+        }
         for key in ("target", "task_id", "suggested_fix"):
             value = getattr(self, key)
             if value is not None:

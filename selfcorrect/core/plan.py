@@ -51,6 +51,7 @@ class Plan:
     prompts: list[Prompt] = field(default_factory=list)
     journal: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # why the result is what it is
+    fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (§9.1)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class RunInputs:
     checkpoints: Sequence[str] = ()
     # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
     resolved: Sequence[tuple[str, IssueState]] = ()
+    cycles: int = 0  # correction cycles run so far in this run
+    caps_exhausted: bool = False  # the global cycle cap is reached: open issues escalate
 
 
 def escalation_id(key: str) -> str:
@@ -209,7 +212,20 @@ def _plan_issue(
 ) -> None:
     issue = decision.issue
     blocked = decision.classification is Verdict.BLOCKED
-    status = "blocked" if blocked else "recovering"
+    if not blocked and run.caps_exhausted:  # §4: caps exhausted → escalate with full context
+        block_issue(
+            plan,
+            items,
+            run,
+            decision,
+            f"still open after {run.cycles} correction cycle(s), the global cap",
+            code="CAPS_EXHAUSTED",
+        )
+        return
+    if blocked:
+        block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
+        return
+    runs_fixer = decision.strategy == "autofix" and decision.fixer is not None
     _merge_item(
         items,
         {
@@ -217,65 +233,100 @@ def _plan_issue(
             "failure_type": decision.type,
             "attempts": decision.attempts,
             "error_summary": short(issue.description),
-            "recovery_actions_taken": [decision.strategy]
-            if decision.attempts and decision.strategy
-            else [],
-            "final_status": status,
-            # Stable while the directive is out, so a rerun rewrites nothing.
-            "escalation_context": decision.detail
-            if blocked
-            else (
-                f"directive out: {decision.strategy}, attempt {decision.attempts} of "
-                f"{decision.retries}; waiting for the agent and a fresh report"
+            "recovery_actions_taken": [decision.strategy] if decision.strategy else [],
+            "final_status": "recovering",
+            # Stable while the attempt is out, so a rerun rewrites nothing.
+            "escalation_context": (
+                f"{'fixer run' if runs_fixer else 'directive out'}: {decision.strategy}, attempt "
+                f"{decision.attempts} of {decision.retries}; waiting for a fresh report"
             ),
         },
     )
     if decision.new:
         plan.journal.append(
-            {
-                "event": "issue",
-                "fingerprint": decision.fingerprint,
-                "work_item": decision.work_item,
-                "type": decision.type,
-                "status": "blocked" if blocked else "directive",
-                "attempt": decision.attempts,
-                "report_digest": run.report_digest,
-                "reason": decision.reason.value,
-                "rule": decision.rule,
-                "rule_version": decision.rule_version,
-                **_stamp(run),
-                "strategy": decision.strategy,
-                "evidence": {
-                    "issue_id": issue.id,
-                    "description": short(issue.description),
-                    "confidence": decision.confidence,
-                },
-            }
+            _issue_record(run, decision, "remediating" if runs_fixer else "directive")
         )
-    if blocked:
-        files = [f for f in (issue.target,) if f]
-        plan.escalations.append(
-            _escalation(
-                run,
-                f"issue:{decision.fingerprint}",
+        if runs_fixer:
+            plan.fixes.append(decision)
+    if not runs_fixer:  # the agent gets a directive; a fixer needs none
+        plan.prompts.append(
+            Prompt(
                 decision.work_item,
-                decision.detail,
-                decision.type,
-                decision.attempts,
-                [f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
-                [decision.strategy] if decision.attempts and decision.strategy else [],
-                files,
-                None,
-                decision.rule,
-                decision.rule_version,
+                f"strategies/{decision.strategy}.md.j2",
+                directive_context(decision, run.coordination, run.verification, run.workflow_dir),
             )
         )
-        return
-    plan.prompts.append(
-        Prompt(
+
+
+def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> dict[str, Any]:
+    return {
+        "event": "issue",
+        "fingerprint": decision.fingerprint,
+        "work_item": decision.work_item,
+        "type": decision.type,
+        "status": status,
+        "attempt": decision.attempts,
+        "report_digest": run.report_digest,
+        "reason": decision.reason.value,
+        "rule": decision.rule,
+        "rule_version": decision.rule_version,
+        **_stamp(run),
+        "strategy": decision.strategy,
+        "evidence": {
+            "issue_id": decision.issue.id,
+            "description": short(decision.issue.description),
+            "confidence": decision.confidence,
+        },
+    }
+
+
+def block_issue(
+    plan: Plan,
+    items: dict[str, dict[str, Any]],
+    run: RunInputs,
+    decision: IssueDecision,
+    reason: str,
+    *,
+    journal: bool = True,
+    code: str | None = None,
+) -> None:
+    """An issue goes to a human: blocked entry, escalation with full context, journal.
+
+    `code` overrides the recorded reason (FIX_FAILED, CAPS_EXHAUSTED): those keep it blocked.
+    """
+    issue = decision.issue
+    tried = [decision.strategy] if decision.attempts and decision.strategy else []
+    _merge_item(
+        items,
+        {
+            "task_id": decision.work_item,
+            "failure_type": decision.type,
+            "attempts": decision.attempts,
+            "error_summary": short(issue.description),
+            "recovery_actions_taken": tried,
+            "final_status": "blocked",
+            "escalation_context": reason,
+        },
+    )
+    if journal:
+        record = _issue_record(run, decision, "blocked")
+        if code:
+            record["reason"] = code
+        plan.journal.append({**record, "evidence": {**record["evidence"], "why": reason}})
+    plan.escalations.append(
+        _escalation(
+            run,
+            f"issue:{decision.fingerprint}",
             decision.work_item,
-            f"strategies/{decision.strategy}.md.j2",
-            directive_context(decision, run.coordination, run.verification, run.workflow_dir),
+            reason,
+            decision.type,
+            decision.attempts,
+            [f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
+            tried,
+            [f for f in (issue.target,) if f],
+            None,
+            decision.rule,
+            decision.rule_version,
         )
     )
 
@@ -310,6 +361,18 @@ def _plan_resolved(
             **_stamp(run),
         }
     )
+    if prior.status == "fixed":  # a fixer's effect confirmed by a fresh report (§9.2)
+        plan.journal.append(
+            {
+                "event": "transition",
+                "fingerprint": fingerprint,
+                "from": "verifying",
+                "to": "recovered",
+                "attempt": prior.attempts,
+                **_stamp(run),
+                "evidence": {"report_digest": run.report_digest},
+            }
+        )
 
 
 def _escalation(

@@ -68,6 +68,6 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             issue.at = record.get("at")
             issue.work_item = record.get("work_item", issue.work_item)
             issue.type = record.get("type", issue.type)
-            if record.get("status") == "directive":
+            if record.get("status") in ("directive", "remediating", "fixed"):
                 issue.report_digest = record.get("report_digest")
     return state

@@ -1,0 +1,168 @@
+"""The analysis half of a run: load every file, then decide (SPEC §4 steps 1-3).
+
+One streaming pass over the failure log types each failure and feeds the ledger and the stuck
+detector; then every subject and every issue gets its decision from the pure core. Nothing is
+written here: an input error in any decision document raises before a run writes anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.core.classify import IssueClassifier, IssueDecision
+from selfcorrect.core.ladder import SubjectDecision, decide_subject
+from selfcorrect.core.ledger import Ledger, SubjectRecord
+from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict
+from selfcorrect.core.normalise import normalise_coordination, normalise_failure, normalise_report
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.state import IssueState, State, derive
+from selfcorrect.core.stuck import StuckDetector, review_loops
+from selfcorrect.core.taxonomy import Taxonomy
+from selfcorrect.errors import Diagnostic
+from selfcorrect.io import documents, journal
+from selfcorrect.io.workspace import project_root
+from selfcorrect.policy_file import load_policy
+
+# Issue states in which a remediation was started or applied but not yet judged by a fresh report.
+UNSETTLED = ("remediating", "fixed")
+
+
+def locate(program: str) -> str | None:
+    """The program's path: on PATH, or beside the running interpreter (the same venv)."""
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) else None
+    return shutil.which(program) or shutil.which(program, path=os.path.dirname(sys.executable))
+
+
+def installed(program: str) -> bool:
+    return locate(program) is not None
+
+
+@dataclass
+class Analysis:
+    policy: Policy
+    state: State
+    subjects: list[SubjectDecision]
+    records: dict[str, SubjectRecord]
+    issues: list[IssueDecision]
+    report: Report | None
+    report_digest: str
+    coordination: Coordination | None
+    checkpoints: list[str]
+    log_entries: int
+    resolved: list[tuple[str, IssueState]]
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+def analyze(
+    folder: Path, policy_path: Path | None, is_installed: Callable[[str], bool] | None = None
+) -> Analysis:
+    """Load and decide; writes nothing. Raises InputError for a bad decision document."""
+    warnings: list[Diagnostic] = []
+    policy = load_policy(policy_path or folder / "selfcorrect.yaml")
+    max_bytes = int(policy.get("limits.max_bytes"))
+    report, digest = _load_report(folder, max_bytes)
+    coordination = None
+    if (folder / "coordination_log.yaml").exists():
+        doc = documents.load_decision(
+            folder / "coordination_log.yaml", "coordination_log", max_bytes=max_bytes
+        )
+        coordination = normalise_coordination(doc.data)
+    if (folder / "escalations.yaml").exists():  # strict: a broken hand edit stops the run
+        documents.load_decision(folder / "escalations.yaml", "escalations", max_bytes=max_bytes)
+    state = derive(journal.read_journal(folder, warnings))
+
+    taxonomy, detector = Taxonomy(policy), StuckDetector(policy)
+    exempt = policy.get("stuck.exempt")
+    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
+    entries = 0
+    log = folder / "tool_failures.yaml"
+    if log.exists():
+        for raw in documents.read_failure_log(log, warnings, max_bytes=max_bytes):
+            failure = normalise_failure(raw.data, raw.index)
+            ledger.feed(failure, taxonomy.classify(failure).failure_type)
+            detector.feed(failure)
+            entries += 1
+    reviews = review_loops(coordination.tasks, policy) if coordination else {}
+    subjects = []
+    for subject, record in ledger.records.items():
+        firing = detector.firing(subject)
+        if subject in reviews:
+            firing = (*firing, reviews[subject])
+        subjects.append(decide_subject(record, firing, state.subject(subject), policy))
+
+    classifier = IssueClassifier(policy, is_installed or installed)
+    issues: dict[str, IssueDecision] = {}
+    for issue in _issues_to_decide(folder, report):
+        decision = classifier.decide(issue, state.issue(_fingerprint(classifier, issue)), digest)
+        issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
+    checkpoints = [documents.display_path(p) for p in documents.waypoint_paths(folder)]
+    resolved: list[tuple[str, IssueState]] = []
+    if report is not None:  # a fresh report that no longer carries an issue we handed out
+        resolved = [
+            (fp, prior)
+            for fp, prior in state.issues.items()
+            if prior.status in ("directive", *UNSETTLED)
+            and fp not in issues
+            and prior.report_digest != digest
+        ]
+    return Analysis(
+        policy,
+        state,
+        subjects,
+        ledger.records,
+        list(issues.values()),
+        report,
+        digest,
+        coordination,
+        checkpoints,
+        entries,
+        resolved,
+        warnings,
+    )
+
+
+def _issues_to_decide(folder: Path, report: Report | None) -> list[Issue]:
+    """The report's issues; a PASS is not taken on trust: its cited evidence is re-checked."""
+    if report is None:
+        return []
+    issues = list(report.issues)
+    if report.verdict is Verdict.PASS:  # SPEC §2.2
+        from selfcorrect.checks.evidence import recheck
+
+        for finding in recheck(report, project_root(folder)):
+            issues.append(
+                Issue(
+                    severity=Severity.MAJOR,
+                    description=finding.description,
+                    type=finding.type,
+                    target=finding.target,
+                    task_id=finding.task_id,
+                )
+            )
+    return issues
+
+
+def _fingerprint(classifier: IssueClassifier, issue: Any) -> str:
+    from selfcorrect.core.classify import fingerprint
+
+    return fingerprint(issue, classifier.type_of(issue)[0])
+
+
+def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:
+    path = folder / "validation_report.yaml"
+    if not path.exists():
+        return None, "absent"
+    doc = documents.load_decision(path, "validation_report", max_bytes=max_bytes)
+    # A report's identity is its bytes *and* the write that produced them: a validator that
+    # re-ran and found the same thing wrote a fresh report, not the one seen before (§5).
+    info = path.stat()
+    stamp = f"{info.st_ino}:{info.st_mtime_ns}".encode()
+    return normalise_report(doc.data), hashlib.sha256(path.read_bytes() + stamp).hexdigest()[:16]

@@ -1,0 +1,69 @@
+"""Is a fix acceptable? Scope, size, exit status, and whether the next report got worse (§9.4).
+
+Pure: it takes what the workspace measured and the fixer's exit status, and answers with a
+reason from a fixed enumeration. The caller compensates (restores) on anything but OK.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from selfcorrect.core.model import Issue, Severity
+
+WEIGHTS = {Severity.CRITICAL: 10, Severity.MAJOR: 3, Severity.MINOR: 1}
+
+
+class FixVerdict(enum.StrEnum):
+    OK = "OK"
+    FIXER_FAILED = "FIXER_FAILED"  # non-zero exit, timeout, or it could not start
+    NO_CHANGE = "NO_CHANGE"  # exit 0 but nothing changed: nothing to verify, nothing to undo
+    SCOPE_VIOLATION = "SCOPE_VIOLATION"
+    TOO_LARGE = "TOO_LARGE"
+    DEGRADED = "DEGRADED"  # the re-validated report scores worse than the one before
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One changed file as the workspace saw it."""
+
+    path: str
+    added: int
+    removed: int
+
+
+def score(issues: Iterable[Issue]) -> int:
+    """CRITICAL 10, MAJOR 3, MINOR 1 (§9.4): the weight of a report's open issues."""
+    return sum(WEIGHTS.get(issue.severity, 3) for issue in issues)
+
+
+def in_scope(path: str, scope: Sequence[str]) -> bool:
+    return any(path == pattern or fnmatch.fnmatchcase(path, pattern) for pattern in scope)
+
+
+def verify_fix(
+    exit_ok: bool, changed: Sequence[Measured], scope: Sequence[str], max_changed_lines: int
+) -> tuple[FixVerdict, str]:
+    """The verdict on one fixer run, and the evidence in words."""
+    if not exit_ok:
+        return FixVerdict.FIXER_FAILED, "the fixer did not exit 0"
+    outside = [c.path for c in changed if not in_scope(c.path, scope)]
+    if outside:
+        return FixVerdict.SCOPE_VIOLATION, (
+            f"changed {len(outside)} file(s) outside its scope ({', '.join(scope)}): "
+            + ", ".join(outside[:5])
+        )
+    lines = sum(c.added + c.removed for c in changed)
+    if lines > max_changed_lines:
+        return FixVerdict.TOO_LARGE, (
+            f"changed {lines} lines, over max_changed_lines ({max_changed_lines})"
+        )
+    if not changed:
+        return FixVerdict.NO_CHANGE, "exited 0 and changed nothing"
+    return FixVerdict.OK, f"changed {len(changed)} file(s), {lines} line(s), all in scope"
+
+
+def degraded(before: Iterable[Issue], after: Iterable[Issue]) -> bool:
+    return score(after) > score(before)

@@ -1,0 +1,185 @@
+"""One bounded, verified, reversible fix (SPEC §9): the state machine of an autofix attempt.
+
+observed → classified → preflight → remediating → verifying → (re-validation) → recovered,
+with preflight → escalated, and verifying → compensating → escalated when the fixer failed,
+strayed outside its scope or changed too much. Every transition is one fsynced journal record
+written before the next effect, so a crash leaves a `remediating` record that the next run
+reconciles (re-validates) before any retry, and an attempt is never counted twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.analysis import locate
+from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
+from selfcorrect.io import workspace
+from selfcorrect.io.process import run_argv
+
+Record = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class FixOutcome:
+    decision: IssueDecision
+    verdict: FixVerdict | None  # None: refused in preflight, nothing ran
+    detail: str
+    argv: list[str] = field(default_factory=list)
+    snapshot: workspace.Snapshot | None = None
+    changes: list[workspace.Change] = field(default_factory=list)
+
+    @property
+    def applied(self) -> bool:
+        """An effect is on disk and waits for re-validation."""
+        return self.verdict is FixVerdict.OK
+
+
+def attempt_key(trace: str, decision: IssueDecision) -> str:
+    """trace id + fingerprint + rule version (§9.5): the identity of one attempt."""
+    raw = f"{trace}|{decision.fingerprint}|{decision.rule_version}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def fix_scope(decision: IssueDecision) -> list[str]:
+    """The files the fix may change: the fixer's `scope` globs, else the issue's target."""
+    fixer = decision.fixer or {}
+    scope = [str(s) for s in fixer.get("scope") or ()]
+    if not scope and decision.issue.target:
+        scope = [decision.issue.target]
+    return scope
+
+
+def build_argv(
+    command: Sequence[Any], target: str | None, files: Sequence[str], root: Path
+) -> list[str] | str:
+    """The fixer's argv with {target} and {files} filled in, or why it was refused (§17).
+
+    Values come from agent-written reports, so each must be a relative path inside the
+    project that does not start with '-'. `{files}` alone in an argument expands to one
+    argument per file; nothing is ever joined into a shell string.
+    """
+    for value in ([target] if target is not None else []) + list(files):
+        path = workspace.resolve_inside(root, value)
+        if path is None:
+            return (
+                f"refused the path {value[:80]!r}: it must be relative, inside the "
+                "project, and not start with '-'"
+            )
+        if not path.exists():
+            return f"{value[:80]!r} does not exist in the project: nothing to fix"
+    argv: list[str] = []
+    for part in (str(p) for p in command):
+        if part == "{files}":
+            if not files:
+                return "the fixer takes {files} but the issue names no file"
+            argv.extend(files)
+        elif "{files}" in part:
+            return "{files} must stand alone as an argument"
+        elif "{target}" in part:
+            if target is None:
+                return "the fixer takes {target} but the issue has none"
+            argv.append(part.replace("{target}", target))
+        else:
+            argv.append(part)
+    return argv
+
+
+def transition_writer(
+    record: Record, decision: IssueDecision, key: str | None = None
+) -> Callable[..., None]:
+    """`step(source, target, **evidence)`: one journal record per transition (§9.2)."""
+
+    def step(source: str, target: str, **evidence: Any) -> None:
+        entry = {
+            "event": "transition",
+            "fingerprint": decision.fingerprint,
+            "from": source,
+            "to": target,
+            "rule": decision.rule,
+            "rule_version": decision.rule_version,
+            "attempt": decision.attempts,
+            "evidence": evidence,
+        }
+        if key:
+            entry["attempt_key"] = key
+        record(entry)
+
+    return step
+
+
+def apply_fix(
+    decision: IssueDecision, root: Path, folder: Path, policy: Policy, record: Record, trace: str
+) -> FixOutcome:
+    """Run one autofix under the §9 state machine; compensates on anything but success."""
+    key = attempt_key(trace, decision)
+    fixer: Mapping[str, Any] = decision.fixer or {}
+
+    step = transition_writer(record, decision, key)
+
+    step("observed", "classified", classification="FIXABLE", confidence=decision.confidence)
+    step("classified", "preflight")
+    scope = fix_scope(decision)
+    files = [decision.issue.target] if decision.issue.target else []
+    argv = build_argv(fixer.get("command") or (), decision.issue.target, files, root)
+    if isinstance(argv, str):
+        step("preflight", "escalated", reason=argv)
+        return FixOutcome(decision, None, f"preflight refused the fix: {argv}")
+    exclude = [workspace.relative_to_root(folder, root)]
+    try:
+        snap = workspace.snapshot(root, scope, exclude=exclude)
+    except workspace.SnapshotTooLarge as exc:
+        step("preflight", "escalated", reason=str(exc))
+        return FixOutcome(decision, None, f"preflight refused the fix: {exc}", argv)
+    argv[0] = locate(argv[0]) or argv[0]  # the same program `installed` found
+    step("preflight", "remediating", argv=argv, scope=scope)  # fsynced before the effect
+    timeout = float(fixer.get("timeout_s") or policy.get("remediation.step_timeout_s"))
+    done = run_argv(argv, root, timeout)
+    changed = workspace.changes(snap)
+    step(
+        "remediating",
+        "verifying",
+        exit=done.returncode,
+        outcome=done.describe(timeout),
+        changed=[c.rel for c in changed],
+    )
+    limit = int(fixer.get("max_changed_lines") or policy.get("remediation.max_changed_lines"))
+    measured = [Measured(c.rel, c.added, c.removed) for c in changed]
+    verdict, detail = verify_fix(done.ok, measured, scope, limit)
+    if not done.ok:
+        detail = f"{detail}: {done.describe(timeout)}"
+    outcome = FixOutcome(decision, verdict, detail, argv, snap, changed)
+    if verdict is FixVerdict.OK:
+        return outcome  # verified locally; the re-validation decides recovered or degraded
+    if changed:
+        compensate(outcome, step)
+    else:
+        step("verifying", "escalated", verdict=verdict.value, detail=detail)
+    return outcome
+
+
+def compensate(outcome: FixOutcome, step: Callable[..., None]) -> workspace.RestoreReport | None:
+    """Restore exactly the files the fix changed, verify, and never touch others' edits."""
+    if outcome.snapshot is None or not outcome.changes:
+        return None
+    step(
+        "verifying",
+        "compensating",
+        verdict=outcome.verdict.value if outcome.verdict else None,
+        detail=outcome.detail,
+    )
+    report = workspace.restore(outcome.snapshot, outcome.changes)
+    target = "escalated" if not report.failed else "circuit_open"
+    step(
+        "compensating",
+        target,
+        restored=report.restored,
+        skipped=report.skipped,
+        failed=report.failed,
+    )
+    return report

@@ -1,0 +1,69 @@
+"""Re-invoking the validator (SPEC §4 step 5), and trusting only a fresh report.
+
+The validator runs as an argv list in the project root with SELFCORRECT_DIR set. Its report
+counts only if the file was (re)written while it ran: an unchanged or older report is
+*uncertain*, never PASS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from selfcorrect.core.policy import Policy
+from selfcorrect.io.process import Completed, run_argv
+
+REPORT = "validation_report.yaml"
+
+
+@dataclass(frozen=True)
+class Revalidation:
+    fresh: bool
+    detail: str
+    completed: Completed
+
+
+def validator_argv(folder: Path, policy: Policy) -> list[str]:
+    """The policy's validator, else the built-in one run by this very interpreter."""
+    command = policy.get("validator.command", None)
+    if command:
+        return [str(part) for part in command]
+    return [sys.executable, "-m", "selfcorrect", "validate", str(folder)]
+
+
+def _identity(path: Path) -> tuple[int, int, int, int, str] | None:
+    """What changes when a file is rewritten, even with the same bytes by an atomic replace."""
+    try:
+        info = path.stat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, digest
+
+
+def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
+    report = folder / REPORT
+    before = _identity(report)
+    timeout = float(policy.get("validator.timeout_s"))
+    env = {"SELFCORRECT_DIR": str(folder.resolve())}
+    done = run_argv(validator_argv(folder, policy), root, timeout, env=env)
+    after = _identity(report)
+    if after is None:
+        return Revalidation(
+            False, f"the validator wrote no report ({done.describe(timeout)})", done
+        )
+    if after == before:
+        return Revalidation(
+            False,
+            "the validator did not rewrite validation_report.yaml "
+            f"({done.describe(timeout)}): the result is uncertain",
+            done,
+        )
+    if done.timed_out:
+        return Revalidation(False, f"the validator {done.describe(timeout)}", done)
+    return Revalidation(True, f"fresh report ({done.describe(timeout)})", done)
+
+
+__all__ = ["Revalidation", "revalidate", "validator_argv"]

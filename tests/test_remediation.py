@@ -1,0 +1,304 @@
+"""Fixes that run, stay in scope, are undone when they hurt, and survive a crash (SPEC §4, §9).
+
+Every test works on a real git repository in tmp_path, with real fixers and a real validator
+script run as subprocesses; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from selfcorrect.analysis import locate
+from selfcorrect.io.yaml_nodes import FastLoader
+
+RUFF = locate("ruff")
+UNUSED = "import os\nimport sys\n\nprint('hello')\n"
+
+# A validator: runs ruff on app.py and writes a canonical report (SPEC §2.2).
+RUFF_VALIDATOR = f"""
+import json, os, pathlib, subprocess
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+out = subprocess.run([{RUFF!r}, "check", "--output-format", "json", "app.py"],
+                     capture_output=True, text=True).stdout
+issues = [{{"id": f"R{{n}}", "type": "linting_errors", "severity": "MAJOR",
+           "description": f"{{d['code']}} {{d['message']}}", "target": "app.py"}}
+          for n, d in enumerate(json.loads(out or "[]"))]
+status = "FIXABLE" if issues else "PASS"
+(folder / "validation_report.yaml").write_text(json.dumps({{"status": status, "issues": issues}}))
+"""
+
+# A validator that counts the word BAD in app.py: each one is a CRITICAL issue.
+BAD_VALIDATOR = """
+import json, os, pathlib
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+text = pathlib.Path("app.py").read_text()
+issues = [{"id": "L1", "type": "linting_errors", "severity": "MINOR",
+           "description": "style: line too loose", "target": "app.py"}] if "loose" in text else []
+issues += [{"id": f"B{n}", "type": "acceptance_criterion_unmet", "severity": "CRITICAL",
+            "description": f"BAD marker {n}", "target": "app.py"}
+           for n in range(text.count("BAD"))]
+(folder / "validation_report.yaml").write_text(
+    json.dumps({"status": "FIXABLE" if issues else "PASS", "issues": issues}))
+"""
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def project(tmp_path: Path, validator: str, policy: str = "", app: str = UNUSED) -> Path:
+    """A git repository with app.py, a validator script, and a workflow/ folder."""
+    repo = tmp_path / "repo"
+    (repo / "workflow").mkdir(parents=True)
+    (repo / "app.py").write_text(app)
+    (repo / "validate.py").write_text(validator)
+    (repo / "workflow" / "coordination_log.yaml").write_text(
+        "# the controller's log\ncontroller: lead   # keep\nstatus: in_progress\n"
+    )
+    (repo / "workflow" / "selfcorrect.yaml").write_text(
+        f"validator:\n  command: [{sys.executable}, validate.py]\n{policy}"
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "start")
+    return repo
+
+
+def journal(repo: Path) -> list[dict]:
+    path = repo / "workflow" / ".selfcorrect" / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def report(repo: Path) -> dict:
+    return yaml.load((repo / "workflow" / "validation_report.yaml").read_text(), Loader=FastLoader)
+
+
+def test_the_loop_reaches_pass_with_the_real_ruff_fixer(tmp_path: Path, run_line) -> None:
+    assert RUFF, "the test extra installs ruff"
+    repo = project(tmp_path, RUFF_VALIDATOR)
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    out = json.loads(result.stdout)
+    assert (out["result"], out["cycles"]) == ("PASS", 1)
+    assert (repo / "app.py").read_text() == "\nprint('hello')\n"  # ruff removed both imports
+    assert report(repo)["status"] == "PASS"
+    path = [(r["from"], r["to"]) for r in journal(repo) if r["event"] == "transition"]
+    assert path == [
+        ("observed", "classified"),
+        ("classified", "preflight"),
+        ("preflight", "remediating"),
+        ("remediating", "verifying"),
+        ("verifying", "recovered"),
+    ]
+    item = yaml.load((repo / "workflow" / "coordination_log.yaml").read_text(), Loader=FastLoader)[
+        "failed_items"
+    ][0]
+    assert (item["task_id"], item["final_status"]) == ("linting_errors@app.py", "recovered")
+    assert (
+        (repo / "workflow" / "coordination_log.yaml")
+        .read_text()
+        .startswith("# the controller's log\ncontroller: lead   # keep\n")
+    )
+
+
+SCOPE_FIXER = """
+import pathlib, sys
+pathlib.Path(sys.argv[1]).write_text("print('fixed')\\n")
+pathlib.Path("other.py").write_text("x = 'written outside my scope'\\n")
+pathlib.Path("workflow/coordination_log.yaml").open("a").write("# a person wrote this\\n")
+"""
+
+
+def test_a_fixer_outside_its_scope_is_undone_and_escalated(tmp_path: Path, run_line) -> None:
+    policy = (
+        f"issue_types:\n  linting_errors:\n    fix:\n      - command: [{sys.executable}, "
+        "fixer.py, '{target}']\n"
+    )
+    repo = project(tmp_path, RUFF_VALIDATOR, policy)
+    (repo / "other.py").write_text("x = 1\n")
+    (repo / "fixer.py").write_text(SCOPE_FIXER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "fixer")
+
+    result = run_line(["run", repo / "workflow", "--validate-first"])
+
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert (repo / "app.py").read_text() == UNUSED  # byte for byte
+    assert (repo / "other.py").read_text() == "x = 1\n"
+    # The person's edit to the workflow folder during the fix is not the fixer's to undo.
+    assert (repo / "workflow" / "coordination_log.yaml").read_text().count(
+        "# a person wrote this\n"
+    ) == 1
+    escalations = yaml.load(
+        (repo / "workflow" / "escalations.yaml").read_text(), Loader=FastLoader
+    )["escalations"]
+    assert "outside its scope" in escalations[0]["reason"]
+    steps = [(r["from"], r["to"]) for r in journal(repo) if r["event"] == "transition"]
+    assert ("verifying", "compensating") in steps and ("compensating", "escalated") in steps
+
+
+def test_a_fix_that_makes_the_report_worse_is_rolled_back(tmp_path: Path, run_line) -> None:
+    fixer = (
+        "import pathlib, sys\np = pathlib.Path(sys.argv[1])\n"
+        "p.write_text(p.read_text().replace('loose', 'tight') + '# BAD BAD\\n')\n"
+    )
+    policy = (
+        f"issue_types:\n  linting_errors:\n    fix:\n      - command: [{sys.executable}, "
+        "fixer.py, '{target}']\n"
+    )
+    repo = project(tmp_path, BAD_VALIDATOR, policy, app="x = 'loose'\n")
+    (repo / "fixer.py").write_text(fixer)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "fixer")
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert (repo / "app.py").read_text() == "x = 'loose'\n"  # restored
+    assert [i["type"] for i in report(repo)["issues"]] == ["linting_errors"]  # re-validated
+    out = json.loads(result.stdout)
+    assert out["result"] == "BLOCKED" and result.exit_code == 1
+    escalated = yaml.load((repo / "workflow" / "escalations.yaml").read_text(), Loader=FastLoader)[
+        "escalations"
+    ]
+    assert "scored worse" in escalated[0]["reason"]
+
+
+def test_a_validator_that_does_not_rewrite_the_report_never_yields_pass(
+    tmp_path: Path, run_line
+) -> None:
+    repo = project(tmp_path, "pass  # writes nothing\n")
+    (repo / "workflow" / "validation_report.yaml").write_text(
+        "status: FIXABLE\nissues:\n  - {type: linting_errors, severity: MAJOR, "
+        "description: 'F401 unused import', target: app.py}\n"
+    )
+
+    result = run_line(["run", repo / "workflow", "--format", "json"])
+
+    out = json.loads(result.stdout)
+    assert out["result"] != "PASS" and result.exit_code != 0
+    assert any("uncertain" in why for why in out["why"])
+    assert (repo / "app.py").read_text() == "\nprint('hello')\n"  # the fix itself did run
+
+
+LOGGING_FIXER = "import pathlib, sys\npathlib.Path('fixer.log').open('a').write(repr(sys.argv))\n"
+
+
+def test_hostile_targets_never_reach_a_fixer_or_a_shell(tmp_path: Path, run_line) -> None:
+    policy = (
+        f"issue_types:\n  linting_errors:\n    fix:\n      - command: [{sys.executable}, "
+        "fixer.py, '{target}']\n        applies_to: ['*']\n"
+    )
+    repo = project(tmp_path, "pass\n", policy)
+    (repo / "fixer.py").write_text(LOGGING_FIXER)
+    hostile = [
+        "--output=x",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "a; rm -rf /",
+        "$(touch pwned)",
+        "`touch pwned`",
+        "app.py\nmore",
+    ]
+    issues = [
+        {
+            "type": "linting_errors",
+            "severity": "MAJOR",
+            "description": f"lint {n}",
+            "target": target,
+        }
+        for n, target in enumerate(hostile)
+    ]
+    (repo / "workflow" / "validation_report.yaml").write_text(
+        json.dumps({"status": "FIXABLE", "issues": issues})
+    )
+
+    result = run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert not (repo / "fixer.log").exists()  # the fixer never ran
+    assert not (repo / "pwned").exists() and not Path("pwned").exists()
+    assert result.exit_code == 1
+    reasons = [e for e in json.loads(result.stdout)["issues"]]
+    assert all(i["classification"] == "BLOCKED" for i in reasons)
+
+
+SLOW_FIXER = (
+    "import pathlib, sys, time\npathlib.Path('calls.log').open('a').write('x\\n')\ntime.sleep(60)\n"
+)
+
+
+def test_a_crash_mid_fix_is_reconciled_not_repeated(tmp_path: Path) -> None:
+    policy = (
+        f"issue_types:\n  linting_errors:\n    fix:\n      - command: [{sys.executable}, "
+        "fixer.py, '{target}']\n"
+    )
+    repo = project(tmp_path, RUFF_VALIDATOR, policy)
+    (repo / "fixer.py").write_text(SLOW_FIXER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "fixer")
+    argv = [sys.executable, "-m", "selfcorrect", "run", str(repo / "workflow"), "--validate-first"]
+    proc = subprocess.Popen(
+        argv, cwd=repo, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while not (repo / "calls.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (repo / "calls.log").exists(), "the fixer never started"
+    os.killpg(proc.pid, signal.SIGKILL)  # selfcorrect and its fixer, mid-remediation
+    proc.wait()
+    started = [r for r in journal(repo) if r.get("status") == "remediating"]
+    assert len(started) == 1
+
+    again = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=120)
+
+    assert again.returncode == 1, again.stdout + again.stderr  # retries spent: escalated
+    assert (repo / "calls.log").read_text() == "x\n"  # the fixer ran once, never again
+    records = journal(repo)
+    assert [r["attempt"] for r in records if r.get("status") == "remediating"] == [1]
+    blocked = [r for r in records if r.get("event") == "issue" and r.get("status") == "blocked"]
+    assert blocked and blocked[-1]["attempt"] == 1  # counted once, not twice
+
+
+DOCS_VALIDATOR = """
+import json, os, pathlib
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+issues = [] if pathlib.Path("docs/auth.md").exists() else [
+    {"id": "D1", "type": "missing_documentation", "severity": "MINOR",
+     "description": "docs/auth.md is missing", "target": "docs/auth.md"}]
+(folder / "validation_report.yaml").write_text(
+    json.dumps({"status": "FIXABLE" if issues else "PASS", "issues": issues}))
+"""
+AGENT = """
+import pathlib, sys
+prompt = pathlib.Path(sys.argv[1]).read_text()
+pathlib.Path("agent.log").open("a").write(sys.argv[1] + "\\n")
+if "docs/auth.md" in prompt:
+    pathlib.Path("docs").mkdir(exist_ok=True)
+    pathlib.Path("docs/auth.md").write_text("# Auth\\n401 when the session expired.\\n")
+"""
+
+
+def test_the_agent_command_gets_the_prompt_and_the_loop_revalidates(
+    tmp_path: Path, run_line
+) -> None:
+    policy = f"agent:\n  command: [{sys.executable}, agent.py]\n"
+    repo = project(tmp_path, DOCS_VALIDATOR, policy)
+    (repo / "agent.py").write_text(AGENT)
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert (repo / "docs" / "auth.md").exists()
+    calls = (repo / "agent.log").read_text().splitlines()
+    assert len(calls) == 1 and calls[0].endswith(".md")
+    assert json.loads(result.stdout)["cycles"] == 1
+    assert [r["event"] for r in journal(repo)].count("agent") == 1
