@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect.analysis import UNSETTLED, Analysis, analyze
+from selfcorrect.core.classify import capped
 from selfcorrect.core.plan import Plan, Result, RunInputs, block_issue, build_plan
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
@@ -92,12 +93,13 @@ def correction_run(
         analysis = analyze(folder, policy_path, is_installed)
     cycles = 0
     while True:
-        inputs = _inputs(folder, analysis, clock, trace, cycles, caps_exhausted=False)
+        inputs = _inputs(folder, analysis, clock, trace, cycles)
         plan = build_plan(inputs)
         handed = _handed_out(plan)
         agent = analysis.policy.get("agent.command", None)
         if (plan.fixes or (agent and handed)) and cycles >= cap:
-            plan = build_plan(_inputs(folder, analysis, clock, trace, cycles, caps_exhausted=True))
+            analysis.issues = [capped(d, cycles, bool(agent)) for d in analysis.issues]
+            plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
         rendered = _render(folder, plan)
         if shadow:
             return RunOutcome(analysis, plan, rendered, [], True, cycles, uncertain)
@@ -126,25 +128,24 @@ def correction_run(
         analysis = analyze(folder, policy_path, is_installed)
         if not checked.fresh:
             uncertain.append(checked.detail)
+            plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
+            rendered = _render(folder, plan)
+            written += _write(folder, analysis, plan, rendered)
             break
         after = list(analysis.report.issues) if analysis.report else []
         if outcomes and degraded(before, after):
             written += _undo_cycle(folder, analysis, inputs, outcomes, root)
             revalidate(folder, analysis.policy, root)  # the report must match the restored tree
             analysis = analyze(folder, policy_path, is_installed)
-    plan = build_plan(_inputs(folder, analysis, clock, trace, cycles, caps_exhausted=False))
+    # `plan` is the last plan written: what stands after the final cycle.
     if uncertain:
         plan.reasons.append("uncertain: " + "; ".join(uncertain))
         if plan.result is Result.PASS:
             plan.result = Result.PENDING  # an unchecked effect is never a PASS
-    return RunOutcome(
-        analysis, plan, _render(folder, plan), sorted(set(written)), False, cycles, uncertain
-    )
+    return RunOutcome(analysis, plan, rendered, sorted(set(written)), False, cycles, uncertain)
 
 
-def _inputs(
-    folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: int, *, caps_exhausted: bool
-) -> RunInputs:
+def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: int) -> RunInputs:
     return RunInputs(
         policy=analysis.policy,
         subjects=analysis.subjects,
@@ -160,7 +161,6 @@ def _inputs(
         checkpoints=analysis.checkpoints,
         resolved=analysis.resolved,
         cycles=cycles,
-        caps_exhausted=caps_exhausted,
     )
 
 

@@ -302,3 +302,36 @@ def test_the_agent_command_gets_the_prompt_and_the_loop_revalidates(
     assert len(calls) == 1 and calls[0].endswith(".md")
     assert json.loads(result.stdout)["cycles"] == 1
     assert [r["event"] for r in journal(repo)].count("agent") == 1
+
+
+STUBBORN_VALIDATOR = """
+import json, os, pathlib
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+issue = {"id": "S1", "type": "linting_errors", "severity": "MAJOR",
+         "description": "E501 line too long", "target": "app.py"}
+(folder / "validation_report.yaml").write_text(json.dumps({"status": "FIXABLE", "issues": [issue]}))
+"""
+APPENDING_FIXER = "import pathlib, sys\npathlib.Path(sys.argv[1]).open('a').write('# tried\\n')\n"
+
+
+def test_issues_still_open_when_the_cycles_run_out_are_escalated(tmp_path: Path, run_line) -> None:
+    policy = (
+        f"caps:\n  global_cycles: 2\nissue_types:\n  linting_errors:\n    retries: 5\n"
+        f"    fix:\n      - command: [{sys.executable}, fixer.py, '{{target}}']\n"
+    )
+    repo = project(tmp_path, STUBBORN_VALIDATOR, policy)
+    (repo / "fixer.py").write_text(APPENDING_FIXER)
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    out = json.loads(result.stdout)
+    assert (out["result"], out["cycles"], result.exit_code) == ("BLOCKED", 2, 1)
+    assert (repo / "app.py").read_text().count("# tried") == 2  # one fix per cycle, no more
+    (issue,) = out["issues"]
+    assert (issue["classification"], issue["reason"]) == ("BLOCKED", "CAPS_EXHAUSTED")
+    escalations = yaml.load(
+        (repo / "workflow" / "escalations.yaml").read_text(), Loader=FastLoader
+    )["escalations"]
+    assert "2 correction cycle(s), the global cap" in escalations[0]["reason"]
+    assert run_line(["run", repo / "workflow"]).exit_code == 1  # stays blocked: no third try
+    assert (repo / "app.py").read_text().count("# tried") == 2

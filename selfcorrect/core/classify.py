@@ -12,7 +12,7 @@ import fnmatch
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -264,3 +264,18 @@ class IssueClassifier:
             if matches and command and self.installed(str(command[0])):
                 return fixer
         return None
+
+
+def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDecision:
+    """§4: out of correction cycles, an issue the loop works on (its fixer, or the agent
+    command) is escalated with full context instead of handed out again."""
+    works_on = (decision.strategy == "autofix" and decision.fixer is not None) or agent_command
+    if decision.classification is Verdict.BLOCKED or not works_on:
+        return decision
+    return replace(
+        decision,
+        classification=Verdict.BLOCKED,
+        reason=IssueReason.CAPS_EXHAUSTED,
+        detail=f"still open after {cycles} correction cycle(s), the global cap",
+        new=True,
+    )

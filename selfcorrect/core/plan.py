@@ -73,7 +73,6 @@ class RunInputs:
     # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
     resolved: Sequence[tuple[str, IssueState]] = ()
     cycles: int = 0  # correction cycles run so far in this run
-    caps_exhausted: bool = False  # the global cycle cap is reached: open issues escalate
 
 
 def escalation_id(key: str) -> str:
@@ -212,16 +211,6 @@ def _plan_issue(
 ) -> None:
     issue = decision.issue
     blocked = decision.classification is Verdict.BLOCKED
-    if not blocked and run.caps_exhausted:  # §4: caps exhausted → escalate with full context
-        block_issue(
-            plan,
-            items,
-            run,
-            decision,
-            f"still open after {run.cycles} correction cycle(s), the global cap",
-            code="CAPS_EXHAUSTED",
-        )
-        return
     if blocked:
         block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
         return
