@@ -17,10 +17,11 @@ from typing import Any
 
 from selfcorrect.analysis import locate
 from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
-from selfcorrect.io import workspace
-from selfcorrect.io.process import run_argv
+from selfcorrect.io import atomic, workspace
+from selfcorrect.io.process import Completed, run_argv
 
 Record = Callable[[dict[str, Any]], None]
 
@@ -126,7 +127,17 @@ def apply_fix(
     step("classified", "preflight")
     scope = fix_scope(decision)
     files = [decision.issue.target] if decision.issue.target else []
-    argv = build_argv(fixer.get("command") or (), decision.issue.target, files, root)
+    built_in = fixer.get("builtin")
+    if built_in:  # argv only names the fix in the journal; nothing is executed
+        template = str(fixer.get("template"))
+        argv = build_argv(
+            [f"selfcorrect:{built_in}", "{target}", template],
+            decision.issue.target,
+            [template],
+            root,
+        )
+    else:
+        argv = build_argv(fixer.get("command") or (), decision.issue.target, files, root)
     if isinstance(argv, str):
         step("preflight", "escalated", reason=argv)
         return FixOutcome(decision, None, f"preflight refused the fix: {argv}")
@@ -136,10 +147,11 @@ def apply_fix(
     except workspace.SnapshotTooLarge as exc:
         step("preflight", "escalated", reason=str(exc))
         return FixOutcome(decision, None, f"preflight refused the fix: {exc}", argv)
-    argv[0] = locate(argv[0]) or argv[0]  # the same program `installed` found
+    if not built_in:
+        argv[0] = locate(argv[0]) or argv[0]  # the same program `installed` found
     step("preflight", "remediating", argv=argv, scope=scope)  # fsynced before the effect
     timeout = float(fixer.get("timeout_s") or policy.get("remediation.step_timeout_s"))
-    done = run_argv(argv, root, timeout)
+    done = _restructure(root, argv[1], argv[2]) if built_in else run_argv(argv, root, timeout)
     changed = workspace.changes(snap)
     step(
         "remediating",
@@ -161,6 +173,17 @@ def apply_fix(
     else:
         step("verifying", "escalated", verdict=verdict.value, detail=detail)
     return outcome
+
+
+def _restructure(root: Path, target: str, template: str) -> Completed:
+    """The built-in restructure_to_template: the document's sections in template order."""
+    try:
+        document = (root / target).read_text(encoding="utf-8")
+        wanted = (root / template).read_text(encoding="utf-8")
+        atomic.replace_file(root / target, restructure(document, wanted).encode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return Completed(1, f"restructure_to_template failed: {exc}")
+    return Completed(0, "")
 
 
 def compensate(outcome: FixOutcome, step: Callable[..., None]) -> workspace.RestoreReport | None:

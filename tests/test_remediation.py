@@ -335,3 +335,41 @@ def test_issues_still_open_when_the_cycles_run_out_are_escalated(tmp_path: Path,
     assert "2 correction cycle(s), the global cap" in escalations[0]["reason"]
     assert run_line(["run", repo / "workflow"]).exit_code == 1  # stays blocked: no third try
     assert (repo / "app.py").read_text().count("# tried") == 2
+
+
+def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
+    tmp_path: Path, run_line
+) -> None:
+    """restructure_to_template (§9.1) against `selfcorrect validate` (§14), both built in."""
+    repo = tmp_path / "repo"
+    (repo / "docs" / "adr").mkdir(parents=True)
+    (repo / "docs" / "adr" / "TEMPLATE.md").write_text(
+        "# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n"
+    )
+    (repo / "docs" / "adr" / "0001-tokens.md").write_text(
+        "# Rotate refresh tokens once\n\n## Decision\nSingle-flight per session.\n\n"
+        "## Context\nTwo tabs refresh at once.\n\n## Notes\nSee WI-1.\n"
+    )
+    (repo / "workflow").mkdir()
+    (repo / "workflow" / "coordination_log.yaml").write_text(
+        "controller: lead\nquestions_asked:\n  - question: Where is the token rotated?\n"
+        "    delegated_to: backend\n    answer: It is rotated in src/auth/refresh.ts, inside refreshToken()"
+        "\nsynthesized_solution:\n  approach: single-flight the refresh\n  rationale: one "
+        "rotation per session\n  implementation_steps: [single-flight the refresh rotation]\n"
+    )
+    (repo / "workflow" / "selfcorrect.yaml").write_text(
+        "checks:\n  templates:\n    - {glob: 'docs/adr/*.md', template: docs/adr/TEMPLATE.md}\n"
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "start")
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["cycles"] == 1
+    assert (repo / "docs" / "adr" / "0001-tokens.md").read_text() == (
+        "# Rotate refresh tokens once\n\n## Context\nTwo tabs refresh at once.\n\n"
+        "## Decision\nSingle-flight per session.\n\n## Consequences\n\n## Notes\nSee WI-1.\n"
+    )
+    assert report(repo)["status"] == "PASS"

@@ -17,9 +17,6 @@ MAX_READ = 50 * 1024 * 1024  # the default limits.max_bytes (§17): never slurp 
 WORST_FILES = 5
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_PLACEHOLDER = re.compile(r"\{\{?[^{}]*\}\}?")
 _HOW_COVERAGE = "produce it before validating, e.g. `coverage json` or `coverage xml`"
 
 

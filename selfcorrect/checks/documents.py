@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from selfcorrect.checks._common import (
-    _FENCE,
-    _HEADING,
-    _PLACEHOLDER,
     DOCS,
     TEMPLATES,
     clean,
@@ -21,6 +17,7 @@ from selfcorrect.checks._common import (
     severity_of,
 )
 from selfcorrect.core.findings import Finding
+from selfcorrect.core.markdown import headings, matches
 from selfcorrect.core.policy import Policy
 
 
@@ -49,28 +46,8 @@ def _empty(path: Path) -> bool:
     return text is None or not text.strip()
 
 
-def headings(text: str) -> list[tuple[int, str]]:
-    """Markdown ATX headings as (level, whitespace-folded text), skipping fenced code blocks."""
-    found: list[tuple[int, str]] = []
-    fence = ""
-    for line in text.splitlines():
-        mark = _FENCE.match(line)
-        if mark and (not fence or mark.group(1).startswith(fence)):
-            fence = "" if fence else mark.group(1)
-        elif not fence and (heading := _HEADING.match(line)):
-            found.append((len(heading.group(1)), " ".join((heading.group(2) or "").split())))
-    return found
-
-
 def _show(heading: tuple[int, str]) -> str:
     return f"{'#' * heading[0]} {clean(heading[1])}"
-
-
-def _matches(expected: tuple[int, str], seen: tuple[int, str]) -> bool:
-    """Same level and text (any case); a `{placeholder}` in the template matches any text."""
-    parts = _PLACEHOLDER.split(expected[1])
-    pattern = ".+".join(re.escape(part) for part in parts)
-    return expected[0] == seen[0] and re.fullmatch(pattern, seen[1], re.IGNORECASE) is not None
 
 
 def template_findings(
@@ -119,12 +96,12 @@ def _conformance(
         return f"{clean(rel)}: cannot read it"
     seen, index = headings(doc), 0
     for heading in seen:  # other headings may be interleaved: a subsequence match
-        if index < len(expected) and _matches(expected[index], heading):
+        if index < len(expected) and matches(expected[index], heading):
             index += 1
     if index == len(expected):
         return None
     wanted = expected[index]
-    state = "out of order" if any(_matches(wanted, h) for h in seen) else "missing"
+    state = "out of order" if any(matches(wanted, h) for h in seen) else "missing"
     order = " > ".join(_show(h) for h in expected)
     return (
         f"{clean(rel)}: heading {_show(wanted)!r} is {state}; expected headings in this "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from selfcorrect.core.markdown import template_for
 from selfcorrect.core.model import Issue, Verdict
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.state import IssueState
@@ -136,7 +137,11 @@ class IssueClassifier:
         retries = definition.get("retries")
         retries = int(self.policy.get("caps.per_issue_default") if retries is None else retries)
         strategy = definition.get("strategy")
-        fixer = self._fixer(definition, issue.target) if strategy == "autofix" else None
+        fixer = (
+            self._fixer(definition, issue.target)
+            if strategy == "autofix"
+            else (self._built_in(str(strategy), issue.target) if strategy in BUILT_IN else None)
+        )
         minutes = (
             issue.estimated_minutes
             if issue.estimated_minutes is not None
@@ -252,6 +257,12 @@ class IssueClassifier:
             return f"no fixer installed that applies to {target or 'this issue'}"
         return None
 
+    def _built_in(self, strategy: str, target: str | None) -> Mapping[str, Any] | None:
+        """A fix selfcorrect performs itself; without a template it falls back to a directive."""
+        templates = self.policy.get("checks.templates", None) or ()
+        template = template_for(target, templates) if target else None
+        return {"builtin": strategy, "template": template} if template else None
+
     def _fixer(self, definition: Mapping[str, Any], target: str | None) -> Mapping[str, Any] | None:
         """The first fixer whose files match the target and whose program is installed."""
         fixers = definition.get("fix") or ()
@@ -269,7 +280,7 @@ class IssueClassifier:
 def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDecision:
     """§4: out of correction cycles, an issue the loop works on (its fixer, or the agent
     command) is escalated with full context instead of handed out again."""
-    works_on = (decision.strategy == "autofix" and decision.fixer is not None) or agent_command
+    works_on = decision.fixer is not None or agent_command
     if decision.classification is Verdict.BLOCKED or not works_on:
         return decision
     return replace(

@@ -214,7 +214,7 @@ def _plan_issue(
     if blocked:
         block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
         return
-    runs_fixer = decision.strategy == "autofix" and decision.fixer is not None
+    runs_fixer = decision.fixer is not None  # a fixer command, or a built-in fix
     _merge_item(
         items,
         {

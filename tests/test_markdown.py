@@ -1,0 +1,59 @@
+"""Markdown headings and the restructure that the built-in fixer performs (§9.1, §14)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from selfcorrect.core.markdown import headings, restructure, template_for
+
+TEMPLATE = "# {title}\n\n## Context\n\n## Decision\n\n## Consequences\n"
+
+
+def test_headings_skip_fenced_code() -> None:
+    text = "# A\n```\n# not a heading\n```\n## B ##\n#tag\n"
+    assert headings(text) == [(1, "A"), (2, "B")]
+
+
+def test_sections_move_into_template_order_and_missing_ones_are_added() -> None:
+    doc = "intro line\n# Title\n## Decision\nD\n## Extra\nE\n## Context\nC"
+    assert restructure(doc, TEMPLATE) == (
+        "intro line\n# Title\n## Context\nC\n## Decision\nD\n## Consequences\n\n## Extra\nE\n"
+    )
+
+
+def test_a_conforming_document_is_unchanged() -> None:
+    doc = "# T\n\n## Context\nc\n\n## Decision\nd\n\n## Consequences\nx\n"
+    assert restructure(doc, TEMPLATE) == doc
+
+
+@given(
+    st.lists(
+        st.sampled_from(["Context", "Decision", "Consequences", "Notes", "Risks"]),
+        unique=True,
+        max_size=5,
+    ),
+    st.lists(
+        st.text(st.characters(exclude_categories=("Cs",), exclude_characters="#\r\n"), max_size=12),
+        min_size=5,
+        max_size=5,
+    ),
+)
+def test_no_text_is_ever_lost(names: list[str], bodies: list[str]) -> None:
+    doc = "# Title\n" + "".join(
+        f"## {name}\n{body}\n" for name, body in zip(names, bodies, strict=False)
+    )
+    out = restructure(doc, TEMPLATE)
+    for name, body in zip(names, bodies, strict=False):
+        assert f"## {name}\n{body}\n" in out
+    assert [h for h in headings(out) if h[1] in ("Context", "Decision", "Consequences")] == [
+        (2, "Context"),
+        (2, "Decision"),
+        (2, "Consequences"),
+    ]
+
+
+def test_the_policy_assigns_templates_by_glob() -> None:
+    templates = [{"glob": "docs/adr/*.md", "template": "docs/adr/TEMPLATE.md"}]
+    assert template_for("docs/adr/0001-x.md", templates) == "docs/adr/TEMPLATE.md"
+    assert template_for("README.md", templates) is None
