@@ -353,7 +353,8 @@ def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
     (repo / "workflow").mkdir()
     (repo / "workflow" / "coordination_log.yaml").write_text(
         "controller: lead\nquestions_asked:\n  - question: Where is the token rotated?\n"
-        "    delegated_to: backend\n    answer: It is rotated in src/auth/refresh.ts, inside refreshToken()"
+        "    delegated_to: backend\n"
+        "    answer: It is rotated in src/auth/refresh.ts, inside refreshToken()"
         "\nsynthesized_solution:\n  approach: single-flight the refresh\n  rationale: one "
         "rotation per session\n  implementation_steps: [single-flight the refresh rotation]\n"
     )
