@@ -6,9 +6,12 @@ import dataclasses
 import os
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import selfcorrect.io.workspace as ws
 from selfcorrect.io.workspace import (
@@ -118,6 +121,26 @@ def test_line_counts_match_git_numstat(tmp_path: Path) -> None:
         for line in git(root, "diff", "--numstat").splitlines()
     }
     assert {c.rel: (c.added, c.removed) for c in changes(snap)} == numstat
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a\n", "b\n", "\n", "}\n", "c"]), max_size=30),
+    st.lists(st.sampled_from(["a\n", "b\n", "\n", "}\n", "d\n", "c"]), max_size=30),
+)
+def test_line_counts_agree_with_git_on_any_edit(old: list[str], new: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        a, b = Path(folder, "a"), Path(folder, "b")
+        a.write_text("".join(old))
+        b.write_text("".join(new))
+        done = subprocess.run(
+            ["git", "diff", "--no-index", "--numstat", "--minimal", str(a), str(b)],
+            capture_output=True,
+            text=True,
+        )
+        fields = done.stdout.split()
+        expected = (int(fields[0]), int(fields[1])) if fields else (0, 0)
+        assert ws._numstat(a.read_bytes(), b.read_bytes()) == expected
 
 
 def test_created_and_deleted_files_are_seen(project: Path) -> None:
@@ -287,6 +310,25 @@ def test_a_folder_in_scope_captures_its_files(project: Path) -> None:
     assert snap.covers("src/new.txt") and not snap.covers("srcx/a.txt")
 
 
+def test_glob_scope_captures_matching_files(project: Path) -> None:
+    write(project / "node_modules" / "pkg" / "index.js", b"x\n")  # ignored by walks, not scope
+    snap = snapshot(project, ["src/*.txt", "./*.md", "node_modules/pkg/index.js"])
+    assert snap.scope == ("*.md", "node_modules/pkg/index.js", "src/*.txt")
+    assert {"src/a.txt", "notes.md", "node_modules/pkg/index.js"} <= set(snap.images)
+    assert "src/tool.sh" not in snap.images or not snap.in_git
+    assert snap.covers("src/deep/b.txt")  # fnmatch: '*' crosses folders, as scope checks do
+    assert not snap.covers("other.txt")
+    write(project / "node_modules" / "pkg" / "index.js", b"y\n")
+    assert [c.rel for c in changes(snap)] == ["node_modules/pkg/index.js"]
+
+
+@pytest.mark.parametrize("scope", ["../*.txt", "/etc/*", "-*.txt", "escape/*"])
+def test_glob_scope_outside_is_refused(project: Path, scope: str) -> None:
+    (project / "escape").symlink_to("/etc")
+    with pytest.raises(WorkspaceError, match="not a path inside"):
+        snapshot(project, [scope])
+
+
 def test_excluded_folders_are_never_reported(project: Path) -> None:
     snap = snapshot(project, ["src/a.txt", "workflow/coordination_log.yaml"], exclude=["workflow"])
     assert "workflow/coordination_log.yaml" not in snap.images
@@ -382,8 +424,23 @@ def test_resolve_inside_accepts_paths_inside(tmp_path: Path, value: str, expecte
     assert not (root / "x").exists()
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_resolve_inside_never_raises(value: str) -> None:
+    root = Path.cwd()
+    resolved = resolve_inside(root, value)
+    assert resolved is None or resolved.is_relative_to(root.resolve())
+
+
 def _git_children() -> list[int]:
-    """Child processes of this test that run git (psutil-free: read /proc)."""
+    """Child processes of this test that run git (psutil when installed, else /proc)."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        children = psutil.Process().children(recursive=True)
+        return [c.pid for c in children if "git" in c.name()]
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 SKIP_DIRS = frozenset({".git", ".selfcorrect", "__pycache__", "node_modules", ".venv"})
 MAX_CAPTURE = 200 * 1024 * 1024
+DIFF_LIMIT = 1000  # changed lines per file counted exactly; beyond it, an upper bound
 HEAD_KEY = "/HEAD"  # Snapshot.tree key of the head commit; no relative path can collide with it
 _MAX_VALUE = 4096  # PATH_MAX: longer placeholder values are refused, not resolved
 
@@ -104,8 +105,12 @@ class Snapshot:
     ignored: tuple[str, ...] = ()  # git-ignored then ('dir/' for whole folders): bytes unknown
 
     def covers(self, rel: str) -> bool:
-        """True when `rel` is a scope entry or lies under one (a folder in scope)."""
-        return "." in self.scope or _under(rel, self.scope)
+        """True when `rel` matches a scope entry: a file, a folder it lies under, or a glob."""
+        from fnmatch import fnmatchcase
+
+        return "." in self.scope or any(
+            fnmatchcase(rel, s) if _is_glob(s) else _under(rel, [s]) for s in self.scope
+        )
 
 
 @dataclass(frozen=True)
@@ -173,12 +178,41 @@ def _walk(root: Path, start: str, exclude: tuple[str, ...]) -> Iterator[str]:
                 yield child
 
 
+def _is_glob(value: str) -> bool:
+    return any(ch in value for ch in "*?[")
+
+
+def _glob_base(pattern: str) -> str:
+    """The folder a glob's matches all lie under ('' for the root)."""
+    cut = min((i for i in map(pattern.find, "*?[") if i >= 0), default=len(pattern))
+    return pattern[:cut].rpartition("/")[0]
+
+
 def _rel_entries(root: Path, values: Iterable[str], what: str) -> tuple[str, ...]:
-    paths = {value: resolve_inside(root, str(value)) for value in values}
-    for value, path in paths.items():
-        if path is None:
-            raise WorkspaceError(f"{what} {value!r} is not a path inside the project {root}")
-    return tuple(sorted({p.relative_to(root).as_posix() for p in paths.values() if p}))
+    """Files or folders (resolved), or globs (kept, like fnmatch scope patterns), in root."""
+    out = set()
+    for value in map(str, values):
+        pattern = value.removeprefix("./")
+        if _is_glob(value) and ".." not in pattern.split("/"):
+            # The glob's matches lie under its literal folder, so that folder must be inside.
+            if resolve_inside(root, value) and resolve_inside(root, _glob_base(pattern) or "."):
+                out.add(pattern)
+                continue
+        elif path := resolve_inside(root, value):
+            out.add(path.relative_to(root).as_posix())
+            continue
+        raise WorkspaceError(f"{what} {value!r} is not a path inside the project {root}")
+    return tuple(sorted(out))
+
+
+def _scope_files(root: Path, entry: str, exclude: tuple[str, ...]) -> Iterable[str]:
+    if _is_glob(entry):
+        from fnmatch import fnmatchcase
+
+        return (r for r in _walk(root, _glob_base(entry), exclude) if fnmatchcase(r, entry))
+    if entry == "." or (root / entry).is_dir():
+        return _walk(root, "" if entry == "." else entry, exclude)
+    return [entry]
 
 
 def _git_error(doing: str, exc: BaseException) -> WorkspaceError:
@@ -198,15 +232,16 @@ def _open_repo(root: Path) -> Iterator[tuple[Repo, str] | None]:
     except ImportError as exc:
         raise _git_error("loading GitPython", exc) from exc
     try:
-        repo = git.Repo(root, search_parent_directories=True)
+        repo: Repo | None = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        yield None  # a stray or broken `.git`: content hashes still protect the fix
+        repo = None  # a stray or broken `.git`: content hashes still protect the fix
+    top = repo.working_tree_dir if repo is not None else None
+    if repo is None or top is None:  # none, or bare: no work tree to diff
+        if repo is not None:
+            repo.close()
+        yield None
         return
     with repo:
-        top = repo.working_tree_dir
-        if top is None:
-            yield None
-            return
         rel = root.relative_to(Path(top).resolve()).as_posix()
         # Pin the repository (a hook may export GIT_DIR); never take index.lock for status.
         repo.git.update_environment(
@@ -294,8 +329,7 @@ def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -
         return images[rel]
 
     for entry in scope_rels:
-        is_dir = entry == "." or (root / entry).is_dir()
-        for rel in _walk(root, "" if entry == "." else entry, skip) if is_dir else [entry]:
+        for rel in _scope_files(root, entry, skip):
             capture(rel)
     ignored_rels: tuple[str, ...] = ()
     with _open_repo(root) as found:
@@ -367,22 +401,33 @@ def _numstat(before: bytes | None, after: bytes | None) -> tuple[int, int]:
     if b"\0" in a[:8000] or b"\0" in b[:8000]:
         return (0, 1) if after is None else (1, 0)
     old, new = _lines(a), _lines(b)
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    old, new = old[head : len(old) - tail], new[head : len(new) - tail]
-    size = len(old) * len(new)
-    if not old or not new or size > 10**9:
-        return len(new), len(old)  # disjoint, or too big to align: an upper bound
-    import difflib
+    distance = _distance(old, new, DIFF_LIMIT)
+    if distance is None:
+        return len(new), len(old)  # more than DIFF_LIMIT changes: an upper bound
+    common = (len(old) + len(new) - distance) // 2
+    return len(new) - common, len(old) - common
 
-    # Exact alignment is quadratic at worst; on big files let popular lines count as changed.
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=size > 4_000_000)
-    same = sum(m.size for m in matcher.get_matching_blocks())
-    return len(new) - same, len(old) - same
+
+def _distance(old: list[bytes], new: list[bytes], limit: int) -> int | None:
+    """Myers' O(ND) line edit distance (added + removed), or None when over `limit`."""
+    ids: dict[bytes, int] = {}  # compare small ints, not lines
+    a = [ids.setdefault(line, len(ids)) for line in old]
+    b = [ids.setdefault(line, len(ids)) for line in new]
+    n, m, off = len(a), len(b), limit + 1
+    v = [0] * (2 * limit + 3)  # v[off + k]: furthest x reached on diagonal k
+    for d in range(limit + 1):
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
+                x = v[off + k + 1]
+            else:
+                x = v[off + k - 1] + 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x, y = x + 1, y + 1
+            v[off + k] = x
+            if x >= n and y >= m:
+                return d
+    return None
 
 
 def _put_back(root: Path, change: Change) -> bool:
