@@ -73,6 +73,12 @@ class WriteConflict(SelfcorrectError):
     exit_code = ExitCode.INTERNAL
 
 
+class WorkspaceError(SelfcorrectError):
+    """git failed, or the work tree cannot be snapshotted: the remediation cannot go ahead."""
+
+    exit_code = ExitCode.INTERNAL
+
+
 class ResourceMissing(SelfcorrectError):
     """A shipped schema or template is missing: the installation is broken."""
 

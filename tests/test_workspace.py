@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import selfcorrect.io.workspace as ws
+from selfcorrect.core.linecount import numstat
 from selfcorrect.io.workspace import (
     HEAD_KEY,
     Change,
@@ -140,7 +141,7 @@ def test_line_counts_agree_with_git_on_any_edit(old: list[str], new: list[str]) 
         )
         fields = done.stdout.split()
         expected = (int(fields[0]), int(fields[1])) if fields else (0, 0)
-        assert ws._numstat(a.read_bytes(), b.read_bytes()) == expected
+        assert numstat(a.read_bytes(), b.read_bytes()) == expected
 
 
 def test_created_and_deleted_files_are_seen(project: Path) -> None:

@@ -1,11 +1,9 @@
 """The project around a workflow folder (SPEC §1), and its snapshots (SPEC §9.3-9.4).
 
 Paths inside documents are relative to the project root: the git work tree containing the
-folder, or the folder's parent when there is none. This is the only module that runs git.
-A snapshot captures the bytes a fix may touch; `changes` diffs the work tree against it, and
-`restore` puts back exactly what the fixer changed, never what someone changed after it.
-GitPython is imported lazily (its import costs ~100 ms) and every Repo is closed, because open
-repositories keep `git cat-file` processes alive.
+folder, or the folder's parent when there is none. A snapshot captures the bytes a fix may
+touch; `changes` diffs the work tree against it, and `restore` puts back exactly what the fixer
+changed, never what someone changed after it. Git is reached only through io/git_tree.py.
 """
 
 from __future__ import annotations
@@ -16,26 +14,21 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from selfcorrect.errors import ExitCode, SelfcorrectError
+from selfcorrect.core.linecount import numstat
+from selfcorrect.errors import WorkspaceError
+from selfcorrect.io import git_tree
 from selfcorrect.io.atomic import _fsync_dir, _write_temp
 from selfcorrect.io.atomic import digest as sha256
 
 if TYPE_CHECKING:
-    from git import Repo
+    pass
 
 SKIP_DIRS = frozenset({".git", ".selfcorrect", "__pycache__", "node_modules", ".venv"})
 MAX_CAPTURE = 200 * 1024 * 1024
-DIFF_LIMIT = 1000  # changed lines per file counted exactly; beyond it, an upper bound
 HEAD_KEY = "/HEAD"  # Snapshot.tree key of the head commit; no relative path can collide with it
 _MAX_VALUE = 4096  # PATH_MAX: longer placeholder values are refused, not resolved
-
-
-class WorkspaceError(SelfcorrectError):
-    """git failed, or the work tree cannot be snapshotted: the remediation cannot go ahead."""
-
-    exit_code = ExitCode.INTERNAL
 
 
 class SnapshotTooLarge(WorkspaceError):
@@ -215,97 +208,6 @@ def _scope_files(root: Path, entry: str, exclude: tuple[str, ...]) -> Iterable[s
     return [entry]
 
 
-def _git_error(doing: str, exc: BaseException) -> WorkspaceError:
-    return WorkspaceError(
-        f"git failed while {doing}: {exc}. Is git installed, and is this a repository?"
-    )
-
-
-@contextlib.contextmanager
-def _open_repo(root: Path) -> Iterator[tuple[Repo, str] | None]:
-    """The repository around `root` and root's prefix in its work tree; None outside git."""
-    if not any((p / ".git").exists() for p in (root, *root.parents)):
-        yield None  # no `.git` anywhere up: skip importing GitPython at all
-        return
-    try:
-        import git
-    except ImportError as exc:
-        raise _git_error("loading GitPython", exc) from exc
-    try:
-        repo: Repo | None = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        repo = None  # a stray or broken `.git`: content hashes still protect the fix
-    top = repo.working_tree_dir if repo is not None else None
-    if repo is None or top is None:  # none, or bare: no work tree to diff
-        if repo is not None:
-            repo.close()
-        yield None
-        return
-    with repo:
-        rel = root.relative_to(Path(top).resolve()).as_posix()
-        # Pin the repository (a hook may export GIT_DIR); never take index.lock for status.
-        repo.git.update_environment(
-            GIT_DIR=str(repo.git_dir), GIT_WORK_TREE=str(top), GIT_OPTIONAL_LOCKS="0"
-        )
-        yield repo, "" if rel == "." else rel + "/"
-
-
-def _git(repo: Repo, doing: str, command: str, *args: str) -> list[str]:
-    """Run a git command whose -z output lists paths; return them."""
-    import git
-
-    try:
-        out = getattr(repo.git, command.replace("-", "_"))(*args, stdout_as_string=False)
-    except git.GitError as exc:
-        raise _git_error(doing, exc) from exc
-    assert isinstance(out, bytes)
-    return [os.fsdecode(p) for p in out.split(b"\0") if p]
-
-
-def _in_root(paths: Iterable[str], prefix: str, exclude: tuple[str, ...]) -> list[str]:
-    rels = (p[len(prefix) :] for p in paths if p.startswith(prefix) and not p.endswith("/"))
-    return [r for r in rels if not _skipped(r, exclude)]
-
-
-def _dirty(repo: Repo, prefix: str, exclude: tuple[str, ...]) -> list[str]:
-    args = ("--porcelain", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules")
-    entries = _git(repo, "reading the status", "status", *args)
-    return _in_root((e[3:] for e in entries), prefix, exclude)
-
-
-def _head(repo: Repo) -> str:
-    return repo.head.commit.hexsha if repo.head.is_valid() else ""
-
-
-def _moved(repo: Repo, old: str, new: str, prefix: str, exclude: tuple[str, ...]) -> list[str]:
-    """Paths that differ between two head commits (the fixer committed, reset or checked out)."""
-    if old == new:
-        return []
-    if old and new:
-        paths = _git(repo, "comparing commits", "diff-tree", "-r", "-z", "--name-only", old, new)
-    else:
-        paths = _git(repo, "listing a commit", "ls-tree", "-r", "-z", "--name-only", old or new)
-    return _in_root(paths, prefix, exclude)
-
-
-def _head_image(tree: Any, top_rel: str, now: FileImage) -> FileImage:
-    """A file as the snapshot's head commit had it (it was clean then, so the disk matched)."""
-    try:
-        blob = tree / top_rel
-    except KeyError:
-        return FileImage(now.rel, None, None)
-    if blob.type != "blob":
-        return FileImage(now.rel, None, None)
-    if stat.S_ISLNK(blob.mode):
-        return FileImage(now.rel, blob.data_stream.read(), stat.S_IFLNK | 0o777)
-    executable = bool(blob.mode & 0o100)
-    mode = stat.S_IFREG | (0o755 if executable else 0o644)
-    # git keeps only the executable bit: keep the disk's own permissions when that bit agrees.
-    if now.mode and stat.S_ISREG(now.mode) and bool(now.mode & 0o100) == executable:
-        mode = now.mode
-    return FileImage(now.rel, blob.data_stream.read(), mode)
-
-
 def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -> Snapshot:
     """Capture what a fix may touch (`scope`) and fingerprint the rest of the work tree."""
     root = Path(root).resolve()
@@ -332,13 +234,15 @@ def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -
         for rel in _scope_files(root, entry, skip):
             capture(rel)
     ignored_rels: tuple[str, ...] = ()
-    with _open_repo(root) as found:
+    with git_tree.open_repo(root) as found:
         if found is not None:
             repo, prefix = found
-            tree = {rel: capture(rel).digest for rel in _dirty(repo, prefix, skip)}
-            tree[HEAD_KEY] = _head(repo)
+            tree = {
+                rel: capture(rel).digest for rel in git_tree.dirty(repo, prefix, skip, _skipped)
+            }
+            tree[HEAD_KEY] = git_tree.head(repo)
             args = ("-z", "--others", "--ignored", "--exclude-standard", "--directory")
-            ignored = _git(repo, "listing ignored files", "ls-files", *args)
+            ignored = git_tree.git_paths(repo, "listing ignored files", "ls-files", *args)
             ignored_rels = tuple(p[len(prefix) :] for p in ignored if p.startswith(prefix))
         else:
             tree = {rel: capture(rel).digest for rel in _walk(root, "", skip)}
@@ -350,14 +254,16 @@ def changes(snap: Snapshot) -> list[Change]:
     root = snap.root
     befores = dict(snap.images)
     now: dict[str, FileImage] = {}
-    with _open_repo(root) as found:
+    with git_tree.open_repo(root) as found:
         if snap.in_git:
             if found is None:
                 raise WorkspaceError(f"{root} is no longer inside a git repository")
             repo, prefix = found
             then = snap.tree.get(HEAD_KEY, "")
-            rels = set(_dirty(repo, prefix, snap.exclude))
-            rels.update(_moved(repo, then, _head(repo), prefix, snap.exclude))
+            rels = set(git_tree.dirty(repo, prefix, snap.exclude, _skipped))
+            rels.update(
+                git_tree.moved(repo, then, git_tree.head(repo), prefix, snap.exclude, _skipped)
+            )
             import git
 
             try:
@@ -366,13 +272,15 @@ def changes(snap: Snapshot) -> list[Change]:
                     now[rel] = _image(root, rel)
                     before = FileImage(rel, None, None)
                     if tree is not None:
-                        before = _head_image(tree, prefix + rel, now[rel])
+                        before = FileImage(
+                            rel, *git_tree.head_blob(tree, prefix + rel, now[rel].mode)
+                        )
                     if before.mode is None and _was_ignored(snap, rel):
                         # It existed, unseen: report it, but restore must never delete it.
                         before = FileImage(rel, None, 0)
                     befores[rel] = before
             except (git.GitError, ValueError) as exc:
-                raise _git_error("reading files of the head commit", exc) from exc
+                raise git_tree.git_error("reading files of the head commit", exc) from exc
         else:
             for rel in _walk(root, "", snap.exclude):
                 befores.setdefault(rel, FileImage(rel, None, None))
@@ -381,53 +289,13 @@ def changes(snap: Snapshot) -> list[Change]:
         after = now.get(rel) or _image(root, rel)
         before = befores[rel]
         if after.digest != before.digest:
-            added, removed = _numstat(before.data, after.data)
+            added, removed = numstat(before.data, after.data)
             result.append(Change(rel, added, removed, before, after.digest))
     return result
 
 
 def _was_ignored(snap: Snapshot, rel: str) -> bool:
     return any(rel == i or (i.endswith("/") and rel.startswith(i)) for i in snap.ignored)
-
-
-def _lines(data: bytes) -> list[bytes]:
-    parts = data.split(b"\n")  # git splits on \n only; a last line without one is its own line
-    return [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
-def _numstat(before: bytes | None, after: bytes | None) -> tuple[int, int]:
-    """(added, removed) lines, like `git diff --numstat`; a binary file counts as one line."""
-    a, b = before or b"", after or b""
-    if b"\0" in a[:8000] or b"\0" in b[:8000]:
-        return (0, 1) if after is None else (1, 0)
-    old, new = _lines(a), _lines(b)
-    distance = _distance(old, new, DIFF_LIMIT)
-    if distance is None:
-        return len(new), len(old)  # more than DIFF_LIMIT changes: an upper bound
-    common = (len(old) + len(new) - distance) // 2
-    return len(new) - common, len(old) - common
-
-
-def _distance(old: list[bytes], new: list[bytes], limit: int) -> int | None:
-    """Myers' O(ND) line edit distance (added + removed), or None when over `limit`."""
-    ids: dict[bytes, int] = {}  # compare small ints, not lines
-    a = [ids.setdefault(line, len(ids)) for line in old]
-    b = [ids.setdefault(line, len(ids)) for line in new]
-    n, m, off = len(a), len(b), limit + 1
-    v = [0] * (2 * limit + 3)  # v[off + k]: furthest x reached on diagonal k
-    for d in range(limit + 1):
-        for k in range(-d, d + 1, 2):
-            if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
-                x = v[off + k + 1]
-            else:
-                x = v[off + k - 1] + 1
-            y = x - k
-            while x < n and y < m and a[x] == b[y]:
-                x, y = x + 1, y + 1
-            v[off + k] = x
-            if x >= n and y >= m:
-                return d
-    return None
 
 
 def _put_back(root: Path, change: Change) -> bool:
