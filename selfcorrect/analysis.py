@@ -19,8 +19,13 @@ from typing import Any
 from selfcorrect.core.classify import IssueClassifier, IssueDecision
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
 from selfcorrect.core.ledger import Ledger, SubjectRecord
-from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict
-from selfcorrect.core.normalise import normalise_coordination, normalise_failure, normalise_report
+from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict, Waypoint
+from selfcorrect.core.normalise import (
+    normalise_coordination,
+    normalise_failure,
+    normalise_report,
+    normalise_waypoint,
+)
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.state import IssueState, State, derive
 from selfcorrect.core.stuck import StuckDetector, review_loops
@@ -59,6 +64,9 @@ class Analysis:
     log_entries: int
     resolved: list[tuple[str, IssueState]]
     warnings: list[Diagnostic] = field(default_factory=list)
+    waypoints: list[Waypoint] = field(default_factory=list)
+    microtasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task_id -> its file
+    installed: Callable[[str], bool] = field(default=lambda _program: False)
 
 
 def analyze(
@@ -103,7 +111,16 @@ def analyze(
     for issue in _issues_to_decide(folder, report):
         decision = classifier.decide(issue, state.issue(_fingerprint(classifier, issue)), digest)
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
-    checkpoints = [documents.display_path(p) for p in documents.waypoint_paths(folder)]
+    waypoints = []
+    for path in documents.waypoint_paths(folder):  # hook logs: a bad one is a warning
+        loaded = documents.load_waypoint(path, warnings, max_bytes=max_bytes)
+        if loaded is not None:
+            waypoints.append(normalise_waypoint(loaded.data, loaded.display))
+    checkpoints = [w.source for w in waypoints]
+    microtasks: dict[str, dict[str, Any]] = {}
+    for path in sorted((folder / "microtasks").glob("*.yaml")):  # agents mark items done here
+        data = documents.load_decision(path, "microtasks", max_bytes=max_bytes).data
+        microtasks[str(data["task_id"])] = data
     resolved: list[tuple[str, IssueState]] = []
     if report is not None:  # a fresh report that no longer carries an issue we handed out
         resolved = [
@@ -126,6 +143,9 @@ def analyze(
         entries,
         resolved,
         warnings,
+        waypoints,
+        microtasks,
+        is_installed or installed,
     )
 
 

@@ -9,8 +9,6 @@ run without re-validating. --shadow stops after the first plan and writes nothin
 
 from __future__ import annotations
 
-import hashlib
-import re
 import shlex
 import uuid
 from collections.abc import Callable
@@ -21,12 +19,16 @@ from typing import Any
 
 from selfcorrect.analysis import UNSETTLED, Analysis, analyze
 from selfcorrect.core.classify import capped
-from selfcorrect.core.plan import Plan, Result, RunInputs, block_issue, build_plan
+from selfcorrect.core.outputs import Plan, Result, RunInputs
+from selfcorrect.core.plan import build_plan
+from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
+from selfcorrect.incomplete import work_inputs, write_work
 from selfcorrect.io import atomic, documents, journal, prompts
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.workspace import project_root
+from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
 from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
 from selfcorrect.revalidate import revalidate
@@ -54,14 +56,6 @@ def verification_command(folder: Path, policy: Policy) -> str:
     if command:
         return shlex.join(str(part) for part in command)
     return f"selfcorrect validate {shlex.quote(str(folder))}"
-
-
-def prompt_filename(work_item: str) -> str:
-    """A safe file name for a work item; odd names get a hash so two never collide."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", work_item).strip("._")[:80] or "item"
-    if safe != work_item:
-        safe += "-" + hashlib.sha256(work_item.encode()).hexdigest()[:6]
-    return f"{safe}.md"
 
 
 def correction_run(
@@ -121,6 +115,8 @@ def correction_run(
         elif agent and handed and cycles < cap:
             # §9.1: the agent command gets each new prompt; that is this cycle's fix.
             _run_agent(folder, analysis.policy, root, agent, handed, _recorder(folder, inputs))
+        elif plan.consolidated and cycles < cap:
+            pass  # §11: every micro-task is done; the merged work is re-validated now
         else:
             break  # a cycle that executed no fix ends the run without re-validating (§4)
         cycles += 1
@@ -161,6 +157,8 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         checkpoints=analysis.checkpoints,
         resolved=analysis.resolved,
         cycles=cycles,
+        installed=analysis.installed,
+        work=work_inputs(folder, analysis),
     )
 
 
@@ -171,7 +169,7 @@ def _handed_out(plan: Plan) -> list[str]:
         for r in plan.journal
         if r.get("status") in ("directive", "recovering")
     }
-    return sorted({prompt_filename(p.work_item) for p in plan.prompts if p.work_item in new})
+    return sorted({work_item_file(p.work_item) for p in plan.prompts if p.work_item in new})
 
 
 def _run_agent(
@@ -281,7 +279,7 @@ def _render(folder: Path, plan: Plan) -> dict[str, str]:
     sections: dict[str, list[str]] = {}
     for prompt in plan.prompts:
         text = prompts.render(prompt.template, prompt.context, overrides=overrides)
-        sections.setdefault(prompt_filename(prompt.work_item), []).append(text.rstrip("\n"))
+        sections.setdefault(work_item_file(prompt.work_item), []).append(text.rstrip("\n"))
     return {name: "\n\n---\n\n".join(parts) + "\n" for name, parts in sections.items()}
 
 
@@ -305,6 +303,7 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         escalations, plan.escalations, max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
+    written += write_work(folder, plan)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
     return written

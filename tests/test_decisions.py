@@ -14,7 +14,8 @@ from selfcorrect.core.ladder import SubjectReason, SubjectStatus, decide_subject
 from selfcorrect.core.ledger import Ledger
 from selfcorrect.core.model import Issue, Severity, Verdict
 from selfcorrect.core.normalise import normalise_failure, normalise_report
-from selfcorrect.core.plan import Result, RunInputs, build_plan
+from selfcorrect.core.outputs import Result, RunInputs
+from selfcorrect.core.plan import build_plan
 from selfcorrect.core.policy import build_policy
 from selfcorrect.core.state import IssueState, SubjectState, derive
 from selfcorrect.core.stuck import StuckDetector

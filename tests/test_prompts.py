@@ -91,6 +91,8 @@ def strategy_context(strategy: str, **issue_changes: Any) -> dict[str, Any]:
         "verification": "selfcorrect validate workflow",
         "workflow_dir": "workflow",
         "task": {"task_id": "WI-3", "name": "Profile endpoint", "acceptance_criteria": ["200"]},
+        "intent": "create",
+        "tools": [],
     }
 
 

@@ -6,13 +6,14 @@ text goes in as data and is rendered, never evaluated, by the sandbox in io/prom
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.intent import infer_intent, repair_tools
 from selfcorrect.core.ladder import SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import Coordination, Task
+from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
 
 SUMMARY_CHARS = 200
@@ -125,12 +126,19 @@ def directive_context(
     coordination: Coordination | None,
     verification: str,
     workflow_dir: str,
+    policy: Policy,
+    installed: Callable[[str], bool],
 ) -> dict[str, Any]:
-    """The context of templates/strategies/<strategy>.md.j2."""
+    """The context of templates/strategies/<strategy>.md.j2 (§9.1, §12)."""
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
     scope = [issue.target] if issue.target else list(task.files if task else ())
+    # §12: an observe task gets no mutating tool and is asked for a report; an issue that names
+    # no task is a fix to make.
+    intent = infer_intent(task, policy) if task else Intent.CREATE
     return {
+        "intent": intent.value,
+        "tools": repair_tools(policy, intent, installed),
         "issue": {
             "fingerprint": decision.fingerprint,
             "id": issue.id,

@@ -6,77 +6,27 @@ renders the prompts and performs the writes (or, with --shadow, only prints them
 
 from __future__ import annotations
 
-import enum
-import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.contexts import (
-    directive_context,
     short,
     stuck_context,
     subject_summary,
 )
+from selfcorrect.core.incomplete_work import WorkPlan, plan_work
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
 from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import Coordination, Report, Verdict
-from selfcorrect.core.policy import Policy
-from selfcorrect.core.state import IssueState
-
-_RANK = {"recovered": 0, "recovering": 1, "skipped": 2, "blocked": 3}
-
-
-class Result(enum.StrEnum):
-    PASS = "PASS"
-    PENDING = "PENDING"
-    BLOCKED = "BLOCKED"
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One section of `recovery/<work item>.md`: a template and its context."""
-
-    work_item: str
-    template: str
-    context: Mapping[str, Any]
-
-
-@dataclass
-class Plan:
-    result: Result
-    failed_items: list[dict[str, Any]] = field(default_factory=list)
-    escalations: list[dict[str, Any]] = field(default_factory=list)
-    prompts: list[Prompt] = field(default_factory=list)
-    journal: list[dict[str, Any]] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # why the result is what it is
-    fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (§9.1)
-
-
-@dataclass(frozen=True)
-class RunInputs:
-    """Everything `build_plan` needs, gathered by the run module."""
-
-    policy: Policy
-    subjects: Sequence[SubjectDecision]
-    records: Mapping[str, SubjectRecord]
-    issues: Sequence[IssueDecision]
-    report: Report | None
-    report_digest: str
-    coordination: Coordination | None
-    now: str
-    run_id: str
-    workflow_dir: str
-    verification: str
-    checkpoints: Sequence[str] = ()
-    # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
-    resolved: Sequence[tuple[str, IssueState]] = ()
-    cycles: int = 0  # correction cycles run so far in this run
-
-
-def escalation_id(key: str) -> str:
-    return "ESC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+from selfcorrect.core.model import Verdict
+from selfcorrect.core.outputs import (
+    Plan,
+    Prompt,
+    Result,
+    RunInputs,
+    escalation,
+    merge_item,
+    stamp,
+)
+from selfcorrect.core.plan_issues import plan_issue, plan_resolved
 
 
 def build_plan(run: RunInputs) -> Plan:
@@ -86,38 +36,14 @@ def build_plan(run: RunInputs) -> Plan:
         record = run.records[decision.subject]
         _plan_subject(plan, items, run, decision, record)
     for issue in run.issues:
-        _plan_issue(plan, items, run, issue)
+        plan_issue(plan, items, run, issue)
     for fingerprint, prior in run.resolved:
-        _plan_resolved(plan, items, run, fingerprint, prior)
+        plan_resolved(plan, items, run, fingerprint, prior)
+    work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
+    _plan_work(plan, items, run, work)
     plan.failed_items = list(items.values())
     plan.result = _result(plan, run)
     return plan
-
-
-def _stamp(run: RunInputs) -> dict[str, str]:
-    """What every journal record carries: when, which run (the trace id), and who."""
-    return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
-
-
-def _merge_item(items: dict[str, dict[str, Any]], entry: dict[str, Any]) -> None:
-    """One failed_items entry per work item: the worst state wins, actions accumulate.
-
-    A `recovered` entry carries only its status and why, so the facts recorded while the
-    item was failing stay in the file.
-    """
-    current = items.get(entry["task_id"])
-    if current is None:
-        items[entry["task_id"]] = entry
-        return
-    actions = list(
-        dict.fromkeys(
-            [*current.get("recovery_actions_taken", ()), *entry.get("recovery_actions_taken", ())]
-        )
-    )
-    if _RANK[entry["final_status"]] > _RANK[current["final_status"]]:
-        current.update(entry)
-    if actions:
-        current["recovery_actions_taken"] = actions
 
 
 def _plan_subject(
@@ -152,7 +78,7 @@ def _plan_subject(
             "final_status": status.value,
             "escalation_context": context,
         }
-    _merge_item(items, entry)
+    merge_item(items, entry)
     if decision.new:
         plan.journal.append(
             {
@@ -166,7 +92,7 @@ def _plan_subject(
                 "reason": decision.reason.value,
                 "rule": decision.rule,
                 "rule_version": decision.rule_version,
-                **_stamp(run),
+                **stamp(run),
                 "evidence": {
                     "signals": [f.signal.value for f in decision.signals],
                     "error": short(latest),
@@ -185,7 +111,7 @@ def _plan_subject(
         )
     elif status is SubjectStatus.BLOCKED:
         plan.escalations.append(
-            _escalation(
+            escalation(
                 run,
                 f"subject:{decision.subject}",
                 decision.subject,
@@ -206,206 +132,86 @@ def _plan_subject(
         )
 
 
-def _plan_issue(
-    plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs, decision: IssueDecision
+def _plan_work(
+    plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs, work: WorkPlan
 ) -> None:
-    issue = decision.issue
-    blocked = decision.classification is Verdict.BLOCKED
-    if blocked:
-        block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
-        return
-    runs_fixer = decision.fixer is not None  # a fixer command, or a built-in fix
-    _merge_item(
-        items,
-        {
-            "task_id": decision.work_item,
-            "failure_type": decision.type,
-            "attempts": decision.attempts,
-            "error_summary": short(issue.description),
-            "recovery_actions_taken": [decision.strategy] if decision.strategy else [],
-            "final_status": "recovering",
-            # Stable while the attempt is out, so a rerun rewrites nothing.
-            "escalation_context": (
-                f"{'fixer run' if runs_fixer else 'directive out'}: {decision.strategy}, attempt "
-                f"{decision.attempts} of {decision.retries}; waiting for a fresh report"
-            ),
-        },
-    )
-    if decision.new:
-        plan.journal.append(
-            _issue_record(run, decision, "remediating" if runs_fixer else "directive")
+    """§11: micro-task files, handoffs, consolidation, and escalation past the limits."""
+    plan.microtask_files.update(work.new_files)
+    plan.consolidated += work.consolidated
+    for task_id, context in work.handoffs.items():
+        plan.handoffs[task_id] = {
+            **context,
+            "workflow_dir": run.workflow_dir,
+            "checkpoint": context.get("checkpoint"),
+        }
+    plan.journal += [{**record, **stamp(run)} for record in work.records]
+    for task_id in work.waiting:
+        merge_item(
+            items,
+            {
+                "task_id": task_id,
+                "failure_type": "incomplete_work",
+                "attempts": 0,
+                "error_summary": "the subagent returned with work unfinished",
+                "recovery_actions_taken": ["split into micro-tasks"],
+                "final_status": "recovering",
+                "escalation_context": f"micro-tasks in microtasks/{task_id}.yaml",
+            },
         )
-        if runs_fixer:
-            plan.fixes.append(decision)
-    if not runs_fixer:  # the agent gets a directive; a fixer needs none
-        plan.prompts.append(
-            Prompt(
-                decision.work_item,
-                f"strategies/{decision.strategy}.md.j2",
-                directive_context(decision, run.coordination, run.verification, run.workflow_dir),
+    for task_id in work.consolidated:
+        merge_item(
+            items,
+            {
+                "task_id": task_id,
+                "final_status": "recovered",
+                "escalation_context": "every micro-task done: consolidated, re-validating",
+            },
+        )
+    for task_id, reason, summary, checkpoint in work.blocked:
+        merge_item(
+            items,
+            {
+                "task_id": task_id,
+                "failure_type": "incomplete_work",
+                "attempts": 0,
+                "error_summary": summary,
+                "recovery_actions_taken": ["split into micro-tasks"],
+                "final_status": "blocked",
+                "escalation_context": reason,
+            },
+        )
+        plan.escalations.append(
+            escalation(
+                run,
+                f"task:{task_id}",
+                task_id,
+                f"{reason}; progress: {summary}",
+                "incomplete_work",
+                0,
+                [summary],
+                ["split into micro-tasks"],
+                [],
+                None,
+                "continuation",
+                "",
             )
         )
-
-
-def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> dict[str, Any]:
-    return {
-        "event": "issue",
-        "fingerprint": decision.fingerprint,
-        "work_item": decision.work_item,
-        "type": decision.type,
-        "status": status,
-        "attempt": decision.attempts,
-        "report_digest": run.report_digest,
-        "reason": decision.reason.value,
-        "rule": decision.rule,
-        "rule_version": decision.rule_version,
-        **_stamp(run),
-        "strategy": decision.strategy,
-        "evidence": {
-            "issue_id": decision.issue.id,
-            "description": short(decision.issue.description),
-            "confidence": decision.confidence,
-        },
-    }
-
-
-def block_issue(
-    plan: Plan,
-    items: dict[str, dict[str, Any]],
-    run: RunInputs,
-    decision: IssueDecision,
-    reason: str,
-    *,
-    journal: bool = True,
-    code: str | None = None,
-) -> None:
-    """An issue goes to a human: blocked entry, escalation with full context, journal.
-
-    `code` overrides the recorded reason (FIX_FAILED, CAPS_EXHAUSTED): those keep it blocked.
-    """
-    issue = decision.issue
-    tried = [decision.strategy] if decision.attempts and decision.strategy else []
-    _merge_item(
-        items,
-        {
-            "task_id": decision.work_item,
-            "failure_type": decision.type,
-            "attempts": decision.attempts,
-            "error_summary": short(issue.description),
-            "recovery_actions_taken": tried,
-            "final_status": "blocked",
-            "escalation_context": reason,
-        },
-    )
-    if journal:
-        record = _issue_record(run, decision, "blocked")
-        if code:
-            record["reason"] = code
-        plan.journal.append({**record, "evidence": {**record["evidence"], "why": reason}})
-    plan.escalations.append(
-        _escalation(
-            run,
-            f"issue:{decision.fingerprint}",
-            decision.work_item,
-            reason,
-            decision.type,
-            decision.attempts,
-            [f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
-            tried,
-            [f for f in (issue.target,) if f],
-            None,
-            decision.rule,
-            decision.rule_version,
-        )
-    )
-
-
-def _plan_resolved(
-    plan: Plan,
-    items: dict[str, dict[str, Any]],
-    run: RunInputs,
-    fingerprint: str,
-    prior: IssueState,
-) -> None:
-    """A fresh report no longer carries an issue we handed out: it recovered."""
-    work_item = prior.work_item or fingerprint
-    _merge_item(
-        items,
-        {
-            "task_id": work_item,
-            "final_status": "recovered",
-            "escalation_context": f"a fresh report no longer carries {fingerprint}",
-        },
-    )
-    plan.journal.append(
-        {
-            "event": "issue",
-            "fingerprint": fingerprint,
-            "work_item": work_item,
-            "type": prior.type,
-            "status": "resolved",
-            "attempt": prior.attempts,
-            "report_digest": run.report_digest,
-            "reason": "RESOLVED",
-            **_stamp(run),
-        }
-    )
-    if prior.status == "fixed":  # a fixer's effect confirmed by a fresh report (§9.2)
-        plan.journal.append(
-            {
-                "event": "transition",
-                "fingerprint": fingerprint,
-                "from": "verifying",
-                "to": "recovered",
-                "attempt": prior.attempts,
-                **_stamp(run),
-                "evidence": {"report_digest": run.report_digest},
-            }
-        )
-
-
-def _escalation(
-    run: RunInputs,
-    key: str,
-    subject: str,
-    reason: str,
-    failure_type: str,
-    attempts: int,
-    chain: list[str],
-    tried: list[str],
-    files: list[str],
-    step: int | None,
-    rule: str,
-    version: str,
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "id": escalation_id(key),
-        "subject": subject,
-        "reason": reason,
-        "status": "open",
-        "failure_type": failure_type,
-        "attempts": attempts,
-        "error_chain": chain,
-        "tried": tried,
-        "files": files,
-        "checkpoints": list(run.checkpoints),
-        "rule": rule,
-        "rule_version": version,
-        "created_at": run.now,
-    }
-    if step:
-        entry["ladder_step"] = step
-    return entry
+        if checkpoint:
+            plan.escalations[-1]["checkpoints"] = [checkpoint, *run.checkpoints]
+    plan.work_blocked = [t for t, *_ in work.blocked]
+    plan.work_pending = [*work.waiting, *work.handoffs]
 
 
 def _result(plan: Plan, run: RunInputs) -> Result:
     blocked = [d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED]
     blocked += [d.work_item for d in run.issues if d.classification is Verdict.BLOCKED]
+    blocked += plan.work_blocked
     if blocked:
         plan.reasons.append("blocked: " + ", ".join(dict.fromkeys(blocked)))
         return Result.BLOCKED
     pending = [d.subject for d in run.subjects if d.status is SubjectStatus.RECOVERING]
     pending += [d.work_item for d in run.issues]
+    pending += plan.work_pending
     if pending:
         plan.reasons.append("handed to agents: " + ", ".join(dict.fromkeys(pending)))
         return Result.PENDING

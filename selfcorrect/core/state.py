@@ -13,6 +13,7 @@ from typing import Any
 
 SUBJECT = "subject"  # record kinds ("event" field)
 ISSUE = "issue"
+TASK = "task"  # incomplete-work steps: split, consolidated, blocked (§11)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class IssueState:
 class State:
     subjects: dict[str, SubjectState] = field(default_factory=dict)
     issues: dict[str, IssueState] = field(default_factory=dict)
+    tasks: dict[str, str] = field(default_factory=dict)  # task_id -> last incomplete-work step
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -60,6 +62,8 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             current.attempt = int(record.get("attempt") or 0)
             current.reason = record.get("reason")
             current.at = record.get("at")
+        elif kind == TASK and isinstance(record.get("task_id"), str):
+            state.tasks[record["task_id"]] = str(record.get("status"))
         elif kind == ISSUE and isinstance(record.get("fingerprint"), str):
             issue = state.issues.setdefault(record["fingerprint"], IssueState())
             issue.status = record.get("status")

@@ -1,0 +1,59 @@
+"""Task intent and the repair tools a failed verification may use (SPEC §12).
+
+Pure: whether a program is installed is a callable the caller passes in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from selfcorrect.core.model import Intent, Task
+from selfcorrect.core.policy import Policy
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _matches(patterns: Iterable[Any], texts: Iterable[str]) -> bool:
+    regexes = [_compiled(p) for p in patterns if isinstance(p, str)]
+    return any(r.search(text) for text in texts for r in regexes)
+
+
+def infer_intent(task: Task, policy: Policy) -> Intent:
+    """The task's own intent, else policy patterns over its name and criteria.
+
+    Only create patterns matching means CREATE; anything else (observe only, both, neither)
+    is OBSERVE, because a task that only looks must never be handed tools that change files.
+    """
+    if task.intent is not None:
+        return task.intent
+    texts = [t for t in (task.name, *task.acceptance_criteria) if t]
+    observe = _matches(policy.get("intent.observe", ()) or (), texts)
+    create = _matches(policy.get("intent.create", ()) or (), texts)
+    return Intent.CREATE if create and not observe else Intent.OBSERVE
+
+
+def repair_tools(
+    policy: Policy, intent: Intent, installed: Callable[[str], bool]
+) -> list[dict[str, Any]]:
+    """The policy's tools that are mutating and installed, in policy order; none to observe."""
+    if intent is not Intent.CREATE:
+        return []
+    tools = policy.get("tools", None) or {}
+    offered: list[dict[str, Any]] = []
+    for name, spec in tools.items() if isinstance(tools, Mapping) else ():
+        if not isinstance(spec, Mapping) or spec.get("mutating") is not True:
+            continue
+        command = spec.get("command")
+        # A bare string is not an argv list: never guess how to split it.
+        if not isinstance(command, list | tuple) or not command:
+            continue
+        argv = [str(arg) for arg in command]
+        if argv[0] and installed(argv[0]):
+            offered.append({"name": str(name), "command": argv})
+    return offered

@@ -1,0 +1,141 @@
+"""What a run's plan is made of: the result, prompts, entries, escalations (§4, §9.6, §10).
+
+The data types every planner fills, and the helpers they share: one failed_items entry per
+work item (the worst state wins), escalation entries with full context, journal stamps.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.incomplete_work import WorkInputs
+from selfcorrect.core.ladder import SubjectDecision
+from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.model import Coordination, Report
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.state import IssueState
+
+_RANK = {"recovered": 0, "recovering": 1, "skipped": 2, "blocked": 3}
+
+
+class Result(enum.StrEnum):
+    PASS = "PASS"
+    PENDING = "PENDING"
+    BLOCKED = "BLOCKED"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One section of `recovery/<work item>.md`: a template and its context."""
+
+    work_item: str
+    template: str
+    context: Mapping[str, Any]
+
+
+@dataclass
+class Plan:
+    result: Result
+    failed_items: list[dict[str, Any]] = field(default_factory=list)
+    escalations: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[Prompt] = field(default_factory=list)
+    journal: list[dict[str, Any]] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # why the result is what it is
+    fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (§9.1)
+    microtask_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # new splits
+    handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # context resets
+    consolidated: list[str] = field(default_factory=list)  # tasks whose micro-tasks are done
+    work_blocked: list[str] = field(default_factory=list)
+    work_pending: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything `build_plan` needs, gathered by the run module."""
+
+    policy: Policy
+    subjects: Sequence[SubjectDecision]
+    records: Mapping[str, SubjectRecord]
+    issues: Sequence[IssueDecision]
+    report: Report | None
+    report_digest: str
+    coordination: Coordination | None
+    now: str
+    run_id: str
+    workflow_dir: str
+    verification: str
+    checkpoints: Sequence[str] = ()
+    # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
+    resolved: Sequence[tuple[str, IssueState]] = ()
+    cycles: int = 0  # correction cycles run so far in this run
+    installed: Callable[[str], bool] = lambda _program: False  # is a tool's program here?
+    work: WorkInputs | None = None  # incomplete subagent work (§11)
+
+
+def escalation_id(key: str) -> str:
+    return "ESC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
+def stamp(run: RunInputs) -> dict[str, str]:
+    """What every journal record carries: when, which run (the trace id), and who."""
+    return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
+
+
+def merge_item(items: dict[str, dict[str, Any]], entry: dict[str, Any]) -> None:
+    """One failed_items entry per work item: the worst state wins, actions accumulate.
+
+    A `recovered` entry carries only its status and why, so the facts recorded while the
+    item was failing stay in the file.
+    """
+    current = items.get(entry["task_id"])
+    if current is None:
+        items[entry["task_id"]] = entry
+        return
+    actions = list(
+        dict.fromkeys(
+            [*current.get("recovery_actions_taken", ()), *entry.get("recovery_actions_taken", ())]
+        )
+    )
+    if _RANK[entry["final_status"]] > _RANK[current["final_status"]]:
+        current.update(entry)
+    if actions:
+        current["recovery_actions_taken"] = actions
+
+
+def escalation(
+    run: RunInputs,
+    key: str,
+    subject: str,
+    reason: str,
+    failure_type: str,
+    attempts: int,
+    chain: list[str],
+    tried: list[str],
+    files: list[str],
+    step: int | None,
+    rule: str,
+    version: str,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": escalation_id(key),
+        "subject": subject,
+        "reason": reason,
+        "status": "open",
+        "failure_type": failure_type,
+        "attempts": attempts,
+        "error_chain": chain,
+        "tried": tried,
+        "files": files,
+        "checkpoints": list(run.checkpoints),
+        "rule": rule,
+        "rule_version": version,
+        "created_at": run.now,
+    }
+    if step:
+        entry["ladder_step"] = step
+    return entry
