@@ -126,6 +126,8 @@ def run(
       prompt to DIR/recovery/<subject>.md;
     - after a cycle that ran a fix, re-runs the validator and trusts only a
       fresh report; a report that got worse undoes the cycle's fixes;
+    - splits unfinished subagent work into DIR/microtasks/<task>.yaml and writes
+      DIR/handoffs/<task>.md when an agent's context needs a reset;
     - keeps coordination_log.yaml#failed_items and escalations.yaml current,
       and journals every decision in DIR/.selfcorrect/journal.jsonl.
 
