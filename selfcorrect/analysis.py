@@ -11,12 +11,13 @@ import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from selfcorrect.core.classify import IssueClassifier, IssueDecision
+from selfcorrect.core.frozen import thaw
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
 from selfcorrect.core.ledger import Ledger, SubjectRecord
 from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict, Waypoint
@@ -32,6 +33,8 @@ from selfcorrect.core.stuck import StuckDetector, review_loops
 from selfcorrect.core.taxonomy import Taxonomy
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io import documents, journal
+from selfcorrect.io.failure_log import RawFailure
+from selfcorrect.io.log_cursor import LogCursor
 from selfcorrect.io.workspace import project_root
 from selfcorrect.policy_file import load_policy
 
@@ -69,10 +72,36 @@ class Analysis:
     installed: Callable[[str], bool] = field(default=lambda _program: False)
 
 
+@dataclass
+class AnalysisCache:
+    """What analyze() derived from tool_failures.yaml, kept between the runs of a watcher.
+
+    With it, a run parses and feeds only the entries appended since the last run, so its cost
+    follows what changed, not the log's length (SPEC §15, §18). Everything is rebuilt from the
+    whole log when the log's earlier bytes changed (see io/log_cursor.py), when the policy
+    changed, or for another folder. An Analysis made with a cache shares its `records` with it:
+    the next analyze() with the same cache updates them.
+    """
+
+    cursor: LogCursor | None = None
+    policy_version: str = ""  # digest of the policy data the objects below were built with
+    taxonomy: Taxonomy | None = None
+    ledger: Ledger | None = None
+    detector: StuckDetector | None = None
+    entries: int = 0
+    warnings: list[Diagnostic] = field(default_factory=list)  # the log's, reported every run
+
+
 def analyze(
-    folder: Path, policy_path: Path | None, is_installed: Callable[[str], bool] | None = None
+    folder: Path,
+    policy_path: Path | None,
+    is_installed: Callable[[str], bool] | None = None,
+    cache: AnalysisCache | None = None,
 ) -> Analysis:
-    """Load and decide; writes nothing. Raises InputError for a bad decision document."""
+    """Load and decide; writes nothing. Raises InputError for a bad decision document.
+
+    With a `cache` (a watcher's), the failure log is read on from where the last run left it.
+    """
     warnings: list[Diagnostic] = []
     policy = load_policy(policy_path or folder / "selfcorrect.yaml")
     max_bytes = int(policy.get("limits.max_bytes"))
@@ -87,17 +116,15 @@ def analyze(
         documents.load_decision(folder / "escalations.yaml", "escalations", max_bytes=max_bytes)
     state = derive(journal.read_journal(folder, warnings))
 
-    taxonomy, detector = Taxonomy(policy), StuckDetector(policy)
-    exempt = policy.get("stuck.exempt")
-    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
-    entries = 0
     log = folder / "tool_failures.yaml"
-    if log.exists():
-        for raw in documents.read_failure_log(log, warnings, max_bytes=max_bytes):
-            failure = normalise_failure(raw.data, raw.index)
-            ledger.feed(failure, taxonomy.classify(failure).failure_type)
-            detector.feed(failure)
-            entries += 1
+    if cache is None:
+        taxonomy, ledger, detector = _fresh(policy)
+        entries = 0
+        if log.exists():
+            raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
+            entries = _feed(raws, taxonomy, ledger, detector)
+    else:
+        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings)
     reviews = review_loops(coordination.tasks, policy) if coordination else {}
     subjects = []
     for subject, record in ledger.records.items():
@@ -147,6 +174,56 @@ def analyze(
         microtasks,
         is_installed or installed,
     )
+
+
+def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
+    exempt = policy.get("stuck.exempt")
+    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
+    return Taxonomy(policy), ledger, StuckDetector(policy)
+
+
+def _feed(
+    raws: Iterable[RawFailure], taxonomy: Taxonomy, ledger: Ledger, detector: StuckDetector
+) -> int:
+    """Type each entry and feed the ledger and the detector, in log order; returns the count."""
+    entries = 0
+    for raw in raws:
+        failure = normalise_failure(raw.data, raw.index)
+        ledger.feed(failure, taxonomy.classify(failure).failure_type)
+        detector.feed(failure)
+        entries += 1
+    return entries
+
+
+def _read_on(
+    cache: AnalysisCache, log: Path, policy: Policy, max_bytes: int, warnings: list[Diagnostic]
+) -> tuple[Ledger, StuckDetector, int]:
+    """Feed the cache's objects the log's new entries, or all of them after a reset."""
+    version = _policy_version(policy)
+    if (
+        cache.cursor is None
+        or cache.cursor.path != log
+        or cache.policy_version != version
+        or cache.taxonomy is None
+        or cache.ledger is None
+        or cache.detector is None
+    ):
+        cache.cursor, cache.policy_version = LogCursor(log), version  # a new cursor reads whole
+    found: list[Diagnostic] = []
+    reset, raws = cache.cursor.read(found, max_bytes=max_bytes)
+    if reset or cache.taxonomy is None or cache.ledger is None or cache.detector is None:
+        cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
+        cache.entries, cache.warnings = 0, []
+    # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
+    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector)
+    cache.warnings.extend(found)
+    warnings.extend(cache.warnings)
+    return cache.ledger, cache.detector, cache.entries
+
+
+def _policy_version(policy: Policy) -> str:
+    """A digest of the policy's data: the cached objects were built from it."""
+    return hashlib.sha256(repr(thaw(policy.data)).encode("utf-8")).hexdigest()[:16]
 
 
 def _issues_to_decide(folder: Path, report: Report | None) -> list[Issue]:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from selfcorrect.analysis import UNSETTLED, Analysis, analyze
+from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
 from selfcorrect.core.classify import capped
 from selfcorrect.core.outputs import Plan, Result, RunInputs
 from selfcorrect.core.plan import build_plan
@@ -67,6 +67,7 @@ def correction_run(
     is_installed: Callable[[str], bool] | None = None,
     max_cycles: int | None = None,
     validate_first: bool = False,
+    cache: AnalysisCache | None = None,
 ) -> RunOutcome:
     """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4)."""
     trace = uuid.uuid4().hex[:12]
@@ -75,7 +76,7 @@ def correction_run(
     if validate_first and not shadow:
         policy = load_policy(policy_path or folder / "selfcorrect.yaml")
         revalidate(folder, policy, root)
-    analysis = analyze(folder, policy_path, is_installed)
+    analysis = analyze(folder, policy_path, is_installed, cache)
     cap = max_cycles if max_cycles is not None else int(analysis.policy.get("caps.global_cycles"))
     uncertain: list[str] = []
     if not shadow and _unsettled(analysis):
@@ -84,7 +85,7 @@ def correction_run(
         checked = revalidate(folder, analysis.policy, root)
         if not checked.fresh:
             uncertain.append(checked.detail)
-        analysis = analyze(folder, policy_path, is_installed)
+        analysis = analyze(folder, policy_path, is_installed, cache)
     cycles = 0
     while True:
         inputs = _inputs(folder, analysis, clock, trace, cycles)
@@ -110,7 +111,7 @@ def correction_run(
             )
             _record_fixed(folder, inputs, [o for o in outcomes if o.applied])
             if not any(o.applied for o in outcomes):
-                analysis = analyze(folder, policy_path, is_installed)
+                analysis = analyze(folder, policy_path, is_installed, cache)
                 continue  # every fix was refused or undone: nothing to re-validate
         elif agent and handed and cycles < cap:
             # §9.1: the agent command gets each new prompt; that is this cycle's fix.
@@ -121,7 +122,7 @@ def correction_run(
             break  # a cycle that executed no fix ends the run without re-validating (§4)
         cycles += 1
         checked = revalidate(folder, analysis.policy, root)
-        analysis = analyze(folder, policy_path, is_installed)
+        analysis = analyze(folder, policy_path, is_installed, cache)
         if not checked.fresh:
             uncertain.append(checked.detail)
             plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
@@ -132,7 +133,7 @@ def correction_run(
         if outcomes and degraded(before, after):
             written += _undo_cycle(folder, analysis, inputs, outcomes, root)
             revalidate(folder, analysis.policy, root)  # the report must match the restored tree
-            analysis = analyze(folder, policy_path, is_installed)
+            analysis = analyze(folder, policy_path, is_installed, cache)
     # `plan` is the last plan written: what stands after the final cycle.
     if uncertain:
         plan.reasons.append("uncertain: " + "; ".join(uncertain))

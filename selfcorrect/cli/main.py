@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +21,9 @@ from selfcorrect.cli.options import (
     make_common,
 )
 from selfcorrect.errors import ExitCode, SelfcorrectError
+
+if TYPE_CHECKING:
+    import threading
 
 _NOT_YET = "not yet implemented in this version of selfcorrect"
 
@@ -216,6 +222,115 @@ def validate(
     return ExitCode.PASS if result.status == "PASS" else ExitCode.BLOCKED
 
 
+@cli.command()
+@folder_argument
+@format_option("text", "json")
+@click.option(
+    "--debounce",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    metavar="MS",
+    help="Start a run MS milliseconds after the last change (a burst is one run).",
+)
+@click.option(
+    "--polling",
+    is_flag=True,
+    help="Poll the folder instead of using native file events (network filesystems).",
+)
+@click.option("--once", is_flag=True, help="Process the current state as one run and exit.")
+@common_options
+@click.pass_context
+def watch(
+    ctx: click.Context,
+    folder: Path,
+    fmt: str,
+    debounce: int,
+    polling: bool,
+    once: bool,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> int:
+    """Run a correction run whenever DIR's inputs change from outside.
+
+    \b
+    Processes the current state at start-up, then watches DIR (recursively) and
+    DIR/../waypoints/ for changes to the inputs: selfcorrect.yaml,
+    validation_report.yaml, tool_failures.yaml, coordination_log.yaml,
+    escalations.yaml, waypoints/*.yaml, microtasks/*.yaml and templates/.
+    - Debounced: a run starts --debounce ms after the last change; runs never
+      overlap, and changes made during a run cause one more run afterwards.
+    - Blind to its own writes and to the validator it starts: a run happens only
+      when an input's contents differ from what the last run left (content
+      hashes). Editors' temp-file-and-rename saves count as changes; temp files,
+      lock files, .selfcorrect/, recovery/ and handoffs/ are ignored.
+    - A bad input is reported (file:line:col on stderr) and the watcher keeps
+      running on the last good state; fixing the file resumes the runs.
+    - One watcher per folder: a second one exits 2 at once, naming the pid that
+      holds DIR/.selfcorrect/watch.lock.
+    - --polling polls instead of using inotify; the watcher also falls back to
+      polling, with a warning, when inotify is unavailable or out of watches.
+
+    \b
+    Output: one line per run (time, what changed, result and exit code, what was
+    written); --format json prints one JSON object per line: the `run --format
+    json` object plus "trigger" (the changed files), "exit" and "at".
+    Exit codes: SIGINT or SIGTERM let the current run finish, then exit 0; a
+    second signal interrupts at once (130); 2 when DIR is already watched.
+    --once exits with the run's code, like `selfcorrect run`: 0 PASS, 1 BLOCKED,
+    2 invalid input, 3 PENDING.
+    """
+    import threading
+
+    from selfcorrect.watcher import Watcher
+
+    common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+
+    def emit(line: str) -> None:
+        click.echo(line, color=common.color)  # click.echo flushes: one line per run, at once
+
+    from selfcorrect.cli.report import printable
+    from selfcorrect.cli.watch_report import render
+
+    watcher = Watcher(
+        folder,
+        policy,
+        debounce_ms=debounce,
+        polling=polling,
+        render=lambda run: render(run, fmt, color=common.color and fmt == "text"),
+        emit=emit,
+        warn=lambda text: click.echo(printable(text), err=True),
+        verbosity=common.verbosity,
+        debug=bool((ctx.find_root().obj or {}).get("debug")),
+    )
+    if once:
+        return watcher.run_once()
+    stop = threading.Event()
+    with _stop_on_signals(stop):
+        return watcher.run_forever(stop)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set `stop` (the watcher finishes its run); a second one interrupts."""
+    import signal  # here, not at import: start-up time, and handlers only while watching
+
+    def on_signal(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _require_folder(folder: Path) -> None:
     from selfcorrect.errors import Diagnostic, InputError
 
@@ -248,7 +363,6 @@ def _stub(name: str, summary: str) -> None:
         return ExitCode.INVALID
 
 
-_stub("watch", "Run a correction run whenever DIR's inputs change.")
 _stub("stats", "Print per-rule figures from the journal.")
 _stub("replay", "Run detection and classification over recorded folders.")
 _stub("reset", "Close a circuit or give a subject a fresh budget, with evidence.")

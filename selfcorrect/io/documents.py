@@ -19,7 +19,7 @@ from yaml.nodes import Node
 
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, hook_dialect, schemas, yaml_nodes
-from selfcorrect.io.failure_log import RawFailure, iter_failures
+from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
 
 if TYPE_CHECKING:
     from selfcorrect.io.owned_list import OwnedList
@@ -107,21 +107,7 @@ def read_failure_log(
     """Stream the readable entries of tool_failures.yaml; unreadable ones become warnings."""
     display = display_path(path)
     raw = read_limited(path, display, max_bytes)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # One bad byte must not blind the tool: read on, and say where it was.
-        line = raw.count(b"\n", 0, exc.start) + 1
-        warnings.append(
-            Diagnostic(
-                display,
-                line,
-                1,
-                f"byte 0x{raw[exc.start : exc.start + 1].hex()} is not UTF-8; read as U+FFFD",
-                "warning",
-            )
-        )
-        text = raw.decode("utf-8", "replace")
+    text = decode_log(raw, display, warnings)
     return iter_failures(text.removeprefix("\ufeff"), display, warnings)
 
 

@@ -4,7 +4,8 @@ The log can hold 100,000 entries, so it is never built as one document. The cano
 cut into one chunk per top-level list item and each chunk is parsed alone by libyaml; the hook's
 dialect is read line by line by its template, with no YAML parser at all. Either way only the
 current entry is alive, and an entry that cannot be read is a warning with its position while
-the others flow on.
+the others flow on. `iter_items` can start at any entry with the log's own positions, so a
+watcher reads only what was appended (io/log_cursor.py).
 """
 
 from __future__ import annotations
@@ -33,24 +34,117 @@ class RawFailure:
     data: dict[str, Any]
 
 
+# One top-level entry as read: (list index, 0-based first line, the entry or None if skipped).
+# Skipped entries are items too, so a tail reader knows where the last entry began.
+Item = tuple[int, int, RawFailure | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How a log's entries are written: what reading a tail of it later needs to know."""
+
+    dialect: bool  # the hook's template (read by its rules), else canonical YAML
+    first: int  # 0-based line after `failures:`
+    item_indent: int | None  # column of the entries' `-`; None until the list has an entry
+
+
+def find_layout(lines: list[str]) -> Layout | None:
+    """The layout of a log split into lines; None when it has no `failures:` line."""
+    start = next((i for i, line in enumerate(lines) if _FAILURES_KEY.match(line)), None)
+    if start is None:
+        return None
+    if lines[0].startswith(FAILURE_HEADER):
+        return Layout(True, start + 1, 0)
+    return Layout(False, start + 1, _list_indent(lines, start + 1))
+
+
 def iter_failures(text: str, display: str, warnings: list[Diagnostic]) -> Iterator[RawFailure]:
     """Every readable entry of a failure log, in log order; problems go to `warnings`."""
     lines = text.split("\n")
-    start = next((i for i, line in enumerate(lines) if _FAILURES_KEY.match(line)), None)
-    if start is None:
-        yield from _whole_document(text, display, warnings)
-    elif text.startswith(FAILURE_HEADER):
-        yield from _dialect(lines, start + 1, display, warnings)
-    else:
-        yield from _canonical(lines, start + 1, display, warnings)
+    layout = find_layout(lines)
+    if layout is None or layout.item_indent is None:
+        # No block list to stream (flow style, a nested mapping): parse it all, if anything.
+        if layout is None or _has_content(lines, layout.first):
+            yield from _whole_document(text, display, warnings)
+        return
+    for _index, _line, entry in iter_items(
+        lines, layout.first, display, warnings, dialect=layout.dialect, indent=layout.item_indent
+    ):
+        if entry is not None:
+            yield entry
+
+
+def iter_items(
+    lines: list[str],
+    first: int,
+    display: str,
+    warnings: list[Diagnostic],
+    *,
+    dialect: bool,
+    indent: int,
+    base: int = 0,
+    first_index: int = 0,
+) -> Iterator[Item]:
+    """The entries of a block list from `lines[first]` on, one item per entry, lazily.
+
+    `lines` may be a tail of the log: `base` is the log line of `lines[0]` and `first_index` the
+    list index of the first entry, so positions are the log's own. `first` must be at an entry's
+    start or between entries (after `failures:`, or a line where an entry begins), and `indent`
+    the column of the entries' `-` (0 in the dialect).
+    """
+    if dialect:
+        return _dialect(lines, first, display, warnings, base, first_index)
+    return _canonical(lines, first, indent, display, warnings, base, first_index)
+
+
+def decode_log(
+    raw: bytes, display: str, warnings: list[Diagnostic], *, base: int = 0, new_from: int = 0
+) -> str:
+    """A log's bytes as text, `base` being the log line of their first line.
+
+    One bad byte must not blind the tool: it reads as U+FFFD, and the first one at or after
+    `new_from` is a warning (a tail reader passes where its new bytes begin, so a byte reported
+    by an earlier read is not reported again).
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        raw[new_from:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = new_from + exc.start
+        warnings.append(
+            Diagnostic(
+                display,
+                base + raw.count(b"\n", 0, at) + 1,
+                1,
+                f"byte 0x{raw[at : at + 1].hex()} is not UTF-8; read as U+FFFD",
+                "warning",
+            )
+        )
+    return raw.decode("utf-8", "replace")
+
+
+def _has_content(lines: list[str], first: int) -> bool:
+    return any(line.strip() and not line.lstrip().startswith("#") for line in lines[first:])
 
 
 # --- canonical form: one libyaml parse per list item ------------------------------------------
 
 
-def _item_spans(lines: list[str], first: int) -> Iterator[tuple[int, int]]:
-    """[start, end) line spans of the top-level list items after the `failures:` line."""
-    indent = -1
+def _list_indent(lines: list[str], first: int) -> int | None:
+    """The column of the list's `-` when the first content line opens a block list item."""
+    for line in lines[first:]:
+        stripped = line.lstrip(" ")
+        if not stripped.strip() or stripped.startswith("#"):
+            continue
+        return len(line) - len(stripped) if stripped.startswith("-") else None
+    return None
+
+
+def _item_spans(lines: list[str], first: int, indent: int) -> Iterator[tuple[int, int]]:
+    """[start, end) line spans of the top-level list items (their `-` at column `indent`)."""
     start: int | None = None
     end = len(lines)
     for number in range(first, len(lines)):
@@ -59,10 +153,6 @@ def _item_spans(lines: list[str], first: int) -> Iterator[tuple[int, int]]:
         if not stripped.strip() or stripped.startswith("#"):
             continue
         depth = len(line) - len(stripped)
-        if indent < 0:
-            if not stripped.startswith("-"):
-                return  # not a block list (flow style or a nested mapping)
-            indent = depth
         if depth == indent and stripped.startswith("-"):
             if start is not None:
                 yield start, number
@@ -77,19 +167,17 @@ def _item_spans(lines: list[str], first: int) -> Iterator[tuple[int, int]]:
 
 
 def _canonical(
-    lines: list[str], first: int, display: str, warnings: list[Diagnostic]
-) -> Iterator[RawFailure]:
-    spans = list(_item_spans(lines, first))
-    if not spans and any(
-        line.strip() and not line.lstrip().startswith("#") for line in lines[first:]
-    ):
-        yield from _whole_document("\n".join(lines), display, warnings)
-        return
-    for index, (start, end) in enumerate(spans):
+    lines: list[str],
+    first: int,
+    indent: int,
+    display: str,
+    warnings: list[Diagnostic],
+    base: int,
+    first_index: int,
+) -> Iterator[Item]:
+    for index, (start, end) in enumerate(_item_spans(lines, first, indent), first_index):
         chunk = "\n".join(lines[start:end])
-        entry = _parse_chunk(chunk, index, start, display, warnings)
-        if entry is not None:
-            yield entry
+        yield index, base + start, _parse_chunk(chunk, index, base + start, display, warnings)
 
 
 def _parse_chunk(
@@ -163,9 +251,14 @@ _SCALARS = {"true": True, "false": False, "null": None, "~": None, "": None}
 
 
 def _dialect(
-    lines: list[str], first: int, display: str, warnings: list[Diagnostic]
-) -> Iterator[RawFailure]:
-    index = 0
+    lines: list[str],
+    first: int,
+    display: str,
+    warnings: list[Diagnostic],
+    base: int = 0,
+    first_index: int = 0,
+) -> Iterator[Item]:
+    index = first_index
     number = first
     total = len(lines)
     while number < total:
@@ -176,7 +269,7 @@ def _dialect(
                 warnings.append(
                     Diagnostic(
                         display,
-                        number + 1,
+                        base + number + 1,
                         1,
                         "line outside any failure entry ignored; entries start with '- tool:'",
                         "warning",
@@ -188,17 +281,19 @@ def _dialect(
         exact = _template_entry(lines, number)
         if exact is not None:  # the hook's exact template: the common case, read in one match
             entry, number = exact
-            yield RawFailure(index, start + 1, entry)
+            yield index, base + start, RawFailure(index, base + start + 1, entry)
             index += 1
             continue
         entry, number, readable = _dialect_entry(lines, number)
+        parsed: RawFailure | None
         if not readable:  # not the hook's template: let YAML try, it may be a canonical entry
             end = number
             while end > start + 1 and not lines[end - 1].strip():
                 end -= 1
-            parsed = _parse_chunk("\n".join(lines[start:end]), index, start, display, warnings)
+            chunk = "\n".join(lines[start:end])
+            parsed = _parse_chunk(chunk, index, base + start, display, warnings)
         elif entry_is_valid(entry):
-            parsed = RawFailure(index, start + 1, entry)
+            parsed = RawFailure(index, base + start + 1, entry)
         else:
             missing = [k for k in ("tool", "error", "timestamp") if k not in entry]
             what = (
@@ -208,12 +303,15 @@ def _dialect(
             )
             warnings.append(
                 Diagnostic(
-                    display, start + 1, 1, f"failures[{index}]: {what} (entry skipped)", "warning"
+                    display,
+                    base + start + 1,
+                    1,
+                    f"failures[{index}]: {what} (entry skipped)",
+                    "warning",
                 )
             )
             parsed = None
-        if parsed is not None:
-            yield parsed
+        yield index, base + start, parsed
         index += 1
 
 

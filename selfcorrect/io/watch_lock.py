@@ -1,0 +1,65 @@
+"""One watcher per folder (SPEC §15): an flock on DIR/.selfcorrect/watch.lock holding our pid.
+
+The kernel drops an flock when its process dies, however it dies, so a stale lock file never
+blocks a new watcher; the pid inside is only there to name the holder in the refusal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from selfcorrect.errors import ExitCode, SelfcorrectError
+from selfcorrect.io.documents import display_path
+
+
+class FolderWatched(SelfcorrectError):
+    """Another watcher holds DIR's lock: exit 2 at once (SPEC §16)."""
+
+    exit_code = ExitCode.INVALID
+
+
+def lock_path(folder: Path) -> Path:
+    return folder / ".selfcorrect" / "watch.lock"
+
+
+@contextlib.contextmanager
+def hold(folder: Path) -> Iterator[None]:
+    """Hold the folder's watch lock for the block, or raise FolderWatched without waiting."""
+    path = lock_path(folder)
+    path.parent.mkdir(exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FolderWatched(
+                f"{display_path(folder)} is already watched by pid {_holder(fd)} "
+                f"(lock {display_path(path)})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """The pid in a lock another watcher holds (it writes it right after locking)."""
+    for _ in range(50):
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        if text:
+            return text
+        time.sleep(0.01)  # locked a moment ago: the pid is on its way
+    return "unknown"
+
+
+__all__ = ["FolderWatched", "hold", "lock_path"]
