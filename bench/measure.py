@@ -8,6 +8,8 @@ WHAT is one of:
   collector off, libyaml's best case (SPEC §18: about half the time);
 - `read`: `list(read_failure_log(path, warnings))`, file reading included;
 - `stream`: the same reader, consumed one entry at a time without keeping any (memory figure);
+- `append`: with a warm analysis cache (a watcher), the analysis after 10 entries are
+  appended to the log; its count is the log's size before the append;
 - `analyze`: the whole analysis of a run (`selfcorrect.run.analyze`: read, type every failure,
   feed the ledger and the stuck detector, decide every subject) on a folder holding the log.
 This file imports nothing from `bench`, so it runs the same from any working directory.
@@ -45,6 +47,8 @@ def measure(what: str, path: Path) -> tuple[float, int]:
     warnings: list[Diagnostic] = []
     if what == "analyze":
         return _analyze(path)
+    if what == "append":
+        return _append(path)
     start = time.perf_counter()
     if what == "read":
         count = len(list(read_failure_log(path, warnings)))
@@ -73,6 +77,32 @@ def _analyze(path: Path) -> tuple[float, int]:
     if analysis.warnings:
         raise SystemExit(f"analysis warned: {analysis.warnings[0]}")
     return seconds, analysis.log_entries
+
+
+APPENDED = (
+    "  - tool: Edit\n    error: 'TypeError: x is undefined at handler.ts:{n}'\n"
+    "    timestamp: '2026-11-29T12:00:0{n}Z'\n    task_id: WI-9\n    file_path: src/h.ts\n"
+)
+
+
+def _append(path: Path) -> tuple[float, int]:
+    """A watcher's incremental run: analyze with a warm cache after 10 entries are appended."""
+    import shutil
+    import tempfile
+
+    from selfcorrect.analysis import AnalysisCache, analyze
+
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "tool_failures.yaml"
+        shutil.copyfile(path, log)
+        cache = AnalysisCache()
+        analyze(Path(folder), None, cache=cache)  # the watcher's earlier runs
+        with log.open("a", encoding="utf-8") as out:
+            out.writelines(APPENDED.format(n=n) for n in range(10))
+        start = time.perf_counter()
+        analysis = analyze(Path(folder), None, cache=cache)
+        seconds = time.perf_counter() - start
+    return seconds, analysis.log_entries - 10
 
 
 def main(argv: list[str] | None = None) -> int:

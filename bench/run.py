@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import generate
+from bench import generate, watching
 
 BENCH = Path(__file__).resolve().parent
 MEASURE = BENCH / "measure.py"
@@ -36,6 +36,9 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "dialect_read": ("dialect read+check of N entries", 0.25, False),
     "canonical_analysis": ("canonical full analysis of N entries", 1.5, False),
     "dialect_analysis": ("dialect full analysis of N entries", 0.25, False),
+    "append_incremental": ("append 10 entries: N-entry vs 10-entry log", 2.0, False),
+    "latency_p50": ("change → outputs written, p50 vs debounce", 3.0, True),
+    "latency_p95": ("change → outputs written, p95 vs debounce", 3.0, False),
     "memory_canonical": ("peak memory, canonical (streamed)", 0.25, True),
     "memory_dialect": ("peak memory, dialect (streamed)", 0.25, True),
 }
@@ -104,6 +107,21 @@ def startup_rows(workdir: Path, runs: int) -> list[Row]:
     return [
         _row(name, statistics.median(times[name]), anchor, "s")
         for name in ("startup_version", "startup_check")
+    ]
+
+
+def watch_rows(workdir: Path, entries: int, repeat: int) -> list[Row]:
+    """§18 watch figures. Latency's anchor is the debounce: the target p95 is debounce + 100 ms,
+    which at 50 ms is 3x the anchor."""
+    _progress(f"incremental append to {entries:,}- and 10-entry logs")
+    ours, anchor = watching.append_times(workdir, entries, repeat, measure)
+    _progress(f"change-to-output latency over {watching.SAVES} saves")
+    seen = watching.latencies(workdir)
+    debounce = watching.DEBOUNCE_MS / 1000
+    return [
+        _row("append_incremental", ours, anchor, "s"),
+        _row("latency_p50", watching.percentile(seen, 0.5), debounce, "s"),
+        _row("latency_p95", watching.percentile(seen, 0.95), debounce, "s"),
     ]
 
 
@@ -233,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         anchor = "libyaml-nogc" if args.anchor_gc_off else "libyaml"
         more, extra = read_rows(workdir, args.entries, args.repeat, anchor)
         rows += more
+        rows += watch_rows(workdir, args.entries, args.repeat)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
