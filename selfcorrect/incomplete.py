@@ -14,7 +14,7 @@ from typing import Any
 from selfcorrect.analysis import Analysis
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.outputs import Plan
-from selfcorrect.io import atomic, documents, prompts, schemas
+from selfcorrect.io import atomic, documents, prompts
 from selfcorrect.io.workspace import project_root, resolve_inside
 from selfcorrect.naming import work_item_file
 
@@ -80,19 +80,9 @@ def write_work(folder: Path, plan: Plan) -> list[str]:
 
 
 def render_microtasks(document: dict[str, Any]) -> bytes:
-    import yaml
-
-    header = (
-        f"# yaml-language-server: $schema={schemas.schema_id('microtasks')}\n"
-        "# Micro-tasks (SPEC §11): do one at a time, then set its status to done. When every\n"
-        "# one is done, the next selfcorrect run consolidates the task and re-validates.\n"
-    )
-    body = yaml.dump(
+    return documents.render_owned(
+        "microtasks",
+        "Micro-tasks (SPEC §11): do one at a time, then set its status to done. When every\n"
+        "one is done, the next selfcorrect run consolidates the task and re-validates.",
         document,
-        Dumper=yaml.CSafeDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        width=100,
-        default_flow_style=False,
     )
-    return (header + body).encode("utf-8")

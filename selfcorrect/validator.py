@@ -17,7 +17,7 @@ from typing import Any
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, documents, schemas
+from selfcorrect.io import atomic, documents
 from selfcorrect.io.workspace import project_root, relative_to_root
 from selfcorrect.policy_file import load_policy
 
@@ -113,19 +113,8 @@ def validate_folder(
 
 def render_report(report: dict[str, Any]) -> bytes:
     """The canonical report as YAML, with the schema line editors use."""
-    import yaml
-
-    header = (
-        f"# yaml-language-server: $schema={schemas.schema_id('validation_report')}\n"
-        "# Written by `selfcorrect validate` (SPEC §14); it rewrites this file on every "
-        "run.\n"
-    )
-    body = yaml.dump(
+    return documents.render_owned(
+        "validation_report",
+        "Written by `selfcorrect validate` (SPEC §14); it rewrites this file on every run.",
         report,
-        Dumper=yaml.CSafeDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        width=100,
-        default_flow_style=False,
     )
-    return (header + body).encode("utf-8")

@@ -201,3 +201,24 @@ def update_owned_list(
         return splice(text, spec, entries, display).encode("utf-8")
 
     return atomic.update_file(path, transform)
+
+
+def render_owned(stem: str, comment: str, data: Mapping[str, Any]) -> bytes:
+    """A whole file selfcorrect owns (a report, a micro-task list) as YAML: the schema line
+    editors use, a comment saying who writes it, then the data (libyaml's dumper: fast, and
+    1.1-correct quoting)."""
+    import yaml
+
+    lines = [
+        f"# yaml-language-server: $schema={schemas.schema_id(stem)}",
+        *(f"# {line}" for line in comment.splitlines()),
+    ]
+    body = yaml.dump(
+        dict(data),
+        Dumper=yaml.CSafeDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+        default_flow_style=False,
+    )
+    return ("\n".join(lines) + "\n" + body).encode("utf-8")
