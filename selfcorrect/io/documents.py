@@ -168,8 +168,9 @@ def add_escalations(
         header = (
             f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
             "# Escalations: selfcorrect lists here what needs a human (SPEC §10).\n"
-            "# Resolve one by setting its status to resolved; add `retry: true` to give the\n"
-            "# subject a fresh budget. The next run reads and journals your edit.\n"
+            "# Mark one `status: resolved` once you have dealt with it; selfcorrect never\n"
+            "# overwrites your edits here. (A fresh budget with `retry: true` arrives with\n"
+            "# `selfcorrect reset`; until then a blocked subject stays blocked.)\n"
         )
         atomic.write_new(path, header.encode())
     from selfcorrect.io.owned_list import ESCALATIONS
