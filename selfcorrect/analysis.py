@@ -136,7 +136,12 @@ def analyze(
     classifier = IssueClassifier(policy, is_installed or installed)
     issues: dict[str, IssueDecision] = {}
     for issue in _issues_to_decide(folder, report):
-        decision = classifier.decide(issue, state.issue(_fingerprint(classifier, issue)), digest)
+        decision = classifier.decide(
+            issue,
+            state.issue(_fingerprint(classifier, issue)),
+            digest,
+            validations=state.validations,
+        )
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
     waypoints = []
     for path in documents.waypoint_paths(folder):  # hook logs: a bad one is a warning
@@ -155,7 +160,7 @@ def analyze(
             for fp, prior in state.issues.items()
             if prior.status in ("directive", *UNSETTLED)
             and fp not in issues
-            and prior.report_digest != digest
+            and (prior.report_digest != digest or prior.validations != state.validations)
         ]
     return Analysis(
         policy,
@@ -258,8 +263,6 @@ def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:
     if not path.exists():
         return None, "absent"
     doc = documents.load_decision(path, "validation_report", max_bytes=max_bytes)
-    # A report's identity is its bytes *and* the write that produced them: a validator that
-    # re-ran and found the same thing wrote a fresh report, not the one seen before (§5).
-    info = path.stat()
-    stamp = f"{info.st_ino}:{info.st_mtime_ns}".encode()
-    return normalise_report(doc.data), hashlib.sha256(path.read_bytes() + stamp).hexdigest()[:16]
+    # A report's identity is its content; whether our own validator ran since a hand-out is
+    # journaled separately (State.validations), so touching or copying the file counts nothing.
+    return normalise_report(doc.data), hashlib.sha256(path.read_bytes()).hexdigest()[:16]

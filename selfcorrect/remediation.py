@@ -10,6 +10,7 @@ reconciles (re-validates) before any retry, and an attempt is never counted twic
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,12 +48,20 @@ def attempt_key(trace: str, decision: IssueDecision) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
+def normal_target(target: str | None) -> str | None:
+    """`./src/a.py` and `src/../src/a.py` are `src/a.py`: the spelling the workspace reports."""
+    if target is None or target.startswith("-") or target.startswith("/"):
+        return target  # left as given: build_argv refuses it with the reason
+    return posixpath.normpath(target.replace("\\", "/"))
+
+
 def fix_scope(decision: IssueDecision) -> list[str]:
     """The files the fix may change: the fixer's `scope` globs, else the issue's target."""
     fixer = decision.fixer or {}
     scope = [str(s) for s in fixer.get("scope") or ()]
-    if not scope and decision.issue.target:
-        scope = [decision.issue.target]
+    target = normal_target(decision.issue.target)
+    if not scope and target:
+        scope = [target]
     return scope
 
 
@@ -126,18 +135,19 @@ def apply_fix(
     step("observed", "classified", classification="FIXABLE", confidence=decision.confidence)
     step("classified", "preflight")
     scope = fix_scope(decision)
-    files = [decision.issue.target] if decision.issue.target else []
+    target = normal_target(decision.issue.target)
+    files = [target] if target else []
     built_in = fixer.get("builtin")
     if built_in:  # argv only names the fix in the journal; nothing is executed
         template = str(fixer.get("template"))
         argv = build_argv(
             [f"selfcorrect:{built_in}", "{target}", template],
-            decision.issue.target,
+            target,
             [template],
             root,
         )
     else:
-        argv = build_argv(fixer.get("command") or (), decision.issue.target, files, root)
+        argv = build_argv(fixer.get("command") or (), target, files, root)
     if isinstance(argv, str):
         step("preflight", "escalated", reason=argv)
         return FixOutcome(decision, None, f"preflight refused the fix: {argv}")

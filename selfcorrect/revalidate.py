@@ -30,7 +30,8 @@ def validator_argv(folder: Path, policy: Policy) -> list[str]:
     command = policy.get("validator.command", None)
     if command:
         return [str(part) for part in command]
-    return [sys.executable, "-m", "selfcorrect", "validate", str(folder)]
+    # Absolute: the validator runs in the project root, not where the user typed DIR.
+    return [sys.executable, "-m", "selfcorrect", "validate", str(folder.resolve())]
 
 
 def _identity(path: Path) -> tuple[int, int, int, int, str] | None:

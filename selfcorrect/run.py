@@ -31,7 +31,7 @@ from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
 from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
-from selfcorrect.revalidate import revalidate
+from selfcorrect.revalidate import Revalidation, revalidate
 
 Clock = Callable[[], datetime]
 
@@ -73,16 +73,18 @@ def correction_run(
     trace = uuid.uuid4().hex[:12]
     root = project_root(folder)
     written: list[str] = []
+    uncertain: list[str] = []
     if validate_first and not shadow:
         policy = load_policy(policy_path or folder / "selfcorrect.yaml")
-        revalidate(folder, policy, root)
+        first = _validate(folder, policy, root, trace, clock)
+        if not first.fresh:
+            uncertain.append(first.detail)
     analysis = analyze(folder, policy_path, is_installed, cache)
     cap = max_cycles if max_cycles is not None else int(analysis.policy.get("caps.global_cycles"))
-    uncertain: list[str] = []
     if not shadow and _unsettled(analysis):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
         # validator): reconcile by re-validating before anything is retried (§9.5).
-        checked = revalidate(folder, analysis.policy, root)
+        checked = _validate(folder, analysis.policy, root, trace, clock)
         if not checked.fresh:
             uncertain.append(checked.detail)
         analysis = analyze(folder, policy_path, is_installed, cache)
@@ -121,7 +123,7 @@ def correction_run(
         else:
             break  # a cycle that executed no fix ends the run without re-validating (§4)
         cycles += 1
-        checked = revalidate(folder, analysis.policy, root)
+        checked = _validate(folder, analysis.policy, root, trace, clock)
         analysis = analyze(folder, policy_path, is_installed, cache)
         if not checked.fresh:
             uncertain.append(checked.detail)
@@ -132,7 +134,7 @@ def correction_run(
         after = list(analysis.report.issues) if analysis.report else []
         if outcomes and degraded(before, after):
             written += _undo_cycle(folder, analysis, inputs, outcomes, root)
-            revalidate(folder, analysis.policy, root)  # the report must match the restored tree
+            _validate(folder, analysis.policy, root, trace, clock)  # match the restored tree
             analysis = analyze(folder, policy_path, is_installed, cache)
     # `plan` is the last plan written: what stands after the final cycle.
     if uncertain:
@@ -158,6 +160,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         checkpoints=analysis.checkpoints,
         resolved=analysis.resolved,
         cycles=cycles,
+        validations=analysis.state.validations,
         installed=analysis.installed,
         work=work_inputs(folder, analysis),
     )
@@ -197,9 +200,32 @@ def _run_agent(
         )
 
 
+def _validate(folder: Path, policy: Policy, root: Path, trace: str, clock: Clock) -> Revalidation:
+    """Run the validator; a fresh report is journaled, so a report with the same content as
+    one seen before still counts as a new verdict (§5) and attempts are judged by it."""
+    checked = revalidate(folder, policy, root)
+    if checked.fresh:
+        now = clock().isoformat(timespec="seconds").replace("+00:00", "Z")
+        journal.append(
+            folder,
+            [
+                {
+                    "event": "validated",
+                    "at": now,
+                    "run": trace,
+                    "actor": "selfcorrect",
+                    "detail": checked.detail,
+                }
+            ],
+        )
+    return checked
+
+
 def _unsettled(analysis: Analysis) -> bool:
     return any(
-        state.status in UNSETTLED and state.report_digest == analysis.report_digest
+        state.status in UNSETTLED
+        and state.report_digest == analysis.report_digest
+        and state.validations == analysis.state.validations
         for state in analysis.state.issues.values()
     )
 
@@ -227,6 +253,7 @@ def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) ->
                 "status": "fixed",
                 "attempt": o.decision.attempts,
                 "report_digest": inputs.report_digest,
+                "validations": inputs.validations,
                 "reason": "VERIFIED",
                 "rule": o.decision.rule,
                 "rule_version": o.decision.rule_version,

@@ -81,11 +81,14 @@ def number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        result = float(value)
+        try:
+            result = float(value)
+        except OverflowError:  # an int too large for a float (agent-written: 10**400)
+            return None
     elif isinstance(value, str):
         try:
             result = float(value.strip())
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
     else:
         return None

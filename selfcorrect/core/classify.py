@@ -130,6 +130,7 @@ class IssueClassifier:
         prior: IssueState,
         report_digest: str,
         circuit_open: Callable[[str], bool] = lambda _rule: False,
+        validations: int = 0,
     ) -> IssueDecision:
         issue_type, confidence = self.type_of(issue)
         rule = self.policy.issue_type(issue_type) or self.policy.issue_type(UNCLASSIFIED)
@@ -147,7 +148,8 @@ class IssueClassifier:
             if issue.estimated_minutes is not None
             else definition.get("estimated_minutes")
         )
-        seen_report = prior.report_digest == report_digest
+        # The same content and no validator run of ours since: the report was merely seen again.
+        seen_report = prior.report_digest == report_digest and prior.validations == validations
         print_fp = fingerprint(issue, issue_type)
 
         def out(
@@ -283,10 +285,15 @@ def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDe
     works_on = decision.fixer is not None or agent_command
     if decision.classification is Verdict.BLOCKED or not works_on:
         return decision
+    # The hand-out this decision counted never happens: the attempt count stays as it was.
+    attempts = (
+        decision.attempts - 1 if decision.reason is IssueReason.FIXABLE else decision.attempts
+    )
     return replace(
         decision,
         classification=Verdict.BLOCKED,
         reason=IssueReason.CAPS_EXHAUSTED,
         detail=f"still open after {cycles} correction cycle(s), the global cap",
+        attempts=attempts,
         new=True,
     )

@@ -42,9 +42,23 @@ def task_context(task: Task | None) -> dict[str, Any] | None:
 
 def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
     retries = "unlimited" if decision.retries is None else str(decision.retries)
+    # Round-to-round reasons (first detection, still stuck, awaiting the agent) would rewrite
+    # the entry on every rerun; the status says the same thing, stably.
+    transient = {
+        "STUCK_FIRST_DETECTION",
+        "STILL_STUCK",
+        "AWAITING_AGENT",
+        "LIMIT_SIMPLIFY",
+        "LIMIT_DECOMPOSE",
+    }
+    why = (
+        "on the recovery ladder"
+        if decision.reason.value in transient
+        else decision.reason.value.lower().replace("_", " ")
+    )
     text = (
         f"{decision.failure_type}: {decision.attempts} failed attempt(s) of {retries} "
-        f"allowed; {decision.reason.value.lower().replace('_', ' ')}"
+        f"allowed; {why}"
     )
     if decision.ladder_step:
         text += f"; ladder step {decision.ladder_step}"

@@ -73,6 +73,7 @@ class RunInputs:
     # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
     resolved: Sequence[tuple[str, IssueState]] = ()
     cycles: int = 0  # correction cycles run so far in this run
+    validations: int = 0  # our validator runs so far (journal): part of a report's identity
     installed: Callable[[str], bool] = lambda _program: False  # is a tool's program here?
     work: WorkInputs | None = None  # incomplete subagent work (§11)
 

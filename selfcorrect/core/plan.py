@@ -113,7 +113,7 @@ def _plan_subject(
         plan.escalations.append(
             escalation(
                 run,
-                f"subject:{decision.subject}",
+                f"subject:{decision.subject}|{decision.reason.value}",
                 decision.subject,
                 context,
                 decision.failure_type,

@@ -78,6 +78,7 @@ def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> dict[
         "status": status,
         "attempt": decision.attempts,
         "report_digest": run.report_digest,
+        "validations": run.validations,
         "reason": decision.reason.value,
         "rule": decision.rule,
         "rule_version": decision.rule_version,
@@ -107,18 +108,21 @@ def block_issue(
     """
     issue = decision.issue
     tried = [decision.strategy] if decision.attempts and decision.strategy else []
-    merge_item(
-        items,
-        {
-            "task_id": decision.work_item,
-            "failure_type": decision.type,
-            "attempts": decision.attempts,
-            "error_summary": short(issue.description),
-            "recovery_actions_taken": tried,
-            "final_status": "blocked",
-            "escalation_context": reason,
-        },
-    )
+    if journal:
+        merge_item(
+            items,
+            {
+                "task_id": decision.work_item,
+                "failure_type": decision.type,
+                "attempts": decision.attempts,
+                "error_summary": short(issue.description),
+                "recovery_actions_taken": tried,
+                "final_status": "blocked",
+                "escalation_context": reason,
+            },
+        )
+    else:  # blocked before: the entry says why already; a rerun must not rewrite it
+        merge_item(items, {"task_id": decision.work_item, "final_status": "blocked"})
     if journal:
         record = _issue_record(run, decision, "blocked")
         if code:
@@ -127,7 +131,8 @@ def block_issue(
     plan.escalations.append(
         escalation(
             run,
-            f"issue:{decision.fingerprint}",
+            # A new reason is a new escalation: a resolved one for an old reason never hides it.
+            f"issue:{decision.fingerprint}|{code or decision.reason.value}",
             decision.work_item,
             reason,
             decision.type,

@@ -14,6 +14,7 @@ from typing import Any
 SUBJECT = "subject"  # record kinds ("event" field)
 ISSUE = "issue"
 TASK = "task"  # incomplete-work steps: split, consolidated, blocked (§11)
+VALIDATED = "validated"  # selfcorrect ran the validator and got a fresh report
 
 
 @dataclass
@@ -31,6 +32,7 @@ class IssueState:
     status: str | None = None  # directive | blocked | resolved
     attempts: int = 0  # remediations handed out (SPEC §5)
     report_digest: str | None = None  # the report the last hand-out answered
+    validations: int = 0  # validator runs of ours seen when it was handed out
     reason: str | None = None
     at: str | None = None
     work_item: str | None = None  # where its failed_items entry lives
@@ -42,6 +44,9 @@ class State:
     subjects: dict[str, SubjectState] = field(default_factory=dict)
     issues: dict[str, IssueState] = field(default_factory=dict)
     tasks: dict[str, str] = field(default_factory=dict)  # task_id -> last incomplete-work step
+    # Validator runs selfcorrect started that wrote a fresh report: with the report's content,
+    # they tell a fresh report that says the same thing from one merely seen again (§5).
+    validations: int = 0
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -62,6 +67,8 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             current.attempt = int(record.get("attempt") or 0)
             current.reason = record.get("reason")
             current.at = record.get("at")
+        elif kind == VALIDATED:
+            state.validations += 1
         elif kind == TASK and isinstance(record.get("task_id"), str):
             state.tasks[record["task_id"]] = str(record.get("status"))
         elif kind == ISSUE and isinstance(record.get("fingerprint"), str):
@@ -74,4 +81,5 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             issue.type = record.get("type", issue.type)
             if record.get("status") in ("directive", "remediating", "fixed"):
                 issue.report_digest = record.get("report_digest")
+                issue.validations = int(record.get("validations") or 0)
     return state

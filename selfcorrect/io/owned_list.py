@@ -137,14 +137,15 @@ def _same(current: Any, value: Any) -> bool:
 
 def _merge(spec: OwnedList, items: CommentedSeq, entries: Sequence[Mapping[str, Any]]) -> bool:
     """Update entries with the same identity in place, append the rest; True if anything changed."""
-    by_id = {item.get(spec.identity): item for item in items if isinstance(item, CommentedMap)}
+    # Compared as text: a human's `task_id: 3` is the same work item as our "3".
+    by_id = {str(item.get(spec.identity)): item for item in items if isinstance(item, CommentedMap)}
     changed = False
     for entry in entries:
-        item = by_id.get(entry[spec.identity])
+        item = by_id.get(str(entry[spec.identity]))
         if item is not None and not spec.update_existing:
             continue
         if item is None:
-            item = by_id[entry[spec.identity]] = CommentedMap()
+            item = by_id[str(entry[spec.identity])] = CommentedMap()
             items.append(item)
         for key, value in entry.items():
             if key not in item or not _same(item[key], value):
