@@ -41,9 +41,43 @@ def build_plan(run: RunInputs) -> Plan:
         plan_resolved(plan, items, run, fingerprint, prior)
     work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
     _plan_work(plan, items, run, work)
-    plan.failed_items = list(items.values())
+    plan.failed_items = _keep_human_edits(plan, run, list(items.values()))
     plan.result = _result(plan, run)
     return plan
+
+
+def _keep_human_edits(
+    plan: Plan, run: RunInputs, entries: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A person who changed the final_status of an item we had blocked keeps that edit.
+
+    SPEC §10 lets people unblock a task there. Acting on the edit (a fresh budget) comes with
+    human control; until then the edit is at least never overwritten (never lose data).
+    """
+    blocked_before = {
+        d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED and not d.new
+    }
+    blocked_before |= {run.records[s].task_id or s for s in blocked_before if s in run.records}
+    blocked_before |= {
+        d.work_item for d in run.issues if d.classification is Verdict.BLOCKED and not d.new
+    }
+    current = {
+        item.task_id: item.final_status.value
+        for item in (run.coordination.failed_items if run.coordination else ())
+    }
+    kept = []
+    for entry in entries:
+        task_id = entry["task_id"]
+        edited = current.get(task_id)
+        if (
+            entry.get("final_status") == "blocked"
+            and task_id in blocked_before
+            and edited not in (None, "blocked")
+        ):
+            plan.reasons.append(f"{task_id}: a person set final_status to {edited}; kept")
+            continue
+        kept.append(entry)
+    return kept
 
 
 def _plan_subject(
