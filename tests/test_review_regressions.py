@@ -158,17 +158,34 @@ def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_li
     folder = tmp_path / "workflow"
     folder.mkdir()
     (folder / "coordination_log.yaml").write_text("controller: lead  # mine\n")
-    (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": [
-        {"tool": "Edit", "error": "TypeError: x", "timestamp": f"2026-11-29T10:0{n}:00Z",
-         "task_id": "WI-3", "approach": f"try {n}"} for n in range(3)]}))
+    (folder / "tool_failures.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "failures": [
+                    {
+                        "tool": "Edit",
+                        "error": "TypeError: x",
+                        "timestamp": f"2026-11-29T10:0{n}:00Z",
+                        "task_id": "WI-3",
+                        "approach": f"try {n}",
+                    }
+                    for n in range(3)
+                ]
+            }
+        )
+    )
     assert run_line(["run", folder]).exit_code == 1
     log = folder / "coordination_log.yaml"
-    log.write_text(log.read_text().replace("final_status: blocked",
-                                           "final_status: recovering  # I fixed the input"))
+    log.write_text(
+        log.read_text().replace(
+            "final_status: blocked", "final_status: recovering  # I fixed the input"
+        )
+    )
     edited = log.read_text()
 
     result = run_line(["run", folder, "--format", "json"])
 
     assert log.read_text() == edited  # the person's edit and comment stand
-    assert any("a person set final_status to recovering" in why
-               for why in json.loads(result.stdout)["why"])
+    assert any(
+        "a person set final_status to recovering" in why for why in json.loads(result.stdout)["why"]
+    )
