@@ -13,11 +13,11 @@ import shlex
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
+from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.classify import capped
 from selfcorrect.core.outputs import Plan, Result, RunInputs
 from selfcorrect.core.plan import build_plan
@@ -32,12 +32,6 @@ from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
 from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
 from selfcorrect.revalidate import Revalidation, revalidate
-
-Clock = Callable[[], datetime]
-
-
-def system_clock() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -153,7 +147,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         report=analysis.report,
         report_digest=analysis.report_digest,
         coordination=analysis.coordination,
-        now=clock().isoformat(timespec="seconds").replace("+00:00", "Z"),
+        now=stamp(clock),
         run_id=trace,
         workflow_dir=documents.display_path(folder),
         verification=verification_command(folder, analysis.policy),
@@ -205,7 +199,7 @@ def _validate(folder: Path, policy: Policy, root: Path, trace: str, clock: Clock
     one seen before still counts as a new verdict (§5) and attempts are judged by it."""
     checked = revalidate(folder, policy, root)
     if checked.fresh:
-        now = clock().isoformat(timespec="seconds").replace("+00:00", "Z")
+        now = stamp(clock)
         journal.append(
             folder,
             [

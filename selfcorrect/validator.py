@@ -8,12 +8,11 @@ evidence and keeps the same id from run to run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic, InputError
@@ -85,7 +84,7 @@ def validate_folder(
     output: Path | None = None,
     recheck: Path | None = None,
     write: bool = True,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: Clock = system_clock,
 ) -> Validation:
     if not folder.is_dir():
         raise InputError(
@@ -100,7 +99,7 @@ def validate_folder(
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {
         "status": _status(findings, policy),
-        "generated_at": clock().isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "generated_at": stamp(clock),
         "validator": "selfcorrect",
         "issues": [finding.as_issue() for finding in findings],
     }

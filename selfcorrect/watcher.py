@@ -35,10 +35,11 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from selfcorrect.analysis import AnalysisCache
+from selfcorrect.clock import Clock, system_clock
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
 from selfcorrect.io import watch_lock
 from selfcorrect.io.documents import display_path
-from selfcorrect.run import Clock, RunOutcome, correction_run, system_clock
+from selfcorrect.run import RunOutcome, correction_run
 from selfcorrect.watch_events import ABSENT, InputSet, Snapshot, changed
 
 POLL_S = 0.1  # how often the idle loop looks at `stop`
