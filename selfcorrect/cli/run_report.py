@@ -1,4 +1,8 @@
-"""How `run` and `status` show a run: a table for people, one stable JSON object for tools."""
+"""How `run` and `status` show a run: a table for people, one stable JSON object for tools.
+
+The text form shows each stuck detection in the hooks' advisory shape (cli/advisory.py) below
+the subjects table; the JSON object carries the same fields as `advisories`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import printable
 
@@ -72,7 +77,7 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
         "issues": issue_rows(outcome.analysis),
         "subjects": subject_rows(outcome.analysis),
         "escalations": [
-            {"id": e["id"], "subject": e["subject"], "reason": e["reason"]}
+            {"id": e["id"], "subject": e["subject"], "reason": e["reason"], "kind": e.get("kind")}
             for e in plan.escalations
         ],
         "written": outcome.written,
@@ -83,10 +88,13 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
         },
         "why": plan.reasons,
         "warnings": [w.as_dict() for w in outcome.analysis.warnings],
+        # Every stuck signal firing, in the hooks' advisory fields (SPEC §8). A later addition:
+        # keys are only ever added to this object, never renamed or removed.
+        "advisories": [a.as_dict() for a in advisories(outcome)],
     }
 
 
-def _table(rows: Sequence[Sequence[str]], common: Common) -> list[str]:
+def table(rows: Sequence[Sequence[str]], common: Common) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for number, row in enumerate(rows):
@@ -127,7 +135,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         click.style(f"{plan.result.value}", fg=colour, bold=True)
         + f"  selfcorrect run {folder}{mode}  (exit {EXIT[plan.result.value]})"
     ]
-    lines += _body(analysis, common)
+    lines += _body(analysis, common, advisory_lines(advisories(outcome), folder))
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
         lines += [
@@ -153,7 +161,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     click.echo("\n".join(lines), color=common.color)
 
 
-def _body(analysis: Analysis, common: Common) -> list[str]:
+def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
     lines: list[str] = []
     failing = [d for d in analysis.subjects if d.status.value != "ok" or common.verbosity > 0]
     if failing:
@@ -170,7 +178,9 @@ def _body(analysis: Analysis, common: Common) -> list[str]:
             ]
             for d in failing
         ]
-        lines += _table(rows, common)
+        lines += table(rows, common)
+    if advisory:
+        lines += ["", *advisory]
     if analysis.issues:
         verdict = analysis.report.verdict.value if analysis.report else "none"
         lines += ["", f"Issues (validation report verdict: {verdict}):"]
@@ -185,5 +195,5 @@ def _body(analysis: Analysis, common: Common) -> list[str]:
             ]
             for d in analysis.issues
         ]
-        lines += _table(rows, common)
+        lines += table(rows, common)
     return lines

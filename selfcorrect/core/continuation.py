@@ -6,13 +6,13 @@ the caller passes in, so the decisions can be tested on data alone.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from selfcorrect.core.compactions import compactions, parse_time, task_status
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.model import Coordination, PendingItem, PendingKind, Task, Waypoint
 from selfcorrect.core.policy import Policy
@@ -35,32 +35,14 @@ class Signal(StrEnum):
 class Incomplete:
     task_id: str
     signals: tuple[Signal, ...]
-    waypoint: Waypoint | None  # the latest pre_compact waypoint naming the task
+    waypoint: Waypoint | None  # the latest pre_compact waypoint of the task (named or matched)
     missing: tuple[str, ...]  # expected deliverables not delivered
     checkpoint: str | None  # the waypoint's source, else the task's checkpoint
-    compactions: int  # pre_compact waypoints naming the task
-
-
-def _snake(word: str) -> str:
-    # "In Progress", "in-progress" and "in_progress" are one status (words arrive lowercased).
-    return re.sub(r"[\s-]+", "_", word)
-
-
-def task_status(task: Task) -> str:
-    return _snake(task.status or "pending")  # no status yet: pending
+    compactions: int  # pre_compact waypoints of the task (core/compactions.py)
 
 
 def _path(path: str) -> str:
     return path.replace("\\", "/").removeprefix("./")
-
-
-def parse_time(stamp: str | None) -> datetime | None:
-    """An ISO 8601 timestamp as an aware datetime (naive means UTC); None if unparsable."""
-    try:
-        parsed = datetime.fromisoformat((stamp or "").strip())
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _latest(waypoints: Sequence[Waypoint]) -> Waypoint:
@@ -86,12 +68,10 @@ def detect_incomplete(
 ) -> list[Incomplete]:
     """Tasks with unfinished subagent work, in log order, then waypoint-only tasks.
 
-    Dialect waypoints (no task_id) cannot be matched to a task here and are ignored.
+    A pre_compact waypoint counts for the task it names, or, for the hook's dialect (no task_id),
+    the task `compactions` matches it to from the log's timeline; unmatched ones count for none.
     """
-    compacted: dict[str, list[Waypoint]] = {}
-    for waypoint in waypoints:
-        if _snake(waypoint.type or "") == "pre_compact" and waypoint.task_id:
-            compacted.setdefault(waypoint.task_id, []).append(waypoint)
+    compacted = compactions(coordination, waypoints)
     tasks: dict[str, Task] = {}
     for entry in coordination.tasks if coordination else ():
         tasks.setdefault(entry.task_id, entry)  # a duplicate id: the first entry stands

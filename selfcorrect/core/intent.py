@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from selfcorrect.core.model import Intent, Task
+from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
 
 
@@ -57,3 +57,15 @@ def repair_tools(
         if argv[0] and installed(argv[0]):
             offered.append({"name": str(name), "command": argv})
     return offered
+
+
+def work_item_intent(
+    coordination: Coordination | None, task_id: str | None, policy: Policy
+) -> Intent:
+    """The intent that governs changes made for a work item (§12): its task's, explicit or
+    inferred. A work item that names no task known to the log is a fix to make (CREATE), as in
+    the directive's context (`contexts.directive_context`), so a fix and its directive agree.
+    """
+    tasks = coordination.tasks if coordination and task_id else ()
+    task = next((t for t in tasks if t.task_id == task_id), None)
+    return infer_intent(task, policy) if task else Intent.CREATE

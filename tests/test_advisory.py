@@ -1,0 +1,191 @@
+"""Stuck detections in the hooks' advisory shape, in `run`'s text and JSON (SPEC §8; seed 001)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import REPO
+
+HEADER = "--- [Stuck Detection] Loop detected ---"
+
+
+def blocks(stdout: str) -> list[list[str]]:
+    """Each advisory block: the lines from the header to the closing `---`."""
+    lines = stdout.splitlines()
+    found = []
+    for at, line in enumerate(lines):
+        if line == HEADER:
+            end = lines.index("---", at)
+            found.append(lines[at : end + 1])
+    return found
+
+
+def example(tmp_path: Path) -> Path:
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
+    return folder
+
+
+def test_run_on_the_example_shows_each_detection_in_the_hooks_shape(
+    tmp_path: Path, run_line
+) -> None:
+    folder = example(tmp_path)
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 1, result.stdout + result.stderr
+    [escalation] = yaml.safe_load((folder / "escalations.yaml").read_text())["escalations"]
+    recovery = (
+        "  💡 Recovery: Human intervention — maximum attempts reached; a person decides "
+        f"({escalation['id']} in {folder}/escalations.yaml)"
+    )
+    assert blocks(result.stdout) == [
+        [
+            HEADER,
+            "  Subject: WI-3 (runtime_error, blocked)",
+            f"  Signal: {signal}",
+            f"  Pattern: {pattern}",
+            "  Occurrences: 3/3",
+            recovery,
+            "---",
+        ]
+        for signal, pattern in (
+            ("consecutive_failures", "TypeError on src/handler.ts"),
+            (
+                "repeated_error",
+                "Same error: TypeError: Cannot read property 'id' of undefined at handler.ts:45",
+            ),
+            ("agent_retry", "Agent executor-1 failing"),
+        )
+    ]
+    # between the subjects table and the issues, as the run's own account of them
+    assert result.stdout.index("Subjects (") < result.stdout.index(HEADER)
+    assert result.stdout.index(HEADER) < result.stdout.index("Issues (")
+
+
+def test_json_carries_the_same_fields_and_keeps_every_earlier_key(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+
+    data = json.loads(run_line(["run", folder, "--shadow", "--format", "json"]).stdout)
+
+    assert {
+        "result",
+        "cycles",
+        "shadow",
+        "issues",
+        "subjects",
+        "escalations",
+        "written",
+        "plan",
+        "why",
+        "warnings",
+    } <= set(data)
+    [escalation] = data["escalations"]
+    assert data["advisories"] == [
+        {
+            "subject": "WI-3",
+            "failure_type": "runtime_error",
+            "status": "blocked",
+            "signal": firing["signal"],
+            "pattern": firing["pattern"],
+            "count": 3,
+            "threshold": 3,
+            "occurrences": "3/3",
+            "recovery": "Human intervention — maximum attempts reached; a person decides",
+            "ladder_step": None,
+            "prompt": None,
+            "escalation": escalation["id"],
+        }
+        for subject in data["subjects"]
+        for firing in subject["signals"]
+    ]
+    assert len(data["advisories"]) == 3
+
+
+def failure(error: str, **more: Any) -> dict[str, Any]:
+    return {"tool": "Bash", "error": error, "timestamp": "2026-11-29T10:00:00Z", **more}
+
+
+def folder_with(tmp_path: Path, failures: list[dict[str, Any]]) -> Path:
+    folder = tmp_path / "workflow"
+    folder.mkdir(exist_ok=True)
+    (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": failures}))
+    return folder
+
+
+SYNTAX = "SyntaxError: Unexpected token '}' in src/app.ts"
+
+
+def test_a_subject_on_the_ladder_shows_its_step_and_prompt_round_by_round(
+    tmp_path: Path, run_line
+) -> None:
+    entries = [failure(SYNTAX, task_id="WI-5", failure_type="syntax_error") for _ in range(3)]
+    folder = folder_with(tmp_path, entries)
+
+    first = run_line(["run", folder])
+
+    [block] = blocks(first.stdout)[:1]
+    assert block[1] == "  Subject: WI-5 (syntax_error, recovering)"
+    assert block[5] == (
+        f"  💡 Recovery: Step 1 — Re-read everything (prompt: {folder}/recovery/WI-5.md)"
+    )
+    assert (folder / "recovery" / "WI-5.md").read_text().startswith("STUCK RECOVERY for WI-5:")
+
+    # the same log again: the prompt is still out
+    again = run_line(["run", folder])
+    assert blocks(again.stdout)[0][5] == (
+        "  💡 Recovery: Step 1 — Re-read everything; waiting for the agent "
+        f"(prompt: {folder}/recovery/WI-5.md)"
+    )
+
+    # a new failure after the prompt: the next round
+    folder_with(tmp_path, [*entries, failure(SYNTAX, task_id="WI-5", failure_type="syntax_error")])
+    later = run_line(["run", folder])
+    assert {b[5] for b in blocks(later.stdout)} == {
+        f"  💡 Recovery: Step 2 — Review the execution log (prompt: {folder}/recovery/WI-5.md)"
+    }
+    assert "  Occurrences: 4/3" in blocks(later.stdout)[0]
+
+
+def test_a_skipped_subject_says_so(tmp_path: Path, run_line) -> None:
+    down = "npm ERR! code ENOTFOUND registry.npmjs.org"
+    folder = folder_with(
+        tmp_path, [failure(down, task_id="WI-4", code="ENOTFOUND") for _ in range(3)]
+    )
+
+    result = run_line(["run", folder])
+
+    found = blocks(result.stdout)
+    assert found and all(b[1] == "  Subject: WI-4 (external_dependency, skipped)" for b in found)
+    assert {b[5] for b in found} == {
+        "  💡 Recovery: Skip — non retryable; logged for a later retry"
+    }
+
+
+def test_agent_text_in_an_advisory_is_escaped(tmp_path: Path, run_line) -> None:
+    hostile = "\x1b[2J\x1b]0;owned\x07 TypeError: boom"
+    folder = folder_with(
+        tmp_path,
+        [failure(hostile, task_id="WI-\x1b[31m6", failure_type="syntax_error") for _ in range(3)],
+    )
+
+    result = run_line(["run", folder])
+
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    pattern = [line for b in blocks(result.stdout) for line in b if "Same error" in line]
+    assert pattern == ["  Pattern: Same error: \\x1b[2J\\x1b]0;owned\\x07 TypeError: boom"]
+    assert "  Subject: WI-\\x1b[31m6 (syntax_error, recovering)" in result.stdout
+
+
+def test_no_stuck_subject_no_advisory_and_quiet_shows_none(tmp_path: Path, run_line) -> None:
+    folder = folder_with(tmp_path, [failure(SYNTAX, task_id="WI-5", failure_type="syntax_error")])
+    assert HEADER not in run_line(["run", folder]).stdout
+
+    stuck = example(tmp_path / "stuck")
+    assert HEADER in run_line(["run", stuck, "--shadow"]).stdout
+    assert HEADER not in run_line(["run", stuck, "--shadow", "-q"]).stdout
