@@ -60,7 +60,6 @@ class _Run:
     key: object = None
     count: int = 0
     label: str = ""
-    subject: str = ""  # an agent's run: the subject of its latest failure
     positions: deque[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -121,7 +120,10 @@ class StuckDetector:
             re.compile(rx, re.IGNORECASE) for rx in _names(policy, "unable_to_complete.patterns")
         )
         self._seen: dict[str, _Subject | None] = {}
-        self._agents: dict[str, _Run] = {}
+        # Per agent, since its last success: its failures on each subject. "The same agent
+        # failing 3 times in a row" stalls a subject when 3 of them are on that subject; an
+        # agent failing once each on many subjects stalls none of them.
+        self._agents: dict[str, dict[str, _Run]] = {}
         self._texts: dict[str, tuple[str, str | None, bool]] = {}
 
     def feed(self, failure: Failure) -> None:
@@ -145,15 +147,19 @@ class StuckDetector:
             state.window.clear()
             for run in state.runs:
                 run.reset()
+            for per_subject in self._agents.values():  # no agent is stuck on it any more
+                per_subject.pop(subject, None)
         if failure.outcome is not Outcome.FAILURE:
             if agent is not None:  # the agent got something done: its run of failures ends
-                agent.reset()
+                agent.clear()
             if failure.outcome is Outcome.PARTIAL:
                 state.window.append(_Slot(None, None, None, failure))
             return
         self._fail(state, subject, failure, agent)
 
-    def _fail(self, state: _Subject, subject: str, failure: Failure, agent: _Run | None) -> None:
+    def _fail(
+        self, state: _Subject, subject: str, failure: Failure, agent: dict[str, _Run] | None
+    ) -> None:
         index, tool, error = failure.index, failure.tool, failure.error
         normalised, kind, unable = self._read(error)
         place = failure.file_path
@@ -167,8 +173,10 @@ class StuckDetector:
         edited = place if place and tool.casefold() in self._edit_tools else None
         state.window.append(_Slot(normalised or None, edited, operation, failure))
         if agent is not None:
-            agent.push(True, index, f"Agent {failure.agent_id} failing")
-            agent.subject = subject
+            run = agent.get(subject)
+            if run is None:
+                run = agent[subject] = _Run(self._cap)
+            run.push(True, index, f"Agent {failure.agent_id} failing")
 
     def firing(self, subject: str) -> tuple[Firing, ...]:
         """The signals that fire for `subject` now, in Signal order."""
@@ -178,7 +186,7 @@ class StuckDetector:
         slots = list(state.window)
         # The longest run ending at the latest failure; ties go to class, then file.
         streak = max(state.runs[:3], key=lambda run: run.count)
-        agents = [agent for agent in self._agents.values() if agent.subject == subject]
+        agents = [runs[subject] for runs in self._agents.values() if subject in runs]
         agent = max(agents, key=lambda run: run.count, default=None)
         found = [
             _fired(Signal.CONSECUTIVE_FAILURES, streak, self._consecutive),
@@ -200,7 +208,7 @@ class StuckDetector:
         """How much is held: subjects, agents, the longest window and position list."""
         states = [state for state in self._seen.values() if state is not None]
         runs = [run for state in states for run in state.runs]
-        runs += self._agents.values()
+        runs += [run for agent in self._agents.values() for run in agent.values()]
         return {
             "subjects": len(self._seen),
             "agents": len(self._agents),
@@ -225,13 +233,10 @@ class StuckDetector:
             self._texts[error] = known
         return known
 
-    def _agent(self, agent_id: str | None) -> _Run | None:
+    def _agent(self, agent_id: str | None) -> dict[str, _Run] | None:
         if agent_id is None:
             return None
-        agent = self._agents.get(agent_id)
-        if agent is None:
-            agent = self._agents[agent_id] = _Run(self._cap)
-        return agent
+        return self._agents.setdefault(agent_id, {})
 
 
 _CACHE_SIZE = 1024
