@@ -16,13 +16,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selfcorrect.core.calibration import CalibrationRow, calibrate
+from selfcorrect.core.circuits import Circuits, Trip, fold_circuits
 from selfcorrect.core.classify import IssueClassifier, IssueDecision
 from selfcorrect.core.frozen import thaw
+from selfcorrect.core.human_control import (
+    Reset,
+    ResetRequest,
+    UnknownTarget,
+    escalation_edits,
+    resolve_reset,
+    unblocked_by_hand,
+)
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
 from selfcorrect.core.ledger import Ledger, SubjectRecord
-from selfcorrect.core.model import Coordination, Issue, Report, Severity, Verdict, Waypoint
+from selfcorrect.core.model import (
+    Coordination,
+    Escalation,
+    FinalStatus,
+    Issue,
+    Report,
+    Severity,
+    Verdict,
+    Waypoint,
+)
 from selfcorrect.core.normalise import (
     normalise_coordination,
+    normalise_escalations,
     normalise_failure,
     normalise_report,
     normalise_waypoint,
@@ -70,6 +90,11 @@ class Analysis:
     waypoints: list[Waypoint] = field(default_factory=list)
     microtasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task_id -> its file
     installed: Callable[[str], bool] = field(default=lambda _program: False)
+    escalations: tuple[Escalation, ...] = ()  # escalations.yaml, as it is now
+    circuits: Circuits = field(default_factory=Circuits)  # every rule's circuit (§10)
+    trips: list[Trip] = field(default_factory=list)  # circuits that open in this run
+    human_resets: list[Reset] = field(default_factory=list)  # hand edits acted on now
+    calibration: list[CalibrationRow] = field(default_factory=list)  # §13, from the journal
 
 
 @dataclass
@@ -112,9 +137,15 @@ def analyze(
             folder / "coordination_log.yaml", "coordination_log", max_bytes=max_bytes
         )
         coordination = normalise_coordination(doc.data)
+    escalations: tuple[Escalation, ...] = ()
+    escalation_doc = None
     if (folder / "escalations.yaml").exists():  # strict: a broken hand edit stops the run
-        documents.load_decision(folder / "escalations.yaml", "escalations", max_bytes=max_bytes)
-    state = derive(journal.read_journal(folder, warnings))
+        escalation_doc = documents.load_decision(
+            folder / "escalations.yaml", "escalations", max_bytes=max_bytes
+        )
+        escalations = normalise_escalations(escalation_doc.data or {})
+    history = journal.read_journal(folder, warnings)
+    state = derive(history)
 
     log = folder / "tool_failures.yaml"
     if cache is None:
@@ -125,9 +156,21 @@ def analyze(
             entries = _feed(raws, taxonomy, ledger, detector)
     else:
         ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings)
+    # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
+    # before any decision, exactly as `selfcorrect reset` would have (SPEC §10).
+    human = _hand_edits(
+        escalations, escalation_doc, coordination, state, ledger.records, policy, digest, warnings
+    )
+    if human:
+        history = [*history, *(r.record for r in human)]
+        state = derive(history)
+    circuits = fold_circuits(history)
     reviews = review_loops(coordination.tasks, policy) if coordination else {}
+    records = dict(ledger.records)
+    for task_id in reviews:  # a review loop stalls a task that no tool failure names (§7)
+        records.setdefault(task_id, SubjectRecord(task_id, task_id=task_id))
     subjects = []
-    for subject, record in ledger.records.items():
+    for subject, record in records.items():
         firing = detector.firing(subject)
         if subject in reviews:
             firing = (*firing, reviews[subject])
@@ -140,6 +183,7 @@ def analyze(
             issue,
             state.issue(_fingerprint(classifier, issue)),
             digest,
+            circuit_open=lambda rule, version: circuits.blocked(rule, version, policy),
             validations=state.validations,
         )
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
@@ -166,7 +210,7 @@ def analyze(
         policy,
         state,
         subjects,
-        ledger.records,
+        records,
         list(issues.values()),
         report,
         digest,
@@ -178,7 +222,72 @@ def analyze(
         waypoints,
         microtasks,
         is_installed or installed,
+        escalations,
+        circuits,
+        circuits.trips(policy),
+        human,
+        calibrate(history),
     )
+
+
+def _hand_edits(
+    escalations: tuple[Escalation, ...],
+    doc: documents.Document | None,
+    coordination: Coordination | None,
+    state: State,
+    records: dict[str, SubjectRecord],
+    policy: Policy,
+    digest: str,
+    warnings: list[Diagnostic],
+) -> list[Reset]:
+    """Resets for the hand edits the journal has not seen yet; unusable ones are warnings."""
+    resets: list[Reset] = []
+    for index, entry in escalation_edits(escalations, state):
+        where = doc.position(["escalations", index, "status"]) if doc else (1, 1)
+        if not (entry.evidence or "").strip():
+            warnings.append(
+                Diagnostic(
+                    doc.display if doc else "escalations.yaml",
+                    *where,
+                    f"{entry.id} is resolved but gives no `evidence:`; say why it is safe to go "
+                    "on (and `resolved_by:` who you are): until then it is not acted on",
+                    "warning",
+                )
+            )
+            continue
+        request = ResetRequest(
+            "escalation",
+            entry.id,
+            str(entry.evidence),
+            entry.resolved_by or "unnamed (escalations.yaml edit)",
+            "escalations.yaml",
+            retry=entry.retry,
+            false_positive=entry.false_positive,
+        )
+        try:
+            resets.append(resolve_reset(request, state, records, escalations, policy, digest))
+        except UnknownTarget as exc:
+            warnings.append(
+                Diagnostic(doc.display if doc else "escalations.yaml", *where, str(exc), "warning")
+            )
+    for item in unblocked_by_hand(
+        coordination.failed_items if coordination else (), state, records
+    ):
+        evidence = item.extra.get("evidence")
+        actor = item.extra.get("resolved_by")
+        request = ResetRequest(
+            "subject",
+            item.task_id,
+            str(evidence or f"final_status set to {item.final_status.value} by hand"),
+            str(actor or "unnamed (coordination_log.yaml edit)"),
+            "failed_items",
+            retry=item.final_status is FinalStatus.RECOVERING,
+        )
+        try:
+            resets.append(resolve_reset(request, state, records, escalations, policy, digest))
+        except UnknownTarget:
+            continue  # blocked by an older selfcorrect under another name: nothing to reset
+    return resets
 
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import shlex
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
+from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
-from selfcorrect.core.classify import capped
+from selfcorrect.core.circuits import fold_circuits
+from selfcorrect.core.classify import IssueReason, capped
 from selfcorrect.core.outputs import Plan, Result, RunInputs
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
@@ -98,10 +100,20 @@ def correction_run(
         before = list(analysis.report.issues) if analysis.report else []
         outcomes: list[FixOutcome] = []
         if plan.fixes:
-            outcomes = [
-                apply_fix(d, root, folder, analysis.policy, _recorder(folder, inputs), trace)
-                for d in plan.fixes
-            ]
+            refused: list[FixOutcome] = []
+            for d in plan.fixes:
+                record = _recorder(folder, inputs, clock)
+                if _circuit_blocks(folder, analysis.policy, d.rule, d.rule_version):
+                    # Earlier fixes of this cycle tripped the rule's circuit: stop here (§10).
+                    transition_writer(record, d)("preflight", "escalated", reason="circuit open")
+                    # The fix never ran: its hand-out is not an attempt.
+                    undone = replace(d, attempts=d.attempts - 1, reason=IssueReason.CIRCUIT_OPEN)
+                    refused.append(
+                        FixOutcome(undone, None, "the rule's circuit opened in this run")
+                    )
+                    continue
+                outcomes.append(apply_fix(d, root, folder, analysis.policy, record, trace))
+            written += _escalate_failed(folder, analysis, inputs, refused, code="CIRCUIT_OPEN")
             written += _escalate_failed(
                 folder, analysis, inputs, [o for o in outcomes if not o.applied]
             )
@@ -111,7 +123,9 @@ def correction_run(
                 continue  # every fix was refused or undone: nothing to re-validate
         elif agent and handed and cycles < cap:
             # §9.1: the agent command gets each new prompt; that is this cycle's fix.
-            _run_agent(folder, analysis.policy, root, agent, handed, _recorder(folder, inputs))
+            _run_agent(
+                folder, analysis.policy, root, agent, handed, _recorder(folder, inputs, clock)
+            )
         elif plan.consolidated and cycles < cap:
             pass  # §11: every micro-task is done; the merged work is re-validated now
         else:
@@ -127,7 +141,7 @@ def correction_run(
             break
         after = list(analysis.report.issues) if analysis.report else []
         if outcomes and degraded(before, after):
-            written += _undo_cycle(folder, analysis, inputs, outcomes, root)
+            written += _undo_cycle(folder, analysis, inputs, outcomes, root, clock)
             _validate(folder, analysis.policy, root, trace, clock)  # match the restored tree
             analysis = analyze(folder, policy_path, is_installed, cache)
     # `plan` is the last plan written: what stands after the final cycle.
@@ -157,6 +171,11 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         validations=analysis.state.validations,
         installed=analysis.installed,
         work=work_inputs(folder, analysis),
+        trips=analysis.trips,
+        human_resets=analysis.human_resets,
+        proposals=frozenset(analysis.state.proposals),
+        circuit_epoch=analysis.circuits.epoch,
+        calibration=analysis.calibration,
     )
 
 
@@ -224,15 +243,22 @@ def _unsettled(analysis: Analysis) -> bool:
     )
 
 
-def _recorder(folder: Path, inputs: RunInputs) -> Callable[[dict[str, Any]], None]:
-    """Each transition is appended and fsynced at once: the journal leads every effect."""
+def _recorder(folder: Path, inputs: RunInputs, clock: Clock) -> Callable[[dict[str, Any]], None]:
+    """Each transition is appended and fsynced at once: the journal leads every effect. Each
+    is stamped when it happens: circuit windows compare these times (§10)."""
 
     def record(entry: dict[str, Any]) -> None:
         journal.append(
-            folder, [{**entry, "at": inputs.now, "run": inputs.run_id, "actor": "selfcorrect"}]
+            folder,
+            [{**entry, "at": stamp(clock), "run": inputs.run_id, "actor": "selfcorrect"}],
         )
 
     return record
+
+
+def _circuit_blocks(folder: Path, policy: Policy, rule: str, version: str) -> bool:
+    """Is the rule's circuit open, or due to open, by the journal as it stands right now?"""
+    return fold_circuits(journal.read_journal(folder, [])).blocked(rule, version, policy)
 
 
 def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) -> None:
@@ -262,7 +288,11 @@ def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) ->
 
 
 def _escalate_failed(
-    folder: Path, analysis: Analysis, inputs: RunInputs, failed: list[FixOutcome]
+    folder: Path,
+    analysis: Analysis,
+    inputs: RunInputs,
+    failed: list[FixOutcome],
+    code: str = "FIX_FAILED",
 ) -> list[str]:
     """A fix that failed verification (and was compensated) goes to a human (§9.2)."""
     if not failed:
@@ -275,22 +305,27 @@ def _escalate_failed(
             items,
             inputs,
             outcome.decision,
-            f"autofix failed: {outcome.detail}",
-            code="FIX_FAILED",
+            f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
+            code=code,
         )
     plan.failed_items = list(items.values())
     return _write(folder, analysis, plan, {})
 
 
 def _undo_cycle(
-    folder: Path, analysis: Analysis, inputs: RunInputs, outcomes: list[FixOutcome], root: Path
+    folder: Path,
+    analysis: Analysis,
+    inputs: RunInputs,
+    outcomes: list[FixOutcome],
+    root: Path,
+    clock: Clock,
 ) -> list[str]:
     """The re-validated report scores worse: restore every fix of this cycle (§9.4)."""
     undone = []
     for outcome in (o for o in reversed(outcomes) if o.applied):
         outcome.verdict = FixVerdict.DEGRADED
         outcome.detail = "the next report scored worse (CRITICAL 10, MAJOR 3, MINOR 1)"
-        compensate(outcome, transition_writer(_recorder(folder, inputs), outcome.decision))
+        compensate(outcome, transition_writer(_recorder(folder, inputs, clock), outcome.decision))
         undone.append(outcome)
     return _escalate_failed(folder, analysis, inputs, undone)
 
@@ -328,4 +363,6 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
     written += write_work(folder, plan)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
+        if write_calibration(folder, journal.read_journal(folder, [])):  # §13: what worked
+            written.append(documents.display_path(calibration_path(folder)))
     return written

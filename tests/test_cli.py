@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 import selfcorrect
@@ -16,7 +15,6 @@ from selfcorrect.io.yaml_nodes import FastLoader
 from tests.conftest import REPO, tree_digest
 
 COMMANDS = ["init", "check", "validate", "run", "watch", "status", "stats", "replay", "reset"]
-NOT_YET = ["stats", "replay", "reset"]
 
 
 def test_version(run_line) -> None:
@@ -42,16 +40,6 @@ def test_help_lists_every_command_and_the_exit_codes(run_line) -> None:
     for command in COMMANDS:
         assert f"\n  {command} " in result.stdout
     assert "3 PENDING" in result.stdout
-
-
-@pytest.mark.parametrize("command", NOT_YET)
-def test_unbuilt_commands_say_so_and_never_claim_success(
-    command: str, tmp_path: Path, run_line
-) -> None:
-    result = run_line([command, tmp_path])
-    assert result.exit_code == 2
-    assert "not yet implemented" in result.stderr
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_check_accepts_the_real_cagents_session_unmodified(corpus: Path, run_line) -> None:

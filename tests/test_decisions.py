@@ -154,7 +154,9 @@ def test_subject_decisions(
 def test_a_success_after_a_prompt_is_a_recovery() -> None:
     record, firing = feed([SYNTAX] * 3)
     record.attempts.clear()  # what the ledger does on a success entry
-    decision = decide_subject(record, firing, SubjectState("recovering", 1, 2), POLICY)
+    # ...and the detector clears its windows: nothing fires any more.
+    decision = decide_subject(record, (), SubjectState("recovering", 1, 2), POLICY)
+    assert firing  # it did fire before the success
     assert (decision.status, decision.reason, decision.new) == (
         SubjectStatus.RECOVERED,
         SubjectReason.SUCCEEDED,

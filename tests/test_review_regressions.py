@@ -185,7 +185,12 @@ def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_li
 
     result = run_line(["run", folder, "--format", "json"])
 
-    assert log.read_text() == edited  # the person's edit and comment stand
-    assert any(
-        "a person set final_status to recovering" in why for why in json.loads(result.stdout)["why"]
-    )
+    # The person's edit and comment stand, and the edit is acted on as a reset (SPEC §10).
+    assert "final_status: recovering  # I fixed the input" in log.read_text()
+    assert log.read_text().startswith("controller: lead  # mine\n")
+    assert edited != ""
+    (wi3,) = json.loads(result.stdout)["subjects"]
+    assert (wi3["status"], wi3["attempts"]) == ("recovering", 0)  # a fresh budget
+    journal = (folder / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
+    reset = json.loads(journal[-1])
+    assert (reset["event"], reset["via"], reset["retry"]) == ("reset", "failed_items", True)

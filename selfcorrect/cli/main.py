@@ -25,8 +25,6 @@ from selfcorrect.errors import ExitCode, SelfcorrectError
 if TYPE_CHECKING:
     import threading
 
-_NOT_YET = "not yet implemented in this version of selfcorrect"
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="selfcorrect")
@@ -351,21 +349,215 @@ def documents_display(path: Path) -> str:
     return display_path(path)
 
 
-def _stub(name: str, summary: str) -> None:
-    @cli.command(
-        name=name,
-        help=f"{summary}\n\n(Not yet implemented: exits 2.)",
-        context_settings={"ignore_unknown_options": True},
+@cli.command()
+@folder_argument
+@format_option("text", "json")
+@common_options
+def stats(
+    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Print per-rule-version figures from DIR's journal. Writes nothing.
+
+    \b
+    One row per rule and version (a rule's version changes when its definition
+    in the policy does), counted from DIR/.selfcorrect/journal.jsonl:
+      DETECTED     new occurrences: an issue or stuck subject first seen (again
+                   after it was resolved or reset); shadow proposals count too
+      REJECTED     fixes that preflight refused (preflight -> escalated)
+      REMEDIATED   remediations handed out: fixes run, directives written,
+                   ladder prompts for a higher step
+      RECOVERED    verified recoveries: the issue left a fresh report, or the
+                   subject succeeded after selfcorrect acted
+      COMPENSATED  fixes undone after verification failed or the report got worse
+      CIRCUIT      times the rule's circuit opened
+      RECURRED     detections of something that had recovered before
+      PRECISION    (detections - false positives) / detections, once someone
+                   marked a detection false (reset --false-positive); else -
+    Below it, the calibration: per type and strategy (or ladder:N), attempts
+    handed out and the verified recoveries that followed (calibration.yaml).
+    --format json prints {"rules", "calibration", "journal_records"}.
+    Exit codes: 0, or 2 when DIR is not a folder.
+    """
+    from selfcorrect.cli.stats_report import show_stats
+    from selfcorrect.io.journal import journal_path
+    from selfcorrect.stats import folder_stats
+
+    common = make_common(policy, color, verbose, quiet)
+    result = folder_stats(folder)
+    show_stats(result, fmt, common, documents_display(journal_path(folder)))
+    return ExitCode.PASS
+
+
+@cli.command()
+@click.argument(
+    "paths",
+    metavar="PATH...",
+    nargs=-1,
+    required=True,
+    type=click.Path(path_type=Path, exists=True),
+)
+@format_option("text", "json")
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="YAML file of recorded figures ({detectors: {NAME: {precision, recall}}}); "
+    "exit 1 when a figure drops below its recorded value or becomes undefined.",
+)
+@common_options
+def replay(
+    paths: tuple[Path, ...],
+    fmt: str,
+    baseline: Path | None,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> int:
+    """Run detection and classification over recorded workflow folders.
+
+    \b
+    Each PATH is a workflow folder, a folder of cases (every folder with an
+    expected.yaml at PATH or one or two levels below it is a case), or a
+    journal (*.jsonl), whose detections are counted per rule version.
+    Nothing is executed and nothing is written, not even the journal.
+    Every fixer program is assumed installed, so the decisions (and the
+    labels that judge them) do not depend on this machine.
+
+    \b
+    Where a folder carries labels (expected.yaml: what a careful human says
+    is true of it), prints each detector's true and false positives, false
+    negatives, precision and recall, summed over all cases ("-": undefined).
+    -v lists, per case, what was labelled and what was decided instead.
+    The policy is --policy, else each folder's own selfcorrect.yaml.
+
+    Exit codes: 0 done, 1 a figure is below --baseline, 2 invalid input.
+    """
+    from selfcorrect.cli.replay_report import show_replay
+    from selfcorrect.replay import replay as replay_paths
+
+    common = make_common(policy, color, verbose, quiet)
+    result = replay_paths(list(paths), policy, baseline=baseline)
+    show_replay(result, fmt, common)
+    return ExitCode.BLOCKED if result.drops else ExitCode.PASS
+
+
+@cli.command(name="reset")
+@folder_argument
+@click.option("--subject", metavar="S", help="A subject, task id or issue fingerprint.")
+@click.option(
+    "--rule", metavar="R", help="A rule, e.g. linting_errors or issue_type:linting_errors."
+)
+@click.option("--escalation", metavar="E", help="An escalation id from escalations.yaml.")
+@click.option("--evidence", metavar="TEXT", help="Why it is safe to go on (required; journaled).")
+@click.option("--actor", metavar="NAME", help="Who is resetting (default: $USER).")
+@click.option(
+    "--false-positive",
+    is_flag=True,
+    help="The detection was wrong: counted against the rule's precision in `stats`.",
+)
+@click.option(
+    "--no-retry",
+    is_flag=True,
+    help="Resolve without a fresh budget: selfcorrect waits for new evidence (new failures "
+    "or a fresh report) and then applies the budget already spent.",
+)
+@format_option("text", "json")
+@common_options
+def reset_command(
+    folder: Path,
+    subject: str | None,
+    rule: str | None,
+    escalation: str | None,
+    evidence: str | None,
+    actor: str | None,
+    false_positive: bool,
+    no_retry: bool,
+    fmt: str,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> int:
+    """Hand work back to selfcorrect, with evidence: a fresh budget or a closed circuit.
+
+    \b
+    Exactly one of:
+      --subject S     a subject (task, file or tool), a task id (its subjects,
+                      issues and unfinished work) or an issue fingerprint gets a
+                      fresh budget: failures before the reset no longer count,
+                      and its blocked state and ladder start again;
+      --rule R        closes R's circuit (every version), so it acts again;
+      --escalation E  does what escalation E needs: a fresh budget for its
+                      subject or issue, or closes its rule's circuit.
+    --evidence TEXT is required: a reset without it exits 2 and writes nothing.
+
+    \b
+    Writes: the escalations it answers are marked resolved in escalations.yaml
+    (resolved_by, resolved_at, evidence), the failed_items entries it reopens
+    say who did it and why, and one `reset` record (who, when, why, what)
+    goes to DIR/.selfcorrect/journal.jsonl. The next run acts on it.
+    The same happens when a person edits escalations.yaml by hand (status:
+    resolved, evidence:, resolved_by:, optionally retry: true) or moves a
+    failed_items entry's final_status out of blocked.
+    Exit codes: 0 done, 2 invalid input or usage (nothing written).
+    """
+    import json
+
+    from selfcorrect.core.human_control import ResetRequest, UnknownTarget
+    from selfcorrect.reset import default_actor, reset
+
+    make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+    chosen = [
+        (k, v) for k, v in (("subject", subject), ("rule", rule), ("escalation", escalation)) if v
+    ]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --subject, --rule or --escalation")
+    if not (evidence or "").strip():
+        raise click.UsageError(
+            "a reset needs --evidence TEXT: say why it is safe to go on (it is journaled); "
+            "nothing was written"
+        )
+    kind, name = chosen[0]
+    request = ResetRequest(
+        kind,
+        str(name),
+        str(evidence),
+        actor or default_actor(),
+        "cli",
+        retry=not no_retry,
+        false_positive=false_positive,
     )
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def command(args: tuple[str, ...]) -> int:
-        click.echo(f"selfcorrect {name}: {_NOT_YET}", err=True)
-        return ExitCode.INVALID
+    try:
+        outcome = reset(folder, request, policy_path=policy)
+    except UnknownTarget as exc:
+        raise click.BadParameter(str(exc), param_hint=f"--{kind}") from exc
+    if fmt == "json":
+        click.echo(
+            json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
+        )
+        return ExitCode.PASS
+    from selfcorrect.cli.report import printable
 
-
-_stub("stats", "Print per-rule figures from the journal.")
-_stub("replay", "Run detection and classification over recorded folders.")
-_stub("reset", "Close a circuit or give a subject a fresh budget, with evidence.")
+    record = outcome.record
+    what = [
+        *(s["subject"] for s in record["subjects"]),
+        *record["fingerprints"],
+        *record["tasks"],
+        *(f"circuit {r}" for r in record["rules"]),
+    ]
+    click.echo(
+        printable(
+            f"reset by {record['actor']}: "
+            + (", ".join(what) or "nothing was blocked")
+            + (" (fresh budget)" if record["retry"] else " (resolved, no fresh budget)")
+        )
+    )
+    for ident in outcome.escalations:
+        click.echo(printable(f"  resolved {ident} in escalations.yaml"))
+    for path in outcome.written:
+        click.echo(printable(f"  wrote {path}"))
+    return ExitCode.PASS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from selfcorrect.core.markdown import template_for
 from selfcorrect.core.model import Issue, Verdict
 from selfcorrect.core.policy import Policy, Rule
+from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
 
 UNCLASSIFIED = "unclassified"
@@ -37,6 +38,7 @@ class IssueReason(enum.StrEnum):
     LOW_CONFIDENCE = "LOW_CONFIDENCE"
     FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (§9.4)
     CAPS_EXHAUSTED = "CAPS_EXHAUSTED"  # still open after caps.global_cycles cycles (§4)
+    HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; waiting for a fresh report (§10)
 
 
 # Blocked for these reasons, an issue stays blocked until a person acts: retrying would repeat
@@ -62,6 +64,17 @@ class IssueDecision:
     new: bool  # this decision hands out a new attempt (or newly blocks): journal it
     rule: str
     rule_version: str
+    stage: str = ACTIVE  # active | shadow | retired for this issue (§13)
+    epoch: int = 0  # a person's resets so far: part of a new escalation's identity
+
+    @property
+    def held_by_human(self) -> bool:
+        return self.reason is IssueReason.HUMAN_RESOLVED
+
+    @property
+    def acts(self) -> bool:
+        """Its rule may act on it (not shadow, not retired) and no person holds it."""
+        return self.stage == ACTIVE and not self.held_by_human
 
     @property
     def work_item(self) -> str:
@@ -129,8 +142,32 @@ class IssueClassifier:
         issue: Issue,
         prior: IssueState,
         report_digest: str,
-        circuit_open: Callable[[str], bool] = lambda _rule: False,
+        circuit_open: Callable[[str, str], bool] = lambda _rule, _version: False,
         validations: int = 0,
+    ) -> IssueDecision:
+        decision = self._decide(issue, prior, report_digest, circuit_open, validations)
+        rule = self.policy.issue_type(decision.type) or self.policy.issue_type(UNCLASSIFIED)
+        stage = effective_stage(
+            self.policy, rule, (issue.target, issue.task_id, decision.fingerprint)
+        )
+        if stage == ACTIVE:
+            return replace(decision, epoch=prior.epoch)
+        prefix = "retired rule: ignored" if stage == RETIRED else "shadow: would act"
+        return replace(
+            decision,
+            stage=stage,
+            epoch=prior.epoch,
+            new=decision.new and stage != RETIRED,  # shadow: a new proposal, journaled as such
+            detail=f"{prefix} ({decision.classification.value}: {decision.detail})",
+        )
+
+    def _decide(
+        self,
+        issue: Issue,
+        prior: IssueState,
+        report_digest: str,
+        circuit_open: Callable[[str, str], bool],
+        validations: int,
     ) -> IssueDecision:
         issue_type, confidence = self.type_of(issue)
         rule = self.policy.issue_type(issue_type) or self.policy.issue_type(UNCLASSIFIED)
@@ -174,6 +211,14 @@ class IssueClassifier:
 
         blocked = Verdict.BLOCKED
         first_time = prior.status != "blocked"
+        if prior.acknowledged == (report_digest, validations):
+            return out(
+                blocked,
+                IssueReason.HUMAN_RESOLVED,
+                "a person resolved it; waiting for a fresh report",
+                prior.attempts,
+                False,
+            )
         if not first_time and prior.reason in STICKY:
             return out(
                 blocked,
@@ -228,7 +273,7 @@ class IssueClassifier:
                 prior.attempts,
                 first_time,
             )
-        if rule is not None and circuit_open(f"issue_type:{rule.name}"):
+        if rule is not None and circuit_open(f"issue_type:{rule.name}", rule.version):
             return out(
                 blocked,
                 IssueReason.CIRCUIT_OPEN,

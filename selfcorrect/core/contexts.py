@@ -6,7 +6,7 @@ text goes in as data and is rendered, never evaluated, by the sandbox in io/prom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from selfcorrect.core.classify import IssueDecision
@@ -17,6 +17,7 @@ from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
 
 SUMMARY_CHARS = 200
+COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
 
 
 def short(text: str) -> str:
@@ -76,7 +77,10 @@ def stuck_context(
     records: Mapping[str, SubjectRecord],
     coordination: Coordination | None,
     workflow_dir: str,
+    *,
+    worked_before: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """`worked_before`: calibration sentences for this failure type, best first (§13)."""
     step = ladder_step(policy, decision.ladder_step or 1)
     rule = policy.failure_type(decision.failure_type)
     if decision.reason.value == "LIMIT_DECOMPOSE":
@@ -87,6 +91,9 @@ def stuck_context(
             "file edit, one test suite, one document section each) and do "
             "them one at a time.",
         }
+    elif step["step"] == COMBINE_SUCCESSES and worked_before:
+        # Step 3 combines what worked: the TRY line itself names the best record we have.
+        step = {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
     task = task_of(coordination, record.task_id)
     scope = list(dict.fromkeys([*(task.files if task else ()), *record.files]))
     elsewhere = [
@@ -131,6 +138,7 @@ def stuck_context(
         "recovery": str(rule.definition.get("recovery", "")) if rule else "",
         "task": task_context(task),
         "successes_elsewhere": list(dict.fromkeys(elsewhere)),
+        "worked_before": list(worked_before),
         "workflow_dir": workflow_dir,
     }
 
@@ -142,8 +150,13 @@ def directive_context(
     workflow_dir: str,
     policy: Policy,
     installed: Callable[[str], bool],
+    *,
+    worked_before: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The context of templates/strategies/<strategy>.md.j2 (§9.1, §12)."""
+    """The context of templates/strategies/<strategy>.md.j2 (§9.1, §12).
+
+    `worked_before`: calibration sentences for this issue type, best first (§13).
+    """
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
     scope = [issue.target] if issue.target else list(task.files if task else ())
@@ -171,4 +184,5 @@ def directive_context(
         "verification": verification,
         "workflow_dir": workflow_dir,
         "task": task_context(task),
+        "worked_before": list(worked_before),
     }

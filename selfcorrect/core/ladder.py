@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.state import SubjectState
+from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
+from selfcorrect.core.state import Baseline, SubjectState
 from selfcorrect.core.stuck import Firing
 
 ESCALATE_STEP = 6
@@ -41,6 +42,8 @@ class SubjectReason(enum.StrEnum):
     LIMIT_SIMPLIFY = "LIMIT_SIMPLIFY"
     LIMIT_DECOMPOSE = "LIMIT_DECOMPOSE"
     SUCCEEDED = "SUCCEEDED"
+    HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; nothing new in the log since
+    RETIRED = "RETIRED"  # its failure type's rule is retired: observed only (§13)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class SubjectDecision:
     new: bool  # a fact the journal does not hold yet
     rule: str
     rule_version: str
+    stage: str = ACTIVE  # active | shadow (proposes only) | retired (§13)
+    epoch: int = 0  # a person's resets so far: part of a new escalation's identity
 
     @property
     def outstanding(self) -> bool:
@@ -71,15 +76,49 @@ def ladder_step(policy: Policy, step: int) -> dict[str, Any]:
     return {"step": step, "name": f"Step {step}", "directive": ""}
 
 
+def _counts(record: SubjectRecord, baseline: Baseline | None) -> dict[str, int]:
+    """Failures that count against the budget: a person's retry subtracts those before it."""
+    if baseline is None or not baseline.retry or record.successes > baseline.successes:
+        return dict(record.attempts)  # a success since the reset already cleared the old ones
+    counts = {t: n - baseline.attempts.get(t, 0) for t, n in record.attempts.items()}
+    return {t: n for t, n in counts.items() if n > 0}
+
+
 def decide_subject(
     record: SubjectRecord, firing: tuple[Firing, ...], prior: SubjectState, policy: Policy
 ) -> SubjectDecision:
     failure_type = record.latest_type or record.seen_type or "unknown"
     rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
+    stage = effective_stage(policy, rule, (record.subject, record.task_id, *record.files))
+    made = _decide(record, firing, prior, policy, failure_type)
+    if stage == RETIRED:
+        return replace(
+            made,
+            status=SubjectStatus.FAILING,
+            reason=SubjectReason.RETIRED,
+            new=False,
+            stage=stage,
+            epoch=prior.epoch,
+        )
+    return replace(made, stage=stage, epoch=prior.epoch)
+
+
+def _decide(
+    record: SubjectRecord,
+    firing: tuple[Firing, ...],
+    prior: SubjectState,
+    policy: Policy,
+    failure_type: str,
+) -> SubjectDecision:
+    rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
     definition: Mapping[str, Any] = rule.definition if rule else {}
     retries = definition.get("retries")
-    attempts = record.attempts.get(failure_type, 0)
+    baseline = prior.baseline
+    counts = _counts(record, baseline)
+    attempts = counts.get(failure_type, 0)
     fresh = record.latest_position > prior.log_position  # failures after the last decision
+    if baseline is not None:  # signals made of entries a person already dealt with are spent
+        firing = tuple(f for f in firing if max(f.positions, default=-1) > baseline.log_position)
 
     def decision(
         status: SubjectStatus, reason: SubjectReason, step: int | None, new: bool
@@ -104,9 +143,14 @@ def decide_subject(
         reason = prior.reason if prior.reason in SubjectReason.__members__ else None
         reason = reason or SubjectReason.LADDER_EXHAUSTED.value
         return decision(SubjectStatus.BLOCKED, SubjectReason(reason), prior_step or None, new=False)
-    if not record.attempts:  # nothing failing since the last success
-        if prior.status in (SubjectStatus.RECOVERING, SubjectStatus.SKIPPED):
+    succeeded_since = baseline is None or record.successes > baseline.successes
+    if baseline is not None and not baseline.retry and not fresh and not succeeded_since:
+        return decision(SubjectStatus.FAILING, SubjectReason.HUMAN_RESOLVED, None, new=False)
+    if not counts and not firing:  # nothing failing since the last success (or the retry)
+        if prior.status in (SubjectStatus.RECOVERING, SubjectStatus.SKIPPED) and succeeded_since:
             return decision(SubjectStatus.RECOVERED, SubjectReason.SUCCEEDED, None, new=True)
+        if prior.status == SubjectStatus.RECOVERING:  # a fresh budget, back with the agents
+            return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, None, new=False)
         status = (
             SubjectStatus.RECOVERED if prior.status == SubjectStatus.RECOVERED else SubjectStatus.OK
         )

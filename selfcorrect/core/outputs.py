@@ -12,7 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from selfcorrect.core.calibration import CalibrationRow
+from selfcorrect.core.circuits import Trip
 from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.human_control import Reset
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.ladder import SubjectDecision
 from selfcorrect.core.ledger import SubjectRecord
@@ -76,9 +79,17 @@ class RunInputs:
     validations: int = 0  # our validator runs so far (journal): part of a report's identity
     installed: Callable[[str], bool] = lambda _program: False  # is a tool's program here?
     work: WorkInputs | None = None  # incomplete subagent work (§11)
+    trips: Sequence[Trip] = ()  # circuits that open now (§10)
+    human_resets: Sequence[Reset] = ()  # a person's hand edits acted on in this run (§10)
+    proposals: frozenset[str] = frozenset()  # shadow proposals journaled before (§13)
+    circuit_epoch: Callable[[str, str], int] = lambda _rule, _version: 0
+    calibration: Sequence[CalibrationRow] = ()  # what worked before, from the journal (§13)
 
 
-def escalation_id(key: str) -> str:
+def escalation_id(key: str, epoch: int = 0) -> str:
+    """Stable per key; after a person's reset (epoch > 0) the same trouble is a new entry."""
+    if epoch:
+        key += f"|epoch:{epoch}"
     return "ESC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
@@ -121,9 +132,16 @@ def escalation(
     step: int | None,
     rule: str,
     version: str,
+    *,
+    kind: str,
+    epoch: int = 0,
+    fingerprint: str | None = None,
 ) -> dict[str, Any]:
+    """One escalations.yaml entry with full context. `kind` (subject | issue | task | circuit)
+    and `fingerprint` tell `selfcorrect reset --escalation` exactly what starts again."""
     entry: dict[str, Any] = {
-        "id": escalation_id(key),
+        "id": escalation_id(key, epoch),
+        "kind": kind,
         "subject": subject,
         "reason": reason,
         "status": "open",
@@ -137,6 +155,8 @@ def escalation(
         "rule_version": version,
         "created_at": run.now,
     }
+    if fingerprint:
+        entry["fingerprint"] = fingerprint
     if step:
         entry["ladder_step"] = step
     return entry

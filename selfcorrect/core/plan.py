@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.contexts import (
     short,
     stuck_context,
@@ -26,12 +27,16 @@ from selfcorrect.core.outputs import (
     merge_item,
     stamp,
 )
-from selfcorrect.core.plan_issues import plan_issue, plan_resolved
+from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
+from selfcorrect.core.plan_revision import plan_revision
+from selfcorrect.core.stages import ACTIVE, SHADOW
 
 
 def build_plan(run: RunInputs) -> Plan:
     items: dict[str, dict[str, Any]] = {}
     plan = Plan(Result.PASS)
+    _plan_human(plan, items, run)
+    _plan_trips(plan, run)
     for decision in run.subjects:
         record = run.records[decision.subject]
         _plan_subject(plan, items, run, decision, record)
@@ -42,8 +47,25 @@ def build_plan(run: RunInputs) -> Plan:
     work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
     _plan_work(plan, items, run, work)
     plan.failed_items = _keep_human_edits(plan, run, list(items.values()))
+    _plan_revision(plan, run)
     plan.result = _result(plan, run)
     return plan
+
+
+def _plan_revision(plan: Plan, run: RunInputs) -> None:
+    """§8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
+    for the failed tasks only (recovery/plan.md)."""
+    blocked = {
+        e["task_id"]: list(e.get("recovery_actions_taken") or ())
+        for e in plan.failed_items
+        if e.get("final_status") == "blocked"
+    }
+    context = plan_revision(run.coordination, blocked) if run.coordination else None
+    if context is not None:
+        plan.prompts.append(Prompt(PLAN_REVISION, "plan_revision.md.j2", context))
+
+
+PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision directive
 
 
 def _keep_human_edits(
@@ -90,6 +112,16 @@ def _plan_subject(
     status = decision.status
     work_item = record.task_id or decision.subject
     latest = record.chain[-1].error if record.chain else ""
+    if decision.stage == SHADOW:
+        if status in (SubjectStatus.RECOVERING, SubjectStatus.BLOCKED, SubjectStatus.SKIPPED):
+            would = {"recovering": "prompt", "blocked": "block", "skipped": "skip"}[status.value]
+            evidence = {
+                "signals": [f.signal.value for f in decision.signals],
+                "ladder_step": decision.ladder_step,
+                "error": short(latest),
+            }
+            propose(plan, run, decision, would, decision.subject, record.latest_position, evidence)
+        return
     if status in (SubjectStatus.OK, SubjectStatus.FAILING) or (
         status is SubjectStatus.RECOVERED and not decision.new
     ):
@@ -139,7 +171,13 @@ def _plan_subject(
                 work_item,
                 "stuck_recovery.md.j2",
                 stuck_context(
-                    run.policy, decision, record, run.records, run.coordination, run.workflow_dir
+                    run.policy,
+                    decision,
+                    record,
+                    run.records,
+                    run.coordination,
+                    run.workflow_dir,
+                    worked_before=worked_before(run.calibration, decision.failure_type),
                 ),
             )
         )
@@ -162,6 +200,8 @@ def _plan_subject(
                 decision.ladder_step,
                 decision.rule,
                 decision.rule_version,
+                kind="subject",
+                epoch=decision.epoch,
             )
         )
 
@@ -228,6 +268,7 @@ def _plan_work(
                 None,
                 "continuation",
                 "",
+                kind="task",
             )
         )
         if checkpoint:
@@ -236,15 +277,80 @@ def _plan_work(
     plan.work_pending = [*work.waiting, *work.handoffs]
 
 
+def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs) -> None:
+    """A person's hand edits, acted on now: journaled first (who, when, why), and the work
+    items they reopened say so in failed_items (a failed_items edit is the person's own)."""
+    for reset in run.human_resets:
+        plan.journal.append({**stamp(run), **reset.record})
+        if reset.record.get("via") == "failed_items":
+            continue
+        retry = bool(reset.record.get("retry"))
+        for work_item in reset.work_items:
+            merge_item(
+                items,
+                {
+                    "task_id": work_item,
+                    "final_status": "recovering" if retry else "recovered",
+                    "escalation_context": f"reset by {reset.record.get('actor')}: "
+                    f"{short(str(reset.record.get('evidence')))}",
+                },
+            )
+
+
+def _plan_trips(plan: Plan, run: RunInputs) -> None:
+    """§10: a rule whose circuit opens stops acting, and a person is told why."""
+    for trip in run.trips:
+        epoch = run.circuit_epoch(trip.rule, trip.rule_version)
+        entry = escalation(
+            run,
+            f"circuit:{trip.rule}@{trip.rule_version}",
+            trip.rule,
+            f"circuit open: {trip.detail}. The rule is disabled (observation continues) until "
+            f"a person resets it with evidence: selfcorrect reset DIR --rule {trip.rule} "
+            "--evidence TEXT",
+            trip.rule.split(":", 1)[-1],
+            0,
+            [trip.detail],
+            [],
+            [],
+            None,
+            trip.rule,
+            trip.rule_version,
+            kind="circuit",
+            epoch=epoch,
+        )
+        plan.escalations.append(entry)
+        plan.journal.append(
+            {
+                "event": "circuit",
+                "status": "open",
+                "rule": trip.rule,
+                "rule_version": trip.rule_version,
+                "reason": trip.reason.value,
+                "detail": trip.detail,
+                "escalation": entry["id"],
+                **stamp(run),
+            }
+        )
+        plan.reasons.append(f"circuit open: {trip.rule} ({trip.detail})")
+
+
 def _result(plan: Plan, run: RunInputs) -> Result:
-    blocked = [d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED]
-    blocked += [d.work_item for d in run.issues if d.classification is Verdict.BLOCKED]
+    blocked = [
+        d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED and d.stage == ACTIVE
+    ]
+    blocked += [d.work_item for d in run.issues if d.classification is Verdict.BLOCKED and d.acts]
+    blocked += [f"circuit {t.rule}" for t in run.trips]
     blocked += plan.work_blocked
     if blocked:
         plan.reasons.append("blocked: " + ", ".join(dict.fromkeys(blocked)))
         return Result.BLOCKED
-    pending = [d.subject for d in run.subjects if d.status is SubjectStatus.RECOVERING]
-    pending += [d.work_item for d in run.issues]
+    pending = [
+        d.subject
+        for d in run.subjects
+        if d.status is SubjectStatus.RECOVERING and d.stage == ACTIVE
+    ]
+    pending += [d.work_item for d in run.issues if d.acts]
     pending += plan.work_pending
     if pending:
         plan.reasons.append("handed to agents: " + ", ".join(dict.fromkeys(pending)))

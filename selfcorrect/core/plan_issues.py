@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.contexts import (
     directive_context,
     short,
 )
-from selfcorrect.core.model import Verdict
+from selfcorrect.core.intent import work_item_intent
+from selfcorrect.core.ladder import SubjectDecision
+from selfcorrect.core.model import Intent, Verdict
 from selfcorrect.core.outputs import (
     Plan,
     Prompt,
@@ -18,6 +21,7 @@ from selfcorrect.core.outputs import (
     merge_item,
     stamp,
 )
+from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
 
 
@@ -25,11 +29,31 @@ def plan_issue(
     plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs, decision: IssueDecision
 ) -> None:
     issue = decision.issue
+    if decision.stage == SHADOW:
+        propose(
+            plan,
+            run,
+            decision,
+            _would(decision, run),
+            decision.fingerprint,
+            run.report_digest,
+            {
+                "issue_id": issue.id,
+                "description": short(issue.description),
+                "confidence": decision.confidence,
+                "why": decision.detail,
+            },
+        )
+        return
+    if not decision.acts:  # retired rule, or a person holds it: no output at all
+        return
     blocked = decision.classification is Verdict.BLOCKED
     if blocked:
         block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
         return
-    runs_fixer = decision.fixer is not None  # a fixer command, or a built-in fix
+    # A fixer command, or a built-in fix. An observe task never gets one (§12): its agent
+    # gets the directive, which asks for a report instead.
+    runs_fixer = decision.fixer is not None and not _observes(run, decision)
     merge_item(
         items,
         {
@@ -64,9 +88,52 @@ def plan_issue(
                     run.workflow_dir,
                     run.policy,
                     run.installed,
+                    worked_before=worked_before(run.calibration, decision.type),
                 ),
             )
         )
+
+
+def _observes(run: RunInputs, decision: IssueDecision) -> bool:
+    task_id = decision.issue.task_id
+    return bool(task_id) and work_item_intent(run.coordination, task_id, run.policy) is (
+        Intent.OBSERVE
+    )
+
+
+def _would(decision: IssueDecision, run: RunInputs) -> str:
+    if decision.classification is Verdict.BLOCKED:
+        return "block"
+    return "fix" if decision.fixer is not None and not _observes(run, decision) else "directive"
+
+
+def propose(
+    plan: Plan,
+    run: RunInputs,
+    decision: IssueDecision | SubjectDecision,
+    would: str,
+    name: str,
+    moment: object,
+    evidence: dict[str, Any],
+) -> None:
+    """A shadow rule journals what it would do, once per occurrence, and changes nothing."""
+    rule, version, stage = decision.rule, decision.rule_version, decision.stage
+    key = f"{rule}|{name}|{moment}|{run.validations}|{would}"
+    if not decision.new or key in run.proposals or any(r.get("key") == key for r in plan.journal):
+        return
+    plan.journal.append(
+        {
+            "event": "proposal",
+            "key": key,
+            "rule": rule,
+            "rule_version": version,
+            "stage": stage,
+            "name": name,
+            "would": would,
+            **stamp(run),
+            "evidence": evidence,
+        }
+    )
 
 
 def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> dict[str, Any]:
@@ -127,6 +194,8 @@ def block_issue(
         record = _issue_record(run, decision, "blocked")
         if code:
             record["reason"] = code
+        if code == "CIRCUIT_OPEN":  # refused before it ran: its hand-out was no attempt
+            record["not_run"] = True
         plan.journal.append({**record, "evidence": {**record["evidence"], "why": reason}})
     plan.escalations.append(
         escalation(
@@ -143,6 +212,9 @@ def block_issue(
             None,
             decision.rule,
             decision.rule_version,
+            kind="issue",
+            epoch=decision.epoch,
+            fingerprint=decision.fingerprint,
         )
     )
 
@@ -174,6 +246,9 @@ def plan_resolved(
             "attempt": prior.attempts,
             "report_digest": run.report_digest,
             "reason": "RESOLVED",
+            "rule": prior.rule,
+            "rule_version": prior.rule_version,
+            "strategy": prior.strategy,
             **stamp(run),
         }
     )
@@ -184,6 +259,8 @@ def plan_resolved(
                 "fingerprint": fingerprint,
                 "from": "verifying",
                 "to": "recovered",
+                "rule": prior.rule,
+                "rule_version": prior.rule_version,
                 "attempt": prior.attempts,
                 **stamp(run),
                 "evidence": {"report_digest": run.report_digest},

@@ -15,6 +15,21 @@ SUBJECT = "subject"  # record kinds ("event" field)
 ISSUE = "issue"
 TASK = "task"  # incomplete-work steps: split, consolidated, blocked (§11)
 VALIDATED = "validated"  # selfcorrect ran the validator and got a fresh report
+RESET = "reset"  # a person acted: `selfcorrect reset`, or a hand edit (SPEC §10)
+PROPOSAL = "proposal"  # a shadow (or out-of-scope canary) rule would have acted (§13)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Where a person reset a subject: only what the log holds after this counts as new.
+
+    With `retry`, the budget is fresh: failures counted before the reset are subtracted
+    (unless a success since has cleared them anyway)."""
+
+    log_position: int
+    attempts: Mapping[str, int]
+    successes: int
+    retry: bool
 
 
 @dataclass
@@ -25,6 +40,10 @@ class SubjectState:
     attempt: int = 0
     reason: str | None = None
     at: str | None = None  # when the last decision was made
+    rule: str | None = None  # of the latest decision: a false positive is charged to it
+    rule_version: str | None = None
+    baseline: Baseline | None = None  # set by a person's reset
+    epoch: int = 0  # resets so far: a new escalation after a reset gets a new id
 
 
 @dataclass
@@ -37,6 +56,13 @@ class IssueState:
     at: str | None = None
     work_item: str | None = None  # where its failed_items entry lives
     type: str | None = None
+    rule: str | None = None  # of the last hand-out: a resolution is credited to it
+    rule_version: str | None = None
+    strategy: str | None = None
+    epoch: int = 0  # resets so far
+    # A person resolved it without a retry: nothing is handed out until a fresh report
+    # (another digest, or another validator run of ours) still carries it.
+    acknowledged: tuple[str, int] | None = None
 
 
 @dataclass
@@ -47,6 +73,8 @@ class State:
     # Validator runs selfcorrect started that wrote a fresh report: with the report's content,
     # they tell a fresh report that says the same thing from one merely seen again (§5).
     validations: int = 0
+    resolved_escalations: set[str] = field(default_factory=set)  # acted on already
+    proposals: set[str] = field(default_factory=set)  # shadow proposals already journaled
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -67,6 +95,8 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             current.attempt = int(record.get("attempt") or 0)
             current.reason = record.get("reason")
             current.at = record.get("at")
+            current.rule = record.get("rule", current.rule)
+            current.rule_version = record.get("rule_version", current.rule_version)
         elif kind == VALIDATED:
             state.validations += 1
         elif kind == TASK and isinstance(record.get("task_id"), str):
@@ -74,12 +104,76 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
         elif kind == ISSUE and isinstance(record.get("fingerprint"), str):
             issue = state.issues.setdefault(record["fingerprint"], IssueState())
             issue.status = record.get("status")
-            issue.attempts = max(issue.attempts, int(record.get("attempt") or 0))
+            attempt = int(record.get("attempt") or 0)
+            # A fix refused before it ran (`not_run`) gives its counted attempt back.
+            issue.attempts = attempt if record.get("not_run") else max(issue.attempts, attempt)
             issue.reason = record.get("reason")
             issue.at = record.get("at")
             issue.work_item = record.get("work_item", issue.work_item)
             issue.type = record.get("type", issue.type)
+            issue.acknowledged = None
+            issue.rule = record.get("rule") or issue.rule
+            issue.rule_version = record.get("rule_version") or issue.rule_version
             if record.get("status") in ("directive", "remediating", "fixed"):
                 issue.report_digest = record.get("report_digest")
                 issue.validations = int(record.get("validations") or 0)
+                issue.strategy = record.get("strategy", issue.strategy)
+        elif kind == RESET:
+            _apply_reset(state, record)
+        elif kind == PROPOSAL and isinstance(record.get("key"), str):
+            state.proposals.add(record["key"])
     return state
+
+
+def _apply_reset(state: State, record: Mapping[str, Any]) -> None:
+    """A person's reset: the named subjects, issues and tasks start again (SPEC §10)."""
+    retry = bool(record.get("retry"))
+    for entry in record.get("subjects") or ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("subject"), str):
+            continue
+        subject_before = state.subject(entry["subject"])
+        position = int(entry.get("log_position", -1))
+        raw = entry.get("attempts")
+        attempts: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        state.subjects[entry["subject"]] = SubjectState(
+            # With a fresh budget the work is back with the agents; a later success recovers it.
+            status="recovering" if retry else None,
+            log_position=position,
+            baseline=Baseline(
+                position,
+                {str(k): int(v) for k, v in attempts.items()},
+                int(entry.get("successes") or 0),
+                retry,
+            ),
+            epoch=subject_before.epoch + 1,
+            at=record.get("at"),
+            reason="RESET",
+            rule=subject_before.rule,
+            rule_version=subject_before.rule_version,
+        )
+    for fingerprint in record.get("fingerprints") or ():
+        if not isinstance(fingerprint, str):
+            continue
+        before = state.issue(fingerprint)
+        acknowledged = (
+            None
+            if retry
+            else (str(record.get("report_digest")), int(record.get("validations") or 0))
+        )
+        state.issues[fingerprint] = IssueState(
+            attempts=0 if retry else before.attempts,
+            work_item=before.work_item,
+            type=before.type,
+            rule=before.rule,
+            rule_version=before.rule_version,
+            strategy=before.strategy,
+            epoch=before.epoch + 1,
+            acknowledged=acknowledged,
+            reason="RESET",
+            at=record.get("at"),
+        )
+    for task_id in record.get("tasks") or ():
+        state.tasks.pop(str(task_id), None)
+    if record.get("escalation"):
+        state.resolved_escalations.add(str(record["escalation"]))
+    state.resolved_escalations.update(str(e) for e in record.get("escalations") or ())

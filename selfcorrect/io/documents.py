@@ -168,14 +168,26 @@ def add_escalations(
         header = (
             f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
             "# Escalations: selfcorrect lists here what needs a human (SPEC §10).\n"
-            "# Mark one `status: resolved` once you have dealt with it; selfcorrect never\n"
-            "# overwrites your edits here. (A fresh budget with `retry: true` arrives with\n"
-            "# `selfcorrect reset`; until then a blocked subject stays blocked.)\n"
+            "# To hand one back: set `status: resolved`, say why in `evidence:` and who you\n"
+            "# are in `resolved_by:`; add `retry: true` for a fresh retry budget. The next run\n"
+            "# acts on it and journals it (or run `selfcorrect reset DIR --escalation ID`).\n"
+            "# selfcorrect never overwrites your edits here.\n"
         )
         atomic.write_new(path, header.encode())
     from selfcorrect.io.owned_list import ESCALATIONS
 
     return update_owned_list(path, ESCALATIONS, entries, max_bytes=max_bytes)
+
+
+def resolve_escalations(
+    path: Path, updates: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> bool:
+    """Mark existing escalations resolved (status, who, when, evidence); never adds one."""
+    if not path.exists() or not updates:
+        return False
+    from selfcorrect.io.owned_list import RESOLUTIONS
+
+    return update_owned_list(path, RESOLUTIONS, updates, max_bytes=max_bytes)
 
 
 def update_owned_list(

@@ -24,11 +24,15 @@ def journal_path(folder: Path) -> Path:
 
 def read_journal(folder: Path, warnings: list[Diagnostic]) -> list[dict[str, Any]]:
     """Every readable record, in order; unreadable lines become warnings."""
-    path = journal_path(folder)
     try:
-        raw = path.read_bytes()
+        return read_journal_file(journal_path(folder), warnings)
     except FileNotFoundError:
         return []
+
+
+def read_journal_file(path: Path, warnings: list[Diagnostic]) -> list[dict[str, Any]]:
+    """A journal anywhere (a copy kept for replay, say). Raises OSError when unreadable."""
+    raw = path.read_bytes()
     records: list[dict[str, Any]] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():

@@ -34,6 +34,7 @@ class OwnedList:
     quoted: frozenset[str] = frozenset()  # string values always double-quoted
     flow_lists: bool = True  # list values as [a, b] (the seed's shape) or block lists
     update_existing: bool = True  # False: entries already present are never touched
+    append_new: bool = True  # False: only entries already present are updated
 
 
 FAILED_ITEMS = OwnedList(
@@ -41,6 +42,10 @@ FAILED_ITEMS = OwnedList(
 )
 ESCALATIONS = OwnedList(
     "escalations", "id", frozenset({"reason"}), flow_lists=False, update_existing=False
+)
+# `selfcorrect reset` marks existing escalations resolved; it never adds a partial entry.
+RESOLUTIONS = OwnedList(
+    "escalations", "id", frozenset({"reason", "evidence"}), flow_lists=False, append_new=False
 )
 
 
@@ -143,6 +148,8 @@ def _merge(spec: OwnedList, items: CommentedSeq, entries: Sequence[Mapping[str, 
     for entry in entries:
         item = by_id.get(str(entry[spec.identity]))
         if item is not None and not spec.update_existing:
+            continue
+        if item is None and not spec.append_new:
             continue
         if item is None:
             item = by_id[str(entry[spec.identity])] = CommentedMap()

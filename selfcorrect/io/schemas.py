@@ -27,6 +27,9 @@ STEMS = (
     "waypoint",
     "escalations",
     "microtasks",
+    "calibration",
+    "expected",
+    "replay_baseline",
 )
 
 

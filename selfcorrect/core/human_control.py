@@ -1,0 +1,229 @@
+"""Human control (SPEC §10): a person's reset, and the hand edits that mean the same thing.
+
+Pure. `resolve_reset` turns a request (`selfcorrect reset --subject S | --rule R | --escalation
+E`, or an escalation a person marked resolved, or a failed_items entry they unblocked) into one
+`reset` journal record naming exactly what starts again: subjects (with the log position and
+counts at the moment of the reset, so only what comes after counts), issue fingerprints, tasks,
+and rules whose circuits close. `core.state` and `core.circuits` fold that record; nothing else
+needs to know how the reset was asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.model import Escalation, EscalationStatus, FailedItem, FinalStatus
+from selfcorrect.core.policy import Policy, suggest
+from selfcorrect.core.state import State
+
+KINDS = ("subject", "rule", "escalation")
+
+
+@dataclass(frozen=True)
+class ResetRequest:
+    kind: str  # subject | rule | escalation
+    name: str
+    evidence: str
+    actor: str
+    via: str  # cli | escalations.yaml | failed_items
+    retry: bool = True
+    false_positive: bool = False
+
+
+@dataclass(frozen=True)
+class Reset:
+    """What a reset touches: its journal record, and the entries to update in the files."""
+
+    record: dict[str, Any]
+    escalations: list[str]  # ids of the open escalations it resolves
+    work_items: list[str]  # failed_items entries it updates
+
+
+class UnknownTarget(ValueError):
+    """The request names nothing selfcorrect knows; the message says what it does know."""
+
+
+def resolve_reset(
+    request: ResetRequest,
+    state: State,
+    records: Mapping[str, SubjectRecord],
+    escalations: Sequence[Escalation],
+    policy: Policy,
+    report_digest: str,
+) -> Reset:
+    """The reset record for `request`. Raises UnknownTarget when it names nothing known."""
+    subjects: list[str] = []
+    fingerprints: list[str] = []
+    tasks: list[str] = []
+    rules: list[str] = []
+    escalation_id: str | None = None
+    if request.kind == "rule":
+        rules = [_rule_name(request.name, policy, state)]
+    elif request.kind == "escalation":
+        entry = next((e for e in escalations if e.id == request.name), None)
+        if entry is None:
+            known = ", ".join(e.id for e in escalations if e.status is EscalationStatus.OPEN)
+            raise UnknownTarget(
+                f"no escalation {request.name!r} in escalations.yaml"
+                + (f"; open ones: {known}" if known else "; none is open")
+            )
+        escalation_id = entry.id
+        kind = str(entry.extra.get("kind") or "")
+        printed = entry.extra.get("fingerprint")
+        if kind == "circuit" and entry.rule:
+            rules = [entry.rule]
+        elif isinstance(printed, str) and printed:
+            fingerprints = [printed]
+        elif kind == "task":
+            tasks = [entry.subject]
+        else:
+            subjects, fingerprints, tasks = _named(entry.subject, state, records)
+            if kind == "subject":
+                fingerprints, tasks = [], []
+    else:
+        subjects, fingerprints, tasks = _named(request.name, state, records)
+        if not (subjects or fingerprints or tasks):
+            names = sorted({*state.subjects, *records, *state.issues, *state.tasks})
+            hint = suggest(request.name, names)
+            raise UnknownTarget(
+                f"nothing named {request.name!r}: not a subject, task or issue fingerprint "
+                "selfcorrect has seen" + (f" (did you mean {hint!r}?)" if hint else "")
+            )
+    detections = _detections(subjects, fingerprints, state) + [
+        [rule, version] for rule, version in _versions(rules, policy)
+    ]
+    record: dict[str, Any] = {
+        "event": "reset",
+        "via": request.via,
+        "kind": request.kind,
+        "name": request.name,
+        "evidence": request.evidence,
+        "actor": request.actor,
+        "retry": request.retry,
+        "false_positive": request.false_positive,
+        "escalation": escalation_id,
+        "subjects": [_baseline(s, records.get(s)) for s in subjects],
+        "fingerprints": fingerprints,
+        "tasks": tasks,
+        "rules": rules,
+        "detections": detections,
+        "report_digest": report_digest,
+        "validations": state.validations,
+    }
+    work_items = list(
+        dict.fromkeys(
+            [
+                *((records[s].task_id or s) if s in records else s for s in subjects),
+                *(state.issue(f).work_item or f for f in fingerprints),
+                *tasks,
+            ]
+        )
+    )
+    covered = {*subjects, *work_items, *rules, *(r.split(":", 1)[-1] for r in rules)}
+    resolved = [
+        e.id
+        for e in escalations
+        if e.status is EscalationStatus.OPEN
+        and (
+            e.id == escalation_id
+            or e.subject in covered
+            or e.extra.get("fingerprint") in fingerprints
+        )
+    ]
+    return Reset(record, resolved, work_items)
+
+
+def _named(
+    name: str, state: State, records: Mapping[str, SubjectRecord]
+) -> tuple[list[str], list[str], list[str]]:
+    """A name is a subject, a task (its subjects and blocked issues), or an issue fingerprint."""
+    subjects = [s for s, r in records.items() if s == name or r.task_id == name]
+    subjects += [s for s in state.subjects if s == name and s not in subjects]
+    # A task's issues start again only where they are blocked: one whose directive is still
+    # out keeps waiting for its report (handing it out again would repeat it).
+    fingerprints = [
+        f
+        for f, i in state.issues.items()
+        if f == name or (i.work_item == name and i.status == "blocked")
+    ]
+    tasks = [name] if name in state.tasks else []
+    return subjects, fingerprints, tasks
+
+
+def _rule_name(name: str, policy: Policy, state: State) -> str:
+    known = [f"{r.kind}:{r.name}" for r in policy.rules()]
+    if name in known:
+        return name
+    matches = [k for k in known if k.split(":", 1)[1] == name]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UnknownTarget(f"{name!r} names several rules: {', '.join(matches)}; pick one")
+    hint = suggest(name, [*known, *(k.split(":", 1)[1] for k in known)])
+    raise UnknownTarget(f"no rule named {name!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
+
+
+def _versions(rules: Iterable[str], policy: Policy) -> list[tuple[str, str]]:
+    found = []
+    for name in rules:
+        kind, _, bare = name.partition(":")
+        rule = policy.issue_type(bare) if kind == "issue_type" else policy.failure_type(bare)
+        if rule is not None:
+            found.append((name, rule.version))
+    return found
+
+
+def _detections(
+    subjects: Sequence[str], fingerprints: Sequence[str], state: State
+) -> list[list[str]]:
+    pairs = [
+        [s.rule, s.rule_version]
+        for s in (state.subject(n) for n in subjects)
+        if s.rule and s.rule_version
+    ]
+    pairs += [
+        [i.rule, i.rule_version]
+        for i in (state.issue(f) for f in fingerprints)
+        if i.rule and i.rule_version
+    ]
+    return [list(p) for p in dict.fromkeys(tuple(p) for p in pairs)]
+
+
+def _baseline(subject: str, record: SubjectRecord | None) -> dict[str, Any]:
+    return {
+        "subject": subject,
+        "log_position": record.latest_position if record else -1,
+        "attempts": dict(record.attempts) if record else {},
+        "successes": record.successes if record else 0,
+    }
+
+
+def escalation_edits(
+    escalations: Sequence[Escalation], state: State
+) -> list[tuple[int, Escalation]]:
+    """Escalations a person marked resolved that the journal has not acted on yet."""
+    return [
+        (index, e)
+        for index, e in enumerate(escalations)
+        if e.status is EscalationStatus.RESOLVED and e.id not in state.resolved_escalations
+    ]
+
+
+def unblocked_by_hand(
+    items: Sequence[FailedItem], state: State, records: Mapping[str, SubjectRecord]
+) -> list[FailedItem]:
+    """failed_items entries a person moved out of `blocked` while selfcorrect holds them blocked."""
+    blocked: set[str] = set()
+    for name, subject in state.subjects.items():
+        if subject.status == "blocked":
+            blocked |= {name, records[name].task_id or name} if name in records else {name}
+    blocked |= {i.work_item or f for f, i in state.issues.items() if i.status == "blocked"}
+    blocked |= {t for t, status in state.tasks.items() if status == "blocked"}
+    return [
+        item
+        for item in items
+        if item.task_id in blocked and item.final_status is not FinalStatus.BLOCKED
+    ]

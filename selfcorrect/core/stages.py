@@ -1,0 +1,33 @@
+"""Rule stages (SPEC §13): whether a rule may act here, or only say what it would do.
+
+Pure. `shadow` proposes and journals without executing; `canary` executes only for the paths or
+subjects its `scope` lists and proposes elsewhere; `active` executes; `retired` does nothing.
+The policy's global `mode: shadow` puts every rule in shadow.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from selfcorrect.core.policy import Policy, Rule
+
+ACTIVE = "active"
+SHADOW = "shadow"
+RETIRED = "retired"
+CANARY = "canary"
+
+
+def effective_stage(policy: Policy, rule: Rule | None, targets: Iterable[str | None]) -> str:
+    """active, shadow or retired for this rule acting on these targets (paths or names)."""
+    stage = rule.stage if rule else ACTIVE
+    if stage == RETIRED:
+        return RETIRED
+    if policy.get("mode", ACTIVE) == SHADOW:
+        return SHADOW
+    if stage == CANARY:
+        scope = [str(g) for g in (rule.definition.get("scope") or ())] if rule else []
+        named = [t for t in targets if t]
+        inside = any(t == g or fnmatch.fnmatchcase(t, g) for t in named for g in scope)
+        return ACTIVE if inside else SHADOW
+    return SHADOW if stage == SHADOW else ACTIVE

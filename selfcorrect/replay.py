@@ -1,0 +1,163 @@
+"""`selfcorrect replay PATH…`: detection and classification over recorded folders (SPEC §13).
+
+Each case is analysed exactly as `run` analyses a folder (`analysis.analyze`), and then nothing
+happens: no fixer, validator or agent runs, and nothing is written, not even the journal. A
+case is a folder holding `expected.yaml` (the labels, see core/scoring.py), found at PATH or one
+or two levels below it; a PATH without labels is replayed as one unlabelled case, its decisions
+shown without scores. A journal (`*.jsonl`) as PATH is summarised per rule version instead,
+with the figures `selfcorrect stats` prints (core/stats.py).
+
+Replay assumes every fixer program is installed: a label says what the policy decides, and must
+not depend on the machine that replays it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.analysis import analyze
+from selfcorrect.core.scoring import (
+    Drop,
+    IssueSeen,
+    Labels,
+    Mismatch,
+    Score,
+    SubjectSeen,
+    below_baseline,
+    labels_from,
+    score_case,
+    total,
+)
+from selfcorrect.core.stats import RuleStats, rule_stats
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import documents, journal
+
+LABELS = "expected.yaml"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One replayed folder: what was decided, and against its labels when it has them."""
+
+    folder: Path
+    display: str
+    labels: Labels | None
+    subjects: tuple[SubjectSeen, ...]
+    issues: tuple[IssueSeen, ...]
+    scores: tuple[Score, ...]
+    mismatches: tuple[Mismatch, ...]
+    warnings: tuple[Diagnostic, ...]
+
+    @property
+    def stuck(self) -> int:
+        return sum(1 for subject in self.subjects if subject.signals)
+
+
+@dataclass(frozen=True)
+class JournalReplay:
+    display: str
+    records: int
+    rules: tuple[RuleStats, ...]
+    warnings: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    cases: tuple[Case, ...]
+    journals: tuple[JournalReplay, ...]
+    scores: tuple[Score, ...]  # summed over every labelled case
+    baseline: str | None = None  # the baseline file's display path, when one was given
+    drops: tuple[Drop, ...] = ()
+
+
+def replay(
+    paths: Sequence[Path], policy_path: Path | None, *, baseline: Path | None = None
+) -> ReplayResult:
+    """Replay every case and journal under `paths`; raises InputError for bad input."""
+    cases: list[Case] = []
+    journals: list[JournalReplay] = []
+    seen: set[Path] = set()
+    for path in paths:
+        if path.is_file() and path.suffix == ".jsonl":
+            journals.append(replay_journal(path))
+            continue
+        if not path.is_dir():
+            raise InputError(
+                Diagnostic(
+                    documents.display_path(path),
+                    1,
+                    1,
+                    "not a workflow folder, a folder of labelled cases, or a journal (*.jsonl)",
+                )
+            )
+        for folder in find_cases(path):
+            if folder.resolve() not in seen:
+                seen.add(folder.resolve())
+                cases.append(replay_case(folder, policy_path))
+    scores = total(score for case in cases for score in case.scores)
+    if baseline is None:
+        return ReplayResult(tuple(cases), tuple(journals), scores)
+    recorded = documents.load_decision(baseline, "replay_baseline").data["detectors"]
+    drops = below_baseline(scores, recorded)
+    display = documents.display_path(baseline)
+    return ReplayResult(tuple(cases), tuple(journals), scores, display, drops)
+
+
+def find_cases(path: Path) -> list[Path]:
+    """Folders with labels at PATH, else one and two levels below it; else PATH itself."""
+    if (path / LABELS).is_file():
+        return [path]
+    below = [*path.glob(f"*/{LABELS}"), *path.glob(f"*/*/{LABELS}")]
+    return sorted({label.parent for label in below if label.is_file()}) or [path]
+
+
+def replay_case(folder: Path, policy_path: Path | None) -> Case:
+    labels_path = folder / LABELS
+    labels = None
+    if labels_path.is_file():  # first: a bad label file stops the replay before any analysis
+        labels = labels_from(documents.load_decision(labels_path, "expected").data or {})
+    analysis = analyze(folder, policy_path, is_installed=lambda _program: True)
+    subjects = tuple(
+        SubjectSeen(
+            d.subject,
+            frozenset(f.signal.value for f in d.signals),
+            d.failure_type,
+            d.status.value,
+            d.reason.value,
+        )
+        for d in analysis.subjects
+    )
+    issues = tuple(
+        IssueSeen(d.fingerprint, d.issue.id, d.type, d.classification.value, d.reason.value)
+        for d in analysis.issues
+    )
+    scores, mismatches = score_case(labels, subjects, issues) if labels else ((), ())
+    return Case(
+        folder,
+        documents.display_path(folder),
+        labels,
+        subjects,
+        issues,
+        scores,
+        mismatches,
+        tuple(analysis.warnings),
+    )
+
+
+def replay_journal(path: Path) -> JournalReplay:
+    warnings: list[Diagnostic] = []
+    records = _journal_records(path, warnings)
+    return JournalReplay(
+        documents.display_path(path), len(records), tuple(rule_stats(records)), tuple(warnings)
+    )
+
+
+def _journal_records(path: Path, warnings: list[Diagnostic]) -> list[dict[str, Any]]:
+    try:
+        return journal.read_journal_file(path, warnings)
+    except OSError as exc:
+        display = documents.display_path(path)
+        raise InputError(Diagnostic(display, 1, 1, f"cannot read: {exc.strerror}")) from None

@@ -1,0 +1,103 @@
+"""`selfcorrect reset DIR (--subject S | --rule R | --escalation E) --evidence TEXT` (SPEC §10).
+
+A person takes over: a subject, task or issue gets a fresh budget, or a rule's circuit closes.
+The folder is analysed first (a bad input stops everything, exit 2, nothing written); the pure
+core resolves what the name covers; then the escalations it answers are marked resolved, the
+failed_items entries say who reopened them, and one `reset` record goes to the journal. The
+journal is written last: should the process die before it, the next run finds the resolved
+escalations (with evidence) and journals them itself, so no reset is lost or applied twice.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.analysis import analyze
+from selfcorrect.clock import Clock, stamp, system_clock
+from selfcorrect.core.contexts import short
+from selfcorrect.core.human_control import ResetRequest, resolve_reset
+from selfcorrect.io import documents, journal
+
+
+@dataclass
+class ResetOutcome:
+    record: dict[str, Any]
+    escalations: list[str]  # resolved in escalations.yaml
+    work_items: list[str]
+    written: list[str]
+
+
+def default_actor() -> str:
+    """$USER, else the login name: who ran the reset, for the journal."""
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def reset(
+    folder: Path,
+    request: ResetRequest,
+    *,
+    policy_path: Path | None = None,
+    clock: Clock = system_clock,
+) -> ResetOutcome:
+    """Raises UnknownTarget when the request names nothing known (the caller says which
+    option was wrong), InputError for a bad input file. The evidence is checked by the caller."""
+    analysis = analyze(folder, policy_path)
+    resolved = resolve_reset(
+        request,
+        analysis.state,
+        analysis.records,
+        analysis.escalations,
+        analysis.policy,
+        analysis.report_digest,
+    )
+    now = stamp(clock)
+    record = {**resolved.record, "at": now, "run": "reset"}
+    max_bytes = int(analysis.policy.get("limits.max_bytes"))
+    written: list[str] = []
+    path = folder / "escalations.yaml"
+    updates = [
+        {
+            "id": ident,
+            "status": "resolved",
+            "resolved_at": now,
+            "resolved_by": request.actor,
+            "evidence": request.evidence,
+            "retry": request.retry,
+            **({"false_positive": True} if request.false_positive else {}),
+        }
+        for ident in resolved.escalations
+    ]
+    if documents.resolve_escalations(path, updates, max_bytes=max_bytes):
+        written.append(documents.display_path(path))
+    log = folder / "coordination_log.yaml"
+    entries = [
+        {
+            "task_id": item,
+            "final_status": "recovering" if request.retry else "recovered",
+            "escalation_context": f"reset by {request.actor}: {short(request.evidence)}",
+        }
+        for item in resolved.work_items
+    ]
+    listed = _existing(analysis, entries) if log.exists() else []
+    if listed and documents.update_failed_items(log, listed, max_bytes=max_bytes):
+        written.append(documents.display_path(log))
+    # Last: the hand edits above would be journaled by the next run, were we to die here.
+    record["escalation"] = record.get("escalation") or next(iter(resolved.escalations), None)
+    record["escalations"] = resolved.escalations
+    journal.append(folder, [record])
+    written.append(documents.display_path(journal.journal_path(folder)))
+    return ResetOutcome(record, resolved.escalations, resolved.work_items, written)
+
+
+def _existing(analysis: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Only entries already in failed_items: a reset never invents a work item there."""
+    items = analysis.coordination.failed_items if analysis.coordination else ()
+    listed = {item.task_id for item in items}
+    return [e for e in entries if e["task_id"] in listed]

@@ -1,0 +1,284 @@
+"""Circuit breakers (SPEC §10): a rule that keeps failing stops itself until a person says go.
+
+The pure fold is table-tested on journal records stamped by a fake clock; the acceptance path
+runs real fixers on a real git repository, with the clock injected and no sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from selfcorrect.core.circuits import CircuitReason, fold_circuits
+from selfcorrect.policy_file import load_policy
+from selfcorrect.run import correction_run
+from tests.test_remediation import git, journal, project
+
+RULE, VERSION = "issue_type:linting_errors", "v1"
+T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+POLICY = load_policy(None)
+
+
+def at(seconds: float) -> str:
+    return (T0 + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def failed_verification(seconds: float, **extra: object) -> dict:
+    return {
+        "event": "transition",
+        "from": "verifying",
+        "to": "compensating",
+        "rule": RULE,
+        "rule_version": VERSION,
+        "at": at(seconds),
+        **extra,
+    }
+
+
+def trips(records: list[dict]) -> list[CircuitReason]:
+    return [t.reason for t in fold_circuits(records).trips(POLICY)]
+
+
+@pytest.mark.parametrize(
+    ("gap", "opens"), [(0, True), (599, True), (600, True), (601, False), (3600, False)]
+)
+def test_two_failed_verifications_open_only_within_the_window(gap: int, opens: bool) -> None:
+    records = [failed_verification(0), failed_verification(gap)]
+    assert (CircuitReason.VERIFICATION_FAILURES in trips(records)) is opens
+
+
+def test_one_failed_compensation_opens_at_once() -> None:
+    records = [
+        {
+            "event": "transition",
+            "from": "compensating",
+            "to": "circuit_open",
+            "rule": RULE,
+            "rule_version": VERSION,
+            "at": at(0),
+        }
+    ]
+    assert trips(records) == [CircuitReason.COMPENSATION_FAILED]
+
+
+def test_the_same_target_three_times_in_one_run_opens() -> None:
+    def remediating(run: str) -> dict:
+        return {
+            "event": "transition",
+            "from": "preflight",
+            "to": "remediating",
+            "fingerprint": "linting_errors@a.py",
+            "rule": RULE,
+            "rule_version": VERSION,
+            "run": run,
+            "at": at(0),
+        }
+
+    assert trips([remediating("r1"), remediating("r1")]) == []
+    assert trips([remediating("r1"), remediating("r2"), remediating("r3")]) == []
+    assert trips([remediating("r1")] * 3) == [CircuitReason.TARGET_RECURRENCE]
+
+
+def issue(status: str, attempt: int = 1, confidence: float = 1.0, **extra: object) -> dict:
+    return {
+        "event": "issue",
+        "status": status,
+        "attempt": attempt,
+        "rule": RULE,
+        "rule_version": VERSION,
+        "evidence": {"confidence": confidence},
+        "at": at(0),
+        **extra,
+    }
+
+
+def test_a_failure_rate_over_the_limit_opens() -> None:
+    # 5 judged attempts (circuit.min_calls), 3 failed: 0.6 > max_failure_rate 0.5.
+    judged = [issue("resolved"), issue("resolved")] + [issue("directive", attempt=2)] * 3
+    assert trips(judged) == [CircuitReason.FAILURE_RATE]
+    assert trips(judged[1:]) == []  # 4 judged attempts: too few to judge a rate
+    assert trips([issue("resolved")] * 3 + [issue("directive", attempt=2)] * 2) == []
+
+
+def test_confidence_drift_below_min_confidence_opens() -> None:
+    drifting = [issue("directive", confidence=0.55)] * 5
+    assert trips(drifting) == [CircuitReason.CONFIDENCE_DRIFT]
+    steady = [issue("directive", confidence=0.9)] * 4 + [issue("directive", confidence=0.5)]
+    assert trips(steady) == []
+
+
+def test_only_a_reset_closes_a_circuit_and_spends_the_old_evidence() -> None:
+    records = [
+        failed_verification(0),
+        failed_verification(10),
+        {"event": "circuit", "status": "open", "rule": RULE, "rule_version": VERSION},
+    ]
+    board = fold_circuits(records)
+    assert board.is_open(RULE, VERSION) and board.trips(POLICY) == []
+    # A year later it is still open: elapsed time never closes a circuit.
+    assert fold_circuits([*records, issue("resolved", at=at(3.2e7))]).is_open(RULE, VERSION)
+    reset = {"event": "reset", "rules": ["linting_errors"], "evidence": "fixed the fixer"}
+    after = fold_circuits([*records, reset])
+    assert not after.is_open(RULE, VERSION)
+    assert after.trips(POLICY) == []  # the failures before the reset do not reopen it
+    assert after.epoch(RULE, VERSION) == 1
+    again = fold_circuits([*records, reset, failed_verification(20), failed_verification(30)])
+    assert [t.reason for t in again.trips(POLICY)] == [CircuitReason.VERIFICATION_FAILURES]
+
+
+# --- The acceptance path: real fixers, a real repository, an injected clock ---------------
+
+# Each lint issue's fixer strays outside its scope, so its verification fails and it is undone.
+STRAY_FIXER = """
+import pathlib, sys
+pathlib.Path(sys.argv[1]).write_text("x = 1\\n")
+pathlib.Path("stray.py").write_text("written outside the fix's scope\\n")
+"""
+GOOD_FIXER = """
+import pathlib, sys
+pathlib.Path(sys.argv[1]).write_text("x = 1\\n")
+"""
+# Reports one lint issue per file listed in lint.txt that still contains "import os".
+VALIDATOR = """
+import json, os, pathlib
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+issues = [{"id": f"L{n}", "type": "linting_errors", "severity": "MAJOR",
+           "description": "F401 unused import", "target": name}
+          for n, name in enumerate(pathlib.Path("lint.txt").read_text().split())
+          if "import os" in pathlib.Path(name).read_text()]
+(folder / "validation_report.yaml").write_text(
+    json.dumps({"status": "FIXABLE" if issues else "PASS", "issues": issues}))
+"""
+LINT_POLICY = f"""
+issue_types:
+  linting_errors:
+    retries: 1
+    fix:
+      command: [{sys.executable}, fixer.py, "{{target}}"]
+"""
+
+
+class Clock:
+    """A fake clock: set `now` to move it."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def lint_project(tmp_path: Path, files: list[str]) -> Path:
+    repo = project(tmp_path, VALIDATOR, LINT_POLICY)
+    for name in files:
+        (repo / name).write_text("import os\n")
+    (repo / "lint.txt").write_text(" ".join(files))
+    (repo / "fixer.py").write_text(STRAY_FIXER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "lint")
+    return repo
+
+
+def issues_by_target(outcome) -> dict[str, tuple[str, str]]:
+    return {
+        d.issue.target: (d.classification.value, d.reason.value) for d in outcome.analysis.issues
+    }
+
+
+def run(repo: Path, clock: Clock, **options: object):
+    return correction_run(repo / "workflow", clock=clock, validate_first=True, **options)
+
+
+def test_a_fixer_failing_twice_opens_its_circuit_until_a_reset(tmp_path: Path, run_line) -> None:
+    repo = lint_project(tmp_path, ["a.py", "b.py", "c.py"])
+    clock = Clock()
+
+    first = run(repo, clock)
+
+    decided = issues_by_target(first)
+    assert decided["a.py"] == ("BLOCKED", "FIX_FAILED")
+    assert decided["b.py"] == ("BLOCKED", "FIX_FAILED")
+    # Two failed verifications within the window: the third fix never starts.
+    assert decided["c.py"] == ("BLOCKED", "CIRCUIT_OPEN")
+    assert (repo / "c.py").read_text() == "import os\n"
+    assert not (repo / "stray.py").exists()  # both strays were undone
+    records = journal(repo)
+    (opened,) = [r for r in records if r["event"] == "circuit"]
+    assert (opened["rule"], opened["reason"]) == (
+        "issue_type:linting_errors",
+        "VERIFICATION_FAILURES",
+    )
+    escalated = (repo / "workflow" / "escalations.yaml").read_text()
+    assert "kind: circuit" in escalated and opened["escalation"] in escalated
+    assert first.plan.result.value == "BLOCKED"
+
+    # A restart, an hour later, with a new lint issue: the circuit is still open.
+    (repo / "d.py").write_text("import os\n")
+    (repo / "lint.txt").write_text("a.py b.py c.py d.py")
+    clock.now += timedelta(hours=1)
+    second = run(repo, clock)
+    assert issues_by_target(second)["d.py"] == ("BLOCKED", "CIRCUIT_OPEN")
+    assert (repo / "d.py").read_text() == "import os\n"
+    assert sum(r["event"] == "circuit" for r in journal(repo)) == 1  # opened once
+
+    # No evidence, no reset.
+    assert run_line(["reset", repo / "workflow", "--rule", "linting_errors"]).exit_code == 2
+    assert not any(r["event"] == "reset" for r in journal(repo))
+    result = run_line(
+        [
+            "reset",
+            repo / "workflow",
+            "--rule",
+            "linting_errors",
+            "--evidence",
+            "fixer.py no longer writes stray.py",
+            "--actor",
+            "ana",
+        ]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "status: resolved" in (repo / "workflow" / "escalations.yaml").read_text()
+
+    (repo / "fixer.py").write_text(GOOD_FIXER)  # what the person fixed
+    third = run(repo, clock)
+    decided = issues_by_target(third)
+    assert "c.py" not in decided and "d.py" not in decided  # fixed, and gone from the report
+    assert (repo / "c.py").read_text() == (repo / "d.py").read_text() == "x = 1\n"
+    # a.py and b.py stay blocked: their own fixes failed, which a rule reset does not undo.
+    assert decided["a.py"] == ("BLOCKED", "FIX_FAILED")
+
+
+@pytest.mark.parametrize(("minutes", "opens"), [(5, True), (11, False)])
+def test_the_window_is_measured_on_the_injected_clock(
+    tmp_path: Path, minutes: int, opens: bool
+) -> None:
+    repo = lint_project(tmp_path, ["a.py"])
+    clock = Clock()
+    run(repo, clock)  # a.py's fix fails verification at T0
+    (repo / "b.py").write_text("import os\n")
+    (repo / "lint.txt").write_text("a.py b.py")
+    clock.now += timedelta(minutes=minutes)
+    run(repo, clock)  # b.py's fix fails `minutes` later
+    opened = [r for r in journal(repo) if r["event"] == "circuit"]
+    assert bool(opened) is opens
+    (repo / "c.py").write_text("import os\n")
+    (repo / "lint.txt").write_text("a.py b.py c.py")
+    clock.now += timedelta(minutes=minutes)
+    third = run(repo, clock)
+    # Open: c.py is never fixed. Closed: c.py's fix runs (and fails, like the others).
+    expected = ("BLOCKED", "CIRCUIT_OPEN") if opens else ("BLOCKED", "FIX_FAILED")
+    assert issues_by_target(third)["c.py"] == expected
+
+
+def test_circuit_open_is_in_the_json_of_a_run(tmp_path: Path, run_line) -> None:
+    repo = lint_project(tmp_path, ["a.py", "b.py", "c.py"])
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+    assert result.exit_code == 1
+    out = json.loads(result.stdout)
+    reasons = {i["reason"] for i in out["issues"]}
+    assert "CIRCUIT_OPEN" in reasons
+    assert any(e["reason"].startswith("circuit open") for e in out["escalations"])
