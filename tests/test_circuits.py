@@ -282,3 +282,20 @@ def test_circuit_open_is_in_the_json_of_a_run(tmp_path: Path, run_line) -> None:
     reasons = {i["reason"] for i in out["issues"]}
     assert "CIRCUIT_OPEN" in reasons
     assert any(e["reason"].startswith("circuit open") for e in out["escalations"])
+
+
+def test_status_lists_the_open_circuit_until_it_is_reset(tmp_path: Path, run_line) -> None:
+    repo = lint_project(tmp_path, ["a.py", "b.py", "c.py"])
+    run(repo, Clock())
+    result = run_line(["status", repo / "workflow", "--format", "json"])
+    (circuit,) = json.loads(result.stdout)["open_circuits"]
+    assert (circuit["rule"], circuit["reason"]) == (RULE, "VERIFICATION_FAILURES")
+    assert "Open circuits" in run_line(["status", repo / "workflow"]).stdout
+    reset = ["reset", repo / "workflow", "--rule", RULE, "--evidence", "fixer repaired"]
+    assert run_line(reset).exit_code == 0
+    assert (
+        json.loads(run_line(["status", repo / "workflow", "--format", "json"]).stdout)[
+            "open_circuits"
+        ]
+        == []
+    )

@@ -218,3 +218,11 @@ def test_false_positive_marks_are_journaled_against_the_rule(blocked: Path, run_
     record = journal(blocked)[-1]
     assert record["false_positive"] is True
     assert ["failure_type:runtime_error", record["detections"][0][1]] in record["detections"]
+
+
+def test_the_prompt_after_a_reset_says_it_was_handed_back(blocked: Path, run_line) -> None:
+    run_line(["reset", blocked, "--subject", "WI-3", "--evidence", "fixed upstream"])
+    run_line(["run", blocked])
+    prompt = (blocked / "recovery" / "WI-3.md").read_text()
+    assert "Failure pattern: handed back by a person with a fresh budget" in prompt
+    assert "retry limit" not in prompt.splitlines()[1]

@@ -164,7 +164,7 @@ def status(
     folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
 ) -> int:
     """Show every subject and issue: classification, attempts against the cap,
-    ladder step and last decision, plus the open escalations. Writes nothing."""
+    ladder step and last decision, plus the open escalations and open circuits. Writes nothing."""
     from selfcorrect.cli.status_report import show_status
     from selfcorrect.status import folder_status
 

@@ -33,6 +33,15 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
             {"id": e.get("id"), "subject": e.get("subject"), "reason": e.get("reason")}
             for e in status.open_escalations
         ],
+        # Rules that stopped acting (SPEC §10): open until a person resets them.
+        "open_circuits": [
+            {"rule": rule, "rule_version": version, "reason": reason}
+            for (rule, version), reason in analysis.circuits.open_rules()
+        ]
+        + [
+            {"rule": t.rule, "rule_version": t.rule_version, "reason": t.reason.value}
+            for t in analysis.trips
+        ],
     }
 
 
@@ -72,5 +81,10 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
         lines += [
             f"  {e['id']}  {printable(str(e['subject']))}: {printable(str(e['reason']))}"
             for e in data["open_escalations"]
+        ]
+    if data["open_circuits"]:
+        lines += ["", "Open circuits (the rule does not act until `selfcorrect reset --rule`):"]
+        lines += [
+            f"  {c['rule']} {c['rule_version']}: {c['reason']}" for c in data["open_circuits"]
         ]
     click.echo("\n".join(lines), color=common.color)

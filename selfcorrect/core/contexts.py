@@ -103,7 +103,10 @@ def stuck_context(
         for p in other.partial_successes
     ]
     patterns = [f.pattern for f in decision.signals] or [
-        f"retry limit of {decision.failure_type} reached"
+        # No signal fires: a person handed it back (reset), or its retry limit was reached.
+        "handed back by a person with a fresh budget"
+        if decision.epoch and decision.reason.value == "AWAITING_AGENT"
+        else f"retry limit of {decision.failure_type} reached"
     ]
     return {
         "work_item_id": record.task_id or decision.subject,
