@@ -299,3 +299,41 @@ def test_status_lists_the_open_circuit_until_it_is_reset(tmp_path: Path, run_lin
         ]
         == []
     )
+
+
+def test_confidence_drift_opens_the_circuit_through_real_runs(tmp_path: Path, run_line) -> None:
+    """A person's loose pattern types validator prose with confidence 0.5: each guess is
+    blocked as LOW_CONFIDENCE, and their mean opens the rule's circuit, so even a properly
+    typed issue of that rule waits for a person (SPEC §10, issue 10)."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "selfcorrect.yaml").write_text(
+        "issue_types:\n  missing_documentation:\n    patterns:\n"
+        "      - {regex: 'could use (more )?words', confidence: 0.5}\n"
+    )
+    parts = ("the intro", "the API section", "the glossary", "the FAQ", "the changelog")
+    prose = [
+        {"id": f"P{n}", "severity": "MINOR", "description": f"{part} could use more words"}
+        for n, part in enumerate(parts)
+    ]
+    report = folder / "validation_report.yaml"
+    report.write_text(json.dumps({"status": "FIXABLE", "issues": prose}))
+    first = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+    assert {i["reason"] for i in first["issues"]} == {"LOW_CONFIDENCE"}
+
+    typed = {
+        "id": "D1",
+        "type": "missing_documentation",
+        "severity": "MINOR",
+        "description": "docs/api.md is missing",
+        "target": "docs/api.md",
+    }
+    report.write_text(json.dumps({"status": "FIXABLE", "issues": [*prose, typed]}))
+    second = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+
+    (opened,) = [r for r in journal(folder.parent) if r["event"] == "circuit"]
+    assert opened["reason"] == "CONFIDENCE_DRIFT"
+    assert opened["rule"] == "issue_type:missing_documentation"
+    decided = {i["id"]: i["reason"] for i in second["issues"]}
+    assert decided["D1"] == "CIRCUIT_OPEN"
+    assert any(e["kind"] == "circuit" for e in second["escalations"])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from selfcorrect.core.model import Coordination
 from selfcorrect.core.normalise import normalise_coordination
@@ -190,3 +192,58 @@ def test_the_real_logs_render() -> None:
 
 def test_the_directive_goes_to_recovery_plan_md() -> None:
     assert work_item_file("plan") == "plan.md"
+
+
+# --- Through a real run --------------------------------------------------------------------
+
+
+def _failures(task: str, approaches: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tool": "Edit",
+            "error": f"TypeError: Cannot read property 'id' of undefined at {task}.ts:12",
+            "timestamp": f"2026-11-29T10:0{n}:00Z",
+            "task_id": task,
+            "agent_id": f"executor-{task}",
+            "approach": approach,
+        }
+        for n, approach in enumerate(approaches)
+    ]
+
+
+def _session(tmp_path: Path, blocked_tasks: list[str]) -> Path:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    coordination = {key: value for key, value in LOG.items() if key != "failed_items"}
+    (folder / "coordination_log.yaml").write_text(yaml.safe_dump(coordination, sort_keys=False))
+    failures = []
+    for task in blocked_tasks:
+        failures += _failures(task, ["null check", "input validation", "early return"])
+    (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": failures}))
+    return folder
+
+
+def test_a_run_with_two_blocked_tasks_writes_recovery_plan_md(tmp_path: Path, run_line) -> None:
+    folder = _session(tmp_path, ["WI-2", "WI-3"])
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 1, result.stdout + result.stderr
+    text = (folder / "recovery" / "plan.md").read_text()
+    assert text.startswith("PLAN REVISION for cagents:tech-lead:")
+    kept = section(text, "Completed tasks: keep them as they are")
+    assert "- WI-1: Return 401 from the middleware" in kept
+    failed = section(text, "Failed tasks and what was tried")
+    assert "### WI-2: Guard the profile handler" in failed
+    assert "### WI-3: Expired-session regression test" in failed
+    assert "early return" in failed  # what was tried, from the failures log
+    assert "WI-4" not in failed  # pending work is not revised
+    before = (folder / "recovery" / "plan.md").read_bytes()
+    run_line(["run", folder])
+    assert (folder / "recovery" / "plan.md").read_bytes() == before  # a rerun rewrites nothing
+
+
+def test_a_run_with_one_blocked_task_writes_no_plan(tmp_path: Path, run_line) -> None:
+    folder = _session(tmp_path, ["WI-2"])
+    assert run_line(["run", folder]).exit_code == 1
+    assert not (folder / "recovery" / "plan.md").exists()

@@ -6,6 +6,7 @@ renders the prompts and performs the writes (or, with --shadow, only prints them
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from selfcorrect.core.calibration import worked_before
@@ -18,6 +19,7 @@ from selfcorrect.core.incomplete_work import WorkPlan, plan_work
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Verdict
+from selfcorrect.core.normalise import normalise_failed_item
 from selfcorrect.core.outputs import (
     Plan,
     Prompt,
@@ -60,7 +62,13 @@ def _plan_revision(plan: Plan, run: RunInputs) -> None:
         for e in plan.failed_items
         if e.get("final_status") == "blocked"
     }
-    context = plan_revision(run.coordination, blocked) if run.coordination else None
+    if run.coordination is None:
+        return
+    # The entries this plan writes, not the file's (one run behind): a rerun says the same.
+    ours = {e["task_id"]: normalise_failed_item(e, i) for i, e in enumerate(plan.failed_items)}
+    theirs = [item for item in run.coordination.failed_items if item.task_id not in ours]
+    coordination = replace(run.coordination, failed_items=(*theirs, *ours.values()))
+    context = plan_revision(coordination, blocked)
     if context is not None:
         plan.prompts.append(Prompt(PLAN_REVISION, "plan_revision.md.j2", context))
 
