@@ -712,3 +712,14 @@ def test_build_policy_rejects_references_to_unknown_failure_types() -> None:
 def test_build_policy_rejects_a_new_failure_type_without_limits() -> None:
     messages = _messages({"failure_types": {"auth_error": {"recovery": "log in again"}}})
     assert len(messages) == 2 and all(m.startswith("failure_types.auth_error") for m in messages)
+
+
+def test_the_fast_read_of_the_defaults_equals_the_strict_load() -> None:
+    """`check` reads the shipped defaults without the guard and the schema (SPEC §18); this
+    holds that shortcut to the strict decision-document load."""
+    from selfcorrect.io import documents
+    from selfcorrect.policy_file import default_policy_data
+
+    strict = documents.load_decision(TEMPLATE, "selfcorrect")
+    assert default_policy_data() == strict.data
+    assert schema_errors(strict.data) == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -579,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code)
     except Exception as exc:  # an internal error: never exit 0, never a bare traceback
         if debug:
+            import traceback  # only here: its import costs start-up time (SPEC §18)
+
             click.echo(traceback.format_exc(), err=True)
         else:
             click.echo(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,8 @@ if TYPE_CHECKING:
 
 def check_result(result: CheckResult, fmt: str, common: Common) -> None:
     if fmt == "json":
+        import json  # only for JSON output: start-up counts (SPEC §18)
+
         click.echo(
             json.dumps(
                 {

@@ -6,8 +6,6 @@ Pure: the caller loads `templates/selfcorrect.yaml` (the defaults) and the user'
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -57,11 +55,15 @@ def rule_version(definition: Mapping[str, Any]) -> str:
         return str(version)
     body = {key: value for key, value in thaw(definition).items() if key not in UNHASHED_KEYS}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    import hashlib  # here: OpenSSL's load costs `check` start-up 3 ms (SPEC §18)
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def suggest(key: str, known: Iterable[str]) -> str | None:
     """The closest known key to a misspelt `key` (did-you-mean), or None."""
+    import difflib  # only when a key is misspelt: start-up counts (SPEC §18)
+
     matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return matches[0] if matches else None
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -24,6 +23,8 @@ ATTEMPTS = 5
 
 
 def digest(data: bytes | None) -> str:
+    import hashlib  # only when writing: `check` never pays for OpenSSL's load (SPEC §18)
+
     return "absent" if data is None else hashlib.sha256(data).hexdigest()
 
 

@@ -101,6 +101,14 @@ def load_decision(
     return Document(path, display, data, root)
 
 
+def load_trusted(path: Path) -> Any:
+    """A file selfcorrect ships, parsed and nothing more: no guard, no schema, no positions.
+    Never for a file a person or an agent writes (tests hold the shipped ones to the strict
+    load)."""
+    text = yaml_nodes.decode(path.read_bytes(), display_path(path))
+    return yaml_nodes.load_plain(text)
+
+
 def read_failure_log(
     path: Path, warnings: list[Diagnostic], *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Iterator[RawFailure]:

@@ -82,6 +82,18 @@ class _Compiler:
         cached = self.refs[pointer]
         return lambda v: cached(v) if cached is not None else True
 
+    def lazy(self, schema: Any) -> Check:
+        """`compile(schema)`, deferred to the first value it checks."""
+        compiled: Check | None = None
+
+        def check(value: Any) -> bool:
+            nonlocal compiled
+            if compiled is None:
+                compiled = self.compile(schema)
+            return compiled(value)
+
+        return check
+
     def compile(self, schema: Any) -> Check:
         if schema is True or schema == {}:
             return _always
@@ -100,7 +112,9 @@ class _Compiler:
             names = value if isinstance(value, list) else [value]
             return _any_of(tuple(_TYPES[name] for name in names))
         if key == "properties":
-            return _properties({k: self.compile(s) for k, s in value.items()})
+            # Compiled on first use: a document visits few of a big schema's properties, and
+            # compiling all of them was a third of `check`'s work (SPEC §18).
+            return _properties({k: self.lazy(s) for k, s in value.items()})
         if key == "required":
             return _required(tuple(value))
         if key == "additionalProperties":
@@ -116,7 +130,7 @@ class _Compiler:
         if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             return _bound(key, value)
         if key == "pattern":
-            return _pattern(re.compile(value))
+            return _pattern(value)
         if key in ("enum", "const"):
             return _one_of_values(tuple(value) if key == "enum" else (value,))
         if key == "$ref":
@@ -198,8 +212,11 @@ def _items(check: Check) -> Check:
     return lambda v: not isinstance(v, list) or all(check(item) for item in v)
 
 
-def _pattern(rx: re.Pattern[str]) -> Check:
-    return lambda v: not isinstance(v, str) or bool(rx.search(v))
+def _pattern(regex: str) -> Check:
+    def check(v: Any) -> bool:
+        return not isinstance(v, str) or bool(re.compile(regex).search(v))  # re caches it
+
+    return check
 
 
 def _one_of_values(values: tuple[Any, ...]) -> Check:
@@ -224,7 +241,43 @@ def _bound(key: str, limit: float) -> Check:
     return lambda v: not _is_number(v) or v != v or compare(v)
 
 
+def _scan(schema: Any) -> None:
+    """Raise Unsupported for any keyword anywhere in `schema`, before anything is compiled:
+    lazily compiled parts must not discover it later."""
+    if not isinstance(schema, Mapping):
+        return
+    for key, value in schema.items():
+        if key in _ANNOTATIONS or key in ("then", "else", "$defs"):
+            if key in ("then", "else"):
+                _scan(value)
+            elif key == "$defs":
+                for sub in value.values():
+                    _scan(sub)
+            continue
+        if key not in _KEYWORDS:
+            raise Unsupported(key)
+        if key in ("properties", "patternProperties"):
+            for sub in value.values():
+                _scan(sub)
+        elif key in ("anyOf", "allOf"):
+            for sub in value:
+                _scan(sub)
+        elif key in ("items", "not", "if", "propertyNames", "additionalProperties"):
+            _scan(value)
+
+
+_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "patternProperties",
+        "propertyNames", "items", "minItems", "maxItems", "minLength", "maxLength", "minimum",
+        "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "enum", "const", "$ref",
+        "anyOf", "allOf", "not", "if",
+    }
+)  # fmt: skip
+
+
 def compile_schema(root: Mapping[str, Any], fragment: str = "") -> Check:
     """A predicate equal to `jsonschema.Draft202012Validator(...).is_valid`, or Unsupported."""
+    _scan(root)
     compiler = _Compiler(root)
     return compiler.ref(f"#{fragment}") if fragment else compiler.compile(root)

@@ -7,18 +7,18 @@ checkout or an editable install they are the repo's top-level folders.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from selfcorrect.errors import ResourceMissing
 
-_SOURCE_ROOT = Path(__file__).resolve().parents[2]
+_PACKAGE = Path(__file__).resolve().parents[1]  # selfcorrect/: never zipped (a wheel installs
+_SOURCE_ROOT = _PACKAGE.parent  # files), so importlib.resources' 4 ms import buys nothing here
 
 
 @cache
 def data_dir(kind: str) -> Path:
     """The folder holding shipped `kind` files ("schemas" or "templates")."""
-    packaged = Path(str(resources.files("selfcorrect"))) / "_data" / kind
+    packaged = _PACKAGE / "_data" / kind
     if packaged.is_dir():
         return packaged
     source = _SOURCE_ROOT / kind

@@ -191,6 +191,11 @@ def node_at(root: Node, path: Sequence[str | int]) -> tuple[Node, Node | None]:
     return node, key_node
 
 
+def load_plain(text: str) -> Any:
+    """libyaml straight to Python objects: for files selfcorrect ships, never for inputs."""
+    return yaml.load(text, Loader=FastLoader)
+
+
 def load_text(text: str, display: str, line_offset: int = 0) -> tuple[Any, Node | None]:
     """compose → guard → construct, raising one InputError with every guard problem."""
     root = compose(text, display, line_offset)
