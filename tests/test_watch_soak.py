@@ -1,4 +1,5 @@
-"""A watcher running 1,000 runs leaves no processes behind and does not grow (SPEC §19).
+"""A watcher running 1,000 runs leaves no processes behind and does not grow (SPEC §19):
+no leftover children (git included), no memory growth, no file-descriptor or thread leak.
 
 One real watcher in a subprocess on a git repository. Each round appends to the hook's log
 and waits for that run; every 50th round also hands it an autofixable issue, so the run takes
@@ -68,6 +69,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def open_fds(pid: int) -> int:
+    """File descriptors the process holds: a leaked lock, log or pipe shows up here."""
+    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
+def threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("Threads")).split()[1])
+
+
 def rss_kb(pid: int) -> int:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
@@ -89,6 +100,7 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
         subprocess.run(["git", *command], cwd=repo, check=True, capture_output=True)
     watch = Watch(["watch", str(folder), "--format", "json", "--debounce", "5"], repo)
     samples: dict[int, int] = {}
+    handles: dict[int, tuple[int, int]] = {}  # round -> (open file descriptors, threads)
     fixed = 0
     try:
         watch.next_run(timeout=60)  # the start-up run
@@ -118,6 +130,7 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
                 watch.run_for("tool_failures.yaml", timeout=60)
             if n % 100 == 0:
                 samples[n] = rss_kb(watch.proc.pid)
+                handles[n] = (open_fds(watch.proc.pid), threads(watch.proc.pid))
         # Quiet: one last run may still be in flight, but nothing retriggers itself.
         assert len(watch.runs_within(1.0)) <= 1
         assert watch.runs_within(2.0) == []
@@ -129,6 +142,12 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
         watch.kill()
     assert fixed >= ROUNDS // 50 - 1  # the fixer, git and the validator really ran
     print(f"watcher resident size (kB) by round: {samples}")
+    print(f"watcher (file descriptors, threads) by round: {handles}")
+    if handles:
+        first, last = handles[min(handles)], handles[max(handles)]
+        # No descriptor or thread leaks: a run that left one open would add one per run.
+        assert last[0] <= first[0] + 2, handles
+        assert last[1] <= first[1], handles
     if ROUNDS >= 500:
         settled = samples[min(k for k in samples if k >= ROUNDS // 5)]
         # Steady state: past the first fifth, resident memory grows by less than 8 MB.
