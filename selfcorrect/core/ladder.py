@@ -150,7 +150,9 @@ def _decide(
         if prior.status in (SubjectStatus.RECOVERING, SubjectStatus.SKIPPED) and succeeded_since:
             return decision(SubjectStatus.RECOVERED, SubjectReason.SUCCEEDED, None, new=True)
         if prior.status == SubjectStatus.RECOVERING:  # a fresh budget, back with the agents
-            return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, None, new=False)
+            # Its prompt starts the ladder again at step 1: say so where the prompt does.
+            step = prior.ladder_step or 1
+            return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, step, new=False)
         status = (
             SubjectStatus.RECOVERED if prior.status == SubjectStatus.RECOVERED else SubjectStatus.OK
         )

@@ -1,0 +1,502 @@
+"""The user documentation is executable: every command in docs/*.md runs here, for real.
+
+How a doc is read (in document order, one fresh workspace per doc, so state carries over from one
+command to the next exactly as it would for a reader following the page):
+
+- every line of a ```sh block is a command (a trailing backslash continues it; `#` lines are
+  comments);
+- every `$ `-prefixed line of a plain ``` (or ```console) block is a command, and the lines after
+  it, up to the next `$ ` line or the end of the block, are the output the doc shows;
+- a block whose info string carries `file=PATH` (```python file=.claude/hooks/hook.py) is written
+  to PATH before the commands after it run.
+- ```text, ```yaml and ```json blocks without `file=` never run. Commands that cannot run here
+  (installing from PyPI, GitHub Actions, `pre-commit run`, which needs the network) live there,
+  and the tests at the end of this file check them another way.
+
+Expected exit code: a trailing `# exit N` comment on the command, parsed here; no comment means 0.
+
+Shown output must be the real output (stdout, then stderr), line for line, except:
+- a line that is exactly `...` stands for any number of lines, none included;
+- `…` (U+2026, the placeholder) inside a line matches any text within that line: timestamps,
+  times of day, run ids, and the trimmed tail of a long line;
+- trailing spaces, and blank lines at the start and end of the output, are ignored.
+
+The workspace is a git repository (so the walkthrough's `git checkout`/`git clean` restore works)
+holding a copy of the example `workflow/` with the repository's .gitignore, and the real cAgents
+session of ../shared/corpus at cagents-memory/sessions/<id>/, as cAgents lays sessions out.
+`selfcorrect` and `python3` are this checkout's: the folder of sys.executable leads PATH.
+A `selfcorrect watch` command without `--once` is started, and stopped with SIGINT once it has
+printed its first line (its start-up run); its exit code is then checked like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus" / "cagents-session"
+DOCS = REPO / "docs"
+SESSION = "cagents-memory/sessions/act_fix-auth-token-refresh_260805_001"
+EXIT = re.compile(r"(?:^|\s)#\s*exit\s+(\d+)\b")
+FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<info>.*)$")
+WAIT_S = 60  # a bound on a hung command, never a timing assertion
+RUNNABLE_DOCS = {"walkthrough.md", "integration.md", "ci.md"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a doc does: run a command (exit code, shown output), or write a file."""
+
+    line: int
+    command: str = ""
+    exit: int = 0
+    shown: tuple[str, ...] | None = None
+    path: str = ""
+    content: str = ""
+
+
+@dataclass
+class Block:
+    info: str
+    line: int
+    body: list[str] = field(default_factory=list)
+
+
+def blocks(text: str) -> list[Block]:
+    """The fenced blocks of a markdown text, with their info strings and first lines."""
+    found: list[Block] = []
+    current: Block | None = None
+    fence = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        match = FENCE.match(line.strip())
+        if current is None and match:
+            current, fence = Block(match["info"].strip(), number + 1), match["fence"]
+        elif current is not None and line.strip() == fence:
+            found.append(current)
+            current = None
+        elif current is not None:
+            current.body.append(line)
+    return found
+
+
+def command_step(command: str, line: int, shown: list[str] | None = None) -> Step:
+    found = EXIT.findall(command)
+    code = int(found[-1]) if found else 0
+    return Step(line, command=command, exit=code, shown=None if shown is None else tuple(shown))
+
+
+def steps(text: str) -> list[Step]:
+    """Everything a doc runs or writes, in order."""
+    out: list[Step] = []
+    for block in blocks(text):
+        words = block.info.split()
+        target = next((w[5:] for w in words if w.startswith("file=")), "")
+        if target:
+            out.append(Step(block.line, path=target, content="\n".join(block.body) + "\n"))
+        elif words[:1] == ["sh"]:
+            out.extend(_sh_commands(block))
+        elif words[:1] in ([], ["console"]):
+            out.extend(_session(block))
+    return out
+
+
+def _sh_commands(block: Block) -> list[Step]:
+    out: list[Step] = []
+    pending = ""
+    for offset, line in enumerate(block.body):
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line.rstrip()
+        if pending.endswith("\\"):
+            pending += "\n"  # bash joins the lines, as in a terminal
+            continue
+        out.append(command_step(pending, block.line + offset))
+        pending = ""
+    return out
+
+
+def _session(block: Block) -> list[Step]:
+    out: list[Step] = []
+    command, start, shown = "", 0, list[str]()
+    for offset, line in enumerate(block.body):
+        if line.startswith("$ "):
+            if command:
+                out.append(command_step(command, start, shown))
+            command, start, shown = line[2:], block.line + offset, []
+        elif command:
+            shown.append(line)
+    if command:
+        out.append(command_step(command, start, shown))
+    return out
+
+
+def _line_pattern(shown: str) -> re.Pattern[str]:
+    return re.compile(".*?".join(re.escape(part) for part in shown.rstrip().split("…")))
+
+
+def mismatch(shown: tuple[str, ...], output: str) -> str:
+    """Why the real output does not match what the doc shows ('' when it does)."""
+    actual = [line.rstrip() for line in output.strip("\n").splitlines()]
+    wanted = list(shown)
+    while wanted and not wanted[0].strip():
+        wanted.pop(0)
+    while wanted and not wanted[-1].strip():
+        wanted.pop()
+    segments: list[list[str]] = [[]]
+    for line in wanted:
+        if line.strip() == "...":
+            segments.append([])
+        else:
+            segments[-1].append(line)
+    position = 0
+    for index, segment in enumerate(segments):
+        top = len(actual) - len(segment)
+        low, high = position, top
+        if index == 0:
+            high = min(high, 0)  # no `...` first: the output starts here
+        if index == len(segments) - 1:
+            low = max(low, top)  # no `...` last: the output ends here
+        found = next((s for s in range(low, high + 1) if _fits(segment, actual, s)), None)
+        if found is None:
+            return "these shown lines are not in the output, in this order:\n" + "\n".join(segment)
+        position = found + len(segment)
+    return ""
+
+
+def _fits(segment: list[str], actual: list[str], start: int) -> bool:
+    if start < 0 or start + len(segment) > len(actual):
+        return False
+    pairs = zip(segment, actual[start : start + len(segment)], strict=True)
+    return all(_line_pattern(want).fullmatch(got) for want, got in pairs)
+
+
+def workspace(root: Path) -> Path:
+    """A git repository with the example folder and the real cAgents session, as docs assume."""
+    shutil.copytree(REPO / "workflow", root / "workflow")
+    shutil.copy(REPO / ".gitignore", root / ".gitignore")
+    shutil.copytree(CORPUS, root / SESSION)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
+        subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=root, check=True)
+    return root
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.update(LC_ALL="C.UTF-8", PYTHONUTF8="1", USER="ana")
+    env.pop("NO_COLOR", None)
+    return env
+
+
+def run(step: Step, root: Path) -> tuple[int, str]:
+    """Run one command in the workspace: its exit code, and stdout followed by stderr."""
+    if re.search(r"\bselfcorrect watch\b", step.command) and "--once" not in step.command:
+        return _run_watch(step, root)
+    done = subprocess.run(
+        ["bash", "-c", step.command],
+        cwd=root,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _run_watch(step: Step, root: Path) -> tuple[int, str]:
+    """Start a long-running watcher, wait for its start-up run's line, then press Ctrl-C."""
+    with subprocess.Popen(
+        ["bash", "-c", step.command],
+        cwd=root,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], WAIT_S)
+        first = proc.stdout.readline() if ready else ""
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:  # deaf to Ctrl-C: a failure, but leave no process
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        return proc.returncode, first + out + err
+
+
+def play(doc: Path, root: Path) -> None:
+    """Follow a doc from top to bottom; fail at the first step that does not do what it says."""
+    for step in steps(doc.read_text(encoding="utf-8")):
+        where = f"{doc.name}:{step.line}"
+        if step.path:
+            target = root / step.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(step.content, encoding="utf-8")
+            continue
+        code, output = run(step, root)
+        assert code == step.exit, (
+            f"{where}: `{step.command}` exited {code}, the doc says {step.exit}\n{output}"
+        )
+        if step.shown is not None:
+            problem = mismatch(step.shown, output)
+            assert not problem, f"{where}: `{step.command}`: {problem}\n--- real output:\n{output}"
+
+
+def test_shown_output_must_match_line_for_line_except_the_placeholders() -> None:
+    output = "BLOCKED  run (exit 1)\n\nESC-da5aeb28  WI-3: blocked\nWritten:\n  a.yaml\n"
+    assert mismatch(("BLOCKED  run (exit 1)", "", "ESC-…  WI-3: …", "..."), output) == ""
+    assert mismatch(("...", "  a.yaml"), output) == ""
+    assert mismatch(("BLOCKED  run (exit 1)", "...", "Written:", "  a.yaml"), output) == ""
+    assert mismatch(("BLOCKED  run (exit 1)",), output)  # the rest is not shown, nor `...`
+    assert mismatch(("...", "ESC-…  WI-4: …", "..."), output)  # a different line
+    assert mismatch(("...", "Written:", "ESC-…", "..."), output)  # out of order
+    assert mismatch(("...", "  a.yaml", "  b.yaml"), output)  # a line the output lacks
+
+
+def test_commands_exit_codes_files_and_outputs_are_read_from_the_markdown() -> None:
+    text = "\n".join(
+        [
+            "```sh",
+            "# a comment",
+            "selfcorrect run workflow/   # exit 1: BLOCKED",
+            "echo one \\",
+            "  two",
+            "```",
+            "```python file=hooks/x.py",
+            "print('x')",
+            "```",
+            "```",
+            "$ selfcorrect status workflow/",
+            "Now: BLOCKED",
+            "$ false   # exit 1",
+            "```",
+            "```text",
+            "$ pip install selfcorrect",
+            "```",
+        ]
+    )
+    found = steps(text)
+    assert [(s.command, s.exit, s.shown, s.path) for s in found] == [
+        ("selfcorrect run workflow/   # exit 1: BLOCKED", 1, None, ""),
+        ("echo one \\\n  two", 0, None, ""),
+        ("", 0, None, "hooks/x.py"),
+        ("selfcorrect status workflow/", 0, ("Now: BLOCKED",), ""),
+        ("false   # exit 1", 1, (), ""),
+    ]
+    assert found[2].content == "print('x')\n"
+
+
+def test_a_doc_whose_command_does_not_do_what_it_says_fails(tmp_path: Path) -> None:
+    doc = tmp_path / "wrong.md"
+    doc.write_text("```sh\nselfcorrect run workflow/\n```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="exited 1, the doc says 0"):
+        play(doc, workspace(tmp_path / "root"))
+
+
+def runnable_docs() -> list[Path]:
+    return sorted(p for p in DOCS.glob("*.md") if steps(p.read_text(encoding="utf-8")))
+
+
+def test_the_user_docs_have_commands_to_run() -> None:
+    assert {p.name for p in runnable_docs()} >= RUNNABLE_DOCS
+
+
+@pytest.mark.parametrize("doc", runnable_docs(), ids=lambda p: p.name)
+def test_every_command_in_the_doc_does_what_the_doc_says(doc: Path, tmp_path: Path) -> None:
+    play(doc, workspace(tmp_path))
+
+
+def test_policy_reference_is_generated_from_the_schema_and_the_defaults() -> None:
+    fresh = subprocess.run(
+        [sys.executable, str(DOCS / "gen_policy.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=WAIT_S,
+    ).stdout
+    current = (DOCS / "policy.md").read_text(encoding="utf-8")
+    assert current == fresh, (
+        "docs/policy.md is stale: run `python docs/gen_policy.py > docs/policy.md` "
+        "from the repository root (with the venv's python)"
+    )
+
+
+# --- the blocks that cannot run as they are, checked another way ------------------------------
+
+
+def yaml_blocks(doc: str) -> list[Any]:
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    return [yaml.safe_load("\n".join(b.body)) for b in blocks(text) if b.info == "yaml"]
+
+
+def file_block(doc: str, path: str) -> str:
+    found = [s.content for s in steps((DOCS / doc).read_text(encoding="utf-8")) if s.path == path]
+    assert len(found) == 1, f"{doc} has no single block for {path}"
+    return found[0]
+
+
+def test_the_hook_command_in_settings_json_runs_as_claude_code_would(tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    for path in (".claude/hooks/selfcorrect_hook.py", ".claude/settings.json"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(file_block("integration.md", path), encoding="utf-8")
+    settings = json.loads((root / ".claude/settings.json").read_text(encoding="utf-8"))
+    [entry] = settings["hooks"]["PostToolUseFailure"]
+    [hook] = entry["hooks"]
+    event = {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "error": "EACCES"}
+    env = environment() | {"CLAUDE_PROJECT_DIR": str(root)}
+    done = subprocess.run(
+        ["bash", "-c", hook["command"]],
+        cwd=tmp_path.parent,  # Claude Code may run hooks from elsewhere: paths come from the env
+        env=env,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode == 2, done.stderr  # the example is BLOCKED: the agent is told
+    assert "ESC-da5aeb28" in done.stderr
+    assert "EACCES" in (root / "workflow" / "tool_failures.yaml").read_text(encoding="utf-8")
+
+
+def test_pre_commit_hooks_run_what_the_docs_say(tmp_path: Path) -> None:
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    documented = {s.command.split("#")[0].strip() for s in steps_of("integration.md")}
+    root = workspace(tmp_path)
+    expected = {"selfcorrect-check": 0, "selfcorrect-run": 1}  # the example is BLOCKED
+    for hook in hooks:
+        command = " ".join([hook["entry"], *hook["args"]])
+        assert command in documented, f"docs/integration.md does not show `{command}`"
+        assert re.match(hook["files"], "workflow/tool_failures.yaml")
+        before = tree(root / "workflow")
+        done = subprocess.run(
+            command.split(), cwd=root, env=environment(), capture_output=True, timeout=WAIT_S
+        )
+        assert done.returncode == expected[hook["id"]], done.stderr
+        assert tree(root / "workflow") == before, f"{hook['id']} wrote in the folder"
+    for config in yaml_blocks("ci.md"):
+        if isinstance(config, dict) and "repos" in config:
+            ids = {h["id"] for repo in config["repos"] for h in repo["hooks"]}
+            assert ids == {hook["id"] for hook in hooks}
+
+
+def steps_of(doc: str) -> list[Step]:
+    return steps((DOCS / doc).read_text(encoding="utf-8"))
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+OUTPUT = re.compile(r"steps\.(\w+)\.outputs\.(\w+)")
+
+
+def condition(expression: str, outputs: dict[str, dict[str, str]]) -> bool:
+    """The two `if:` forms docs/ci.md uses, evaluated the way GitHub Actions does."""
+
+    def value(reference: str) -> str:
+        step, name = reference.split(".")[1::2]
+        return outputs.get(step, {}).get(name, "")
+
+    listed = re.fullmatch(r"contains\(fromJSON\('(.*)'\), (steps\.\w+\.outputs\.\w+)\)", expression)
+    if listed:
+        return value(listed[2]) in json.loads(listed[1])
+    terms = [
+        re.fullmatch(r"(steps\.\w+\.outputs\.\w+) != '(\w*)'", t.strip())
+        for t in expression.split("&&")
+    ]
+    assert all(terms), f"tests/test_docs.py cannot evaluate `if: {expression}`: teach it"
+    return all(value(t[1]) != t[2] for t in terms if t)
+
+
+def test_the_github_actions_steps_in_ci_md_run_and_fail_the_job_when_blocked(
+    tmp_path: Path,
+) -> None:
+    """The documented job's `run:` steps, in order, on the example (BLOCKED), with their `if:`
+    conditions: the SARIF is written and uploaded, then the last step fails the job. The
+    annotations-only variant fails its step. (`pip install selfcorrect` needs PyPI: skipped.)"""
+    [job] = [b["jobs"]["selfcorrect"]["steps"] for b in yaml_blocks("ci.md") if "jobs" in b]
+    [variant] = [b for b in yaml_blocks("ci.md") if isinstance(b, list)]
+    ran = play_job(job, workspace(tmp_path / "job"))
+    assert ran[-1] == (job[-1]["name"], 1), ran  # only the last step fails
+    assert ("Upload SARIF", 0) in ran
+    assert play_job(variant, workspace(tmp_path / "variant")) == [("Correction run", 1)]
+
+
+def play_job(job: list[dict[str, Any]], root: Path) -> list[tuple[str, int]]:
+    """Run a job's steps like a runner (bash -eo pipefail, $GITHUB_OUTPUT) until one fails."""
+    outputs: dict[str, dict[str, str]] = {}
+    ran: list[tuple[str, int]] = []
+    for step in job:
+        if "if" in step and not condition(step["if"], outputs):
+            continue
+        if "upload-sarif" in step.get("uses", ""):
+            log = json.loads((root / step["with"]["sarif_file"]).read_text(encoding="utf-8"))
+            assert log["version"] == "2.1.0" and log["runs"][0]["results"]
+            ran.append((step["name"], 0))
+        if "run" not in step or "pip install" in step["run"]:
+            continue
+        github_output = root / "github_output"
+        github_output.write_text("", encoding="utf-8")
+        env = environment() | {"GITHUB_OUTPUT": str(github_output)}
+        for name, raw in step.get("env", {}).items():
+            env[name] = OUTPUT.sub(lambda m: outputs[m[1]][m[2]], raw.strip("${} "))
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
+        lines = github_output.read_text(encoding="utf-8").splitlines()
+        outputs[step.get("id", "")] = dict(line.split("=", 1) for line in lines)
+        ran.append((step.get("name", step["run"]), done.returncode))
+        if done.returncode:
+            break
+    return ran
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def headings(text: str) -> set[str]:
+    """GitHub's anchors for the headings of a markdown text (outside code blocks)."""
+    anchors: set[str] = set()
+    fenced = False
+    for line in text.splitlines():
+        fenced ^= bool(FENCE.match(line.strip()))
+        if not fenced and (match := re.match(r"#{1,6} (.*)", line)):
+            words = re.sub(r"[^\w\- ]", "", match[1].strip().lower())
+            anchors.add(words.replace(" ", "-"))
+    return anchors
+
+
+def test_links_between_the_docs_lead_somewhere() -> None:
+    for doc in sorted(DOCS.glob("*.md")):
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://")):
+                continue
+            name, _, anchor = target.partition("#")
+            path = (doc.parent / name) if name else doc
+            assert path.is_file(), f"{doc.name}: link to missing {target}"
+            if anchor and path.suffix == ".md":
+                found = headings(path.read_text(encoding="utf-8"))
+                assert anchor in found, f"{doc.name}: no heading for #{anchor} in {path.name}"
