@@ -35,6 +35,8 @@ from selfcorrect.policy_file import load_policy
 from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
 from selfcorrect.revalidate import Revalidation, revalidate
 
+OUTPUT_DIRS = ("recovery", "microtasks", "handoffs")  # where a run writes besides DIR
+
 
 @dataclass
 class RunOutcome:
@@ -70,6 +72,8 @@ def correction_run(
     root = project_root(folder)
     written: list[str] = []
     uncertain: list[str] = []
+    if not shadow:  # a run killed mid-write (SIGKILL) leaves its temp files; clear them
+        atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
     if validate_first and not shadow:
         policy = load_policy(policy_path or folder / "selfcorrect.yaml")
         first = _validate(folder, policy, root, trace, clock)

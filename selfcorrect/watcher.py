@@ -44,6 +44,7 @@ from selfcorrect.watch_events import ABSENT, InputSet, Snapshot, changed
 
 POLL_S = 0.1  # how often the idle loop looks at `stop`
 POLLING_INTERVAL_S = 0.5  # PollingObserver's rescan period
+RETRY_MAX_S = 30.0  # the longest wait before a failed run is tried again
 # Without opened / closed-no-write events: reading a file (our own hashing) wakes no one.
 EVENTS: list[type[FileSystemEvent]] = [
     FileModifiedEvent,
@@ -120,6 +121,7 @@ class Watcher:
         self._wake = threading.Event()
         self._first_event: float | None = None
         self._last_event = 0.0
+        self._failures = 0  # runs in a row that failed midway: the retry backs off
 
     # --- the two entry points ------------------------------------------------------------------
 
@@ -225,9 +227,19 @@ class Watcher:
     def _cycle(self, trigger: list[str], *, contain: bool, before: Snapshot | None = None) -> int:
         """Run, report, then record the inputs' hashes so our own writes never retrigger."""
         before = before if before is not None else self.inputs.snapshot()
+        previous = self._recorded
         run = self._execute(trigger, contain=contain)
         after = self.inputs.snapshot()
         self._recorded = after
+        if run.outcome is None and run.code != ExitCode.INVALID:
+            # It failed midway (a write conflict with a busy editor, an internal error): what
+            # triggered it is still unprocessed. Keep it pending; retry after a backoff.
+            self._recorded = previous
+            self._failures += 1
+            self._retry_after(min(self.debounce_s * 2**self._failures, RETRY_MAX_S))
+            self._report(run)
+            return run.code
+        self._failures = 0
         outside = [label for label in changed(before, after) if label not in self._ours(run)]
         if outside:
             # Someone else wrote during the run: keep their change pending, run once more.
@@ -237,6 +249,12 @@ class Watcher:
                 self._wake.set()
         self._report(run)
         return run.code
+
+    def _retry_after(self, delay: float) -> None:
+        with self._guard:
+            self._last_event = time.monotonic() + max(delay, 0.1) - self.debounce_s
+            self._first_event = None
+            self._wake.set()
 
     def _execute(self, trigger: list[str], *, contain: bool) -> WatchRun:
         at = self.clock()

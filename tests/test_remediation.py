@@ -253,7 +253,11 @@ def test_a_crash_mid_fix_is_reconciled_not_repeated(tmp_path: Path) -> None:
     while not (repo / "calls.log").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (repo / "calls.log").exists(), "the fixer never started"
-    os.killpg(proc.pid, signal.SIGKILL)  # selfcorrect and its fixer, mid-remediation
+    # selfcorrect and its fixer, mid-remediation: the fixer runs in its own session, so a
+    # process-group kill would miss it; kill the whole tree, as a container stop would.
+    from tests.hardening import sigkill
+
+    sigkill(proc, "tree")
     proc.wait()
     started = [r for r in journal(repo) if r.get("status") == "remediating"]
     assert len(started) == 1
@@ -374,3 +378,47 @@ def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
         "## Decision\nSingle-flight per session.\n\n## Consequences\n\n## Notes\nSee WI-1.\n"
     )
     assert report(repo)["status"] == "PASS"
+
+
+def test_a_fix_killed_before_its_preflight_is_no_attempt() -> None:
+    """§9.5: the plan journals `remediating` before the fixes run; a kill before a fix's
+    preflight leaves no transition for it, which proves it never ran (found by tests/
+    test_crash.py: 91 of 200 issues were blocked without their fixer ever running)."""
+    from selfcorrect.core.state import derive
+
+    handed = {"event": "issue", "fingerprint": "lint@a.py", "status": "remediating", "attempt": 1}
+    began = {"event": "transition", "fingerprint": "lint@a.py", "attempt": 1}
+    never = derive([handed]).issue("lint@a.py")
+    assert (never.attempts, never.status) == (0, None)
+    ran = derive([handed, {**began, "from": "preflight", "to": "remediating"}]).issue("lint@a.py")
+    assert (ran.attempts, ran.status) == (1, "remediating")
+    refused = derive([handed, {**began, "from": "preflight", "to": "escalated"}])
+    assert refused.issue("lint@a.py").attempts == 1  # preflight ran and refused: it counts
+
+
+def test_temp_files_of_dead_writers_are_swept(tmp_path: Path, run_line) -> None:
+    """A SIGKILL between writing a temp file and renaming it leaves `.NAME.PID.HEX.tmp`
+    behind; the next run removes those whose writer is gone, never a live writer's."""
+    folder = tmp_path / "workflow"
+    (folder / "recovery").mkdir(parents=True)
+    (folder / "coordination_log.yaml").write_text("controller: lead\n")
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    stale = [
+        folder / f".coordination_log.yaml.{dead}.deadbeef.tmp",
+        folder / "recovery" / f".WI-2.md.{dead}.0badcafe.tmp",
+    ]
+    live = folder / f".coordination_log.yaml.{os.getpid()}.12345678.tmp"
+    other = folder / ".notes.tmp"  # not a shape selfcorrect writes
+    for path in [*stale, live, other]:
+        path.write_text("half")
+    assert run_line(["run", folder]).exit_code in (0, 3)
+    assert [p.exists() for p in stale] == [False, False]
+    assert live.exists() and other.exists()
+    stale[0].write_text("half")
+    assert run_line(["run", folder, "--shadow"]).exit_code in (0, 3)
+    assert stale[0].exists()  # --shadow writes nothing, and removes nothing either

@@ -85,8 +85,11 @@ class State:
 
 def derive(records: Iterable[Mapping[str, Any]]) -> State:
     state = State()
+    started: set[tuple[str, int]] = set()  # (fingerprint, attempt) whose preflight ran
     for record in records:
         kind = record.get("event")
+        if kind == "transition" and record.get("from") == "preflight":
+            started.add((str(record.get("fingerprint")), int(record.get("attempt") or 0)))
         if kind == SUBJECT and isinstance(record.get("subject"), str):
             current = state.subjects.setdefault(record["subject"], SubjectState())
             current.status = record.get("status")
@@ -122,7 +125,19 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             _apply_reset(state, record)
         elif kind == PROPOSAL and isinstance(record.get("key"), str):
             state.proposals.add(record["key"])
+    _refund_unstarted(state, started)
     return state
+
+
+def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
+    """A fix handed out (`remediating`) whose preflight never began was killed before it
+    could run: the transition is fsynced before any effect (§9.2), so its absence proves
+    nothing happened. That hand-out is no attempt (§9.5: never double-count)."""
+    for fingerprint, issue in state.issues.items():
+        if issue.status == "remediating" and (fingerprint, issue.attempts) not in started:
+            issue.attempts = max(issue.attempts - 1, 0)
+            issue.status = None
+            issue.reason = "NOT_STARTED"
 
 
 def _apply_reset(state: State, record: Mapping[str, Any]) -> None:

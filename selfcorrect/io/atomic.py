@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from selfcorrect.errors import WriteConflict
@@ -54,6 +55,43 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_TEMP = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
+
+
+def sweep_stale_temps(folders: Iterable[Path]) -> list[Path]:
+    """Remove the temp files of writers that died (SIGKILL between write and replace).
+
+    Only names of the shape `_write_temp` makes, and only when their pid no longer runs: a
+    live writer's temp file is never touched (a reused pid only leaves a file in place).
+    """
+    removed = []
+    for folder in folders:
+        try:
+            names = [entry.name for entry in os.scandir(folder) if entry.is_file()]
+        except OSError:
+            continue
+        for name in names:
+            match = _TEMP.match(name)
+            if match is None or _alive(int(match.group(1))):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)
+                removed.append(folder / name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
 
 
 def _write_temp(path: Path, data: bytes, mode: int) -> Path:

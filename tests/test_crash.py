@@ -1,0 +1,345 @@
+"""kill -9 at random points of many runs (SPEC §19, §9.5): nothing torn, lost or repeated.
+
+A git repository with a workflow folder: 30 stuck subjects in a canonical `tool_failures.yaml`,
+people's comments in the log, `coordination_log.yaml` and `selfcorrect.yaml`, a validator
+script, and a SLOW autofixer (it rewrites its target in steps, sleeping 0-200 ms between
+writes) for an issue on every `mod_*.py` that still says `import os`. Each round appends
+failures and adds a module, starts `python -m selfcorrect run DIR` as a real process, and kills
+it with SIGKILL at a seeded random moment: a delay after the start, after a fixer started, or
+right after one of atomic.py's temp files appeared (mid-write). The kill takes one of three
+shapes: the selfcorrect process alone, its process group (selfcorrect and git), or the whole
+tree it started, as a container or cgroup kill would (fixers and the validator run in their
+own session: nothing else reaches them). After each kill:
+
+- every YAML file in the folder parses, and every decision document loads strictly;
+- every line a person wrote (each commented line) is still in its file, byte for byte;
+- no failed_items entry repeats a task_id, no escalation repeats an id;
+- the journal reads, and each kill adds at most one unreadable (torn) line;
+- every temp file beside the files was made by a killed process (atomic.py names it
+  `.<name>.<pid>.<hex>.tmp`); after the last run, which completes, none is left at all;
+- every process the killed run had started (seen in /proc before the kill) finishes on its own
+  within ORPHAN_S seconds. A third of the rounds start the next run without waiting for them.
+
+Then one last run to completion (exit 0, 1 or 3; never 2 or 4), and the §9.5 invariants, read
+from the journal. For a fingerprint, a *remediation* is a `preflight → remediating` transition
+(fsynced before the fixer starts), a *hand-out* an `issue` record with status `remediating`
+or `directive`, and the *count* the attempts `core.state.derive` folds from the whole journal:
+
+1. no remediation repeated: at most one remediation per (fingerprint, attempt);
+2. no attempt key reused: at most one remediation per `attempt_key` (trace + fingerprint +
+   rule version: two in one run would be a retry inside the run);
+3. no attempt counted twice: each hand-out is numbered one past the attempts started before it
+   (a directive starts when handed out). A skipped number is an attempt counted twice or one
+   that never ran; a number reused after its remediation started is an attempt not counted;
+4. no attempt counted that never started: count <= remediations. A remediation whose run died
+   after its transition is *uncertain* and counts (conservatively, §9.5); one whose run died
+   before its transition certainly never ran;
+5. attempts within the budget: remediations <= `retries` of the issue type (1);
+6. every ladder round handed out once: a subject's `recovering` records climb strictly;
+7. no failure counted twice: a `subject` record's `attempt` equals the subject's failures in
+   the log up to the record's `log_position`.
+
+Long profile (SPEC §19 asks for 200 kills and 1,000 edits and runs):
+    SELFCORRECT_CRASH_RUNS=200 SELFCORRECT_EDITS=1000 SELFCORRECT_SOAK_ROUNDS=1000 \\
+        .venv/bin/python -m pytest tests/test_crash.py tests/test_concurrency.py \\
+        tests/test_watch_soak.py
+A failure names its seed; SELFCORRECT_CRASH_SEED=<seed> replays the same choices (the moments
+a kill lands on still vary with the machine's timing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.core.state import derive
+from selfcorrect.errors import Diagnostic
+from selfcorrect.io.documents import load_decision
+from selfcorrect.io.journal import read_journal
+from tests.hardening import (
+    Kill,
+    duplicates,
+    failure_entry,
+    failure_positions,
+    human_lines,
+    kind,
+    load,
+    missing_lines,
+    sigkill,
+    temp_files,
+    temp_pid,
+    unparsable_yaml,
+    wait_gone,
+    working_in,
+)
+
+RUNS = int(os.environ.get("SELFCORRECT_CRASH_RUNS", "20"))
+SEED = int(os.environ.get("SELFCORRECT_CRASH_SEED") or random.SystemRandom().randrange(10**6))
+ORPHAN_S = 20.0  # a fixer takes under a second; this only bounds a hang
+KILL_WITHIN_S = 1.4  # about one run: start-up, analysis, a fix, the re-validation
+RETRIES = 1  # linting_errors' default budget
+SUBJECTS = 30
+HUMAN_FILES = ("coordination_log.yaml", "selfcorrect.yaml", "tool_failures.yaml")
+DECISIONS = ("coordination_log", "escalations", "selfcorrect")
+
+FIXER = """
+import os, pathlib, random, sys, time
+log = pathlib.Path({log!r})
+target = pathlib.Path(sys.argv[1])
+with log.open("a") as out:
+    out.write(f"start {{sys.argv[1]}} {{os.getpid()}}\\n")
+lines = target.read_text().splitlines(keepends=True)
+for n in range(len(lines)):  # one write per line, a random pause before each
+    time.sleep(random.uniform(0, 0.2))
+    kept = [line for i, line in enumerate(lines) if i > n or "import os" not in line]
+    target.write_text("".join(kept))
+"""
+# The validator writes its report atomically, from a scratch folder outside the project: a
+# killed validator must not be what tears a file.
+VALIDATOR = """
+import json, os, pathlib
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+issues = [{{"id": p.stem, "type": "linting_errors", "severity": "MAJOR",
+           "description": "F401 os imported but unused", "target": p.name}}
+          for p in sorted(pathlib.Path(".").glob("mod_*.py")) if "import os" in p.read_text()]
+tmp = pathlib.Path({scratch!r}) / f"report.{{os.getpid()}}"
+tmp.write_text(json.dumps({{"status": "FIXABLE" if issues else "PASS", "issues": issues}}))
+os.replace(tmp, folder / "validation_report.yaml")
+"""
+POLICY = """\
+# Policy for the crash test. A person wrote these comments; selfcorrect never rewrites this file.
+validator:
+  command: [{python}, validate.py]   # the project's own validator
+issue_types:
+  linting_errors:
+    fix:
+      # the slow fixer: it pauses between writes, so kills land mid-fix
+      - command: [{python}, fix.py, '{{target}}']
+circuit:
+  # lenient on purpose: the fixes must keep running after the failures the kills cause
+  verification_failures: 1000000
+  target_recurrences: 1000000
+  min_calls: 1000000
+"""
+COORDINATION = """\
+# Coordination log for the crash test (written by the controller agent; people edit it too).
+# selfcorrect owns only failed_items; every comment in this file is a person's.
+schema_version: "1"
+controller: lead   # the tech lead: keep this comment where it is
+status: in_progress
+questions_asked:
+  # asked on Monday, answered by the backend agent
+  - question: "Why does POST /login crash?"
+    delegated_to: backend
+    answer: "req.user is undefined when the session expired"   # confirmed by QA
+implementation_tasks:
+  - task_id: WI-0
+    name: "Guard the handler against a missing user"
+    status: in_progress   # a person: blocked on review
+failed_items:
+  - task_id: WI-0
+    # a person: ops is looking at WI-0, do not page again
+    failure_type: runtime_error
+    attempts: 1
+    final_status: recovering
+# a person's closing note, after selfcorrect's block
+"""
+LOG_HEADER = """\
+# yaml-language-server: $schema=https://selfcorrect.dev/schemas/tool_failures.schema.json
+# Tool failure log, appended by the agents' hook (canonical form).
+# A person's note: WI-7 and WI-13 share a flaky fixture.
+failures:
+"""
+
+
+def build(tmp_path: Path) -> tuple[Path, Path]:
+    """The repository (committed) and its workflow folder; a scratch folder beside them."""
+    repo, scratch = tmp_path / "repo", tmp_path / "scratch"
+    folder = repo / "workflow"
+    folder.mkdir(parents=True)
+    scratch.mkdir()
+    (repo / "fix.py").write_text(FIXER.format(log=str(scratch / "fixer.log")))
+    (repo / "validate.py").write_text(VALIDATOR.format(scratch=str(scratch)))
+    (folder / "selfcorrect.yaml").write_text(POLICY.format(python=sys.executable))
+    (folder / "coordination_log.yaml").write_text(COORDINATION)
+    entries = [failure_entry(n, n // 3) for n in range(3 * SUBJECTS)]  # three each: stuck
+    entries.insert(SUBJECTS, "  # a person: the entries below came in during the outage\n")
+    (folder / "tool_failures.yaml").write_text(LOG_HEADER + "".join(entries))
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start"]):
+        subprocess.run(["git", *command], cwd=repo, check=True, capture_output=True)
+    return repo, folder
+
+
+def add_work(repo: Path, folder: Path, rng: random.Random, round_no: int) -> None:
+    """What agents do between runs: new failures for stuck subjects, a new lint issue."""
+    log = folder / "tool_failures.yaml"
+    count = log.read_text().count("  - id: TF-")
+    with log.open("a") as out:
+        for n in range(count, count + rng.randint(1, 2)):
+            out.write(failure_entry(n, rng.randrange(SUBJECTS)))
+    (repo / f"mod_{round_no}.py").write_text(f"import os  # 1\nimport os  # 2\nx = {round_no}\n")
+
+
+def run_argv(folder: Path) -> list[str]:
+    return [sys.executable, "-m", "selfcorrect", "run", str(folder)]
+
+
+def fixer_starts(repo: Path) -> int:
+    log = repo.parent / "scratch" / "fixer.log"
+    return log.read_text().count("start ") if log.exists() else 0
+
+
+def writing(folder: Path) -> bool:
+    """A write to the folder is under way: one of atomic.py's temp files exists right now."""
+    for place in (folder, folder / "recovery"):
+        if place.is_dir() and any(name.endswith(".tmp") for name in os.listdir(place)):
+            return True
+    return False
+
+
+def test_kill_minus_nine_at_random_points(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    repo, folder = build(tmp_path)
+    human = {name: human_lines((folder / name).read_text()) for name in HUMAN_FILES}
+    killed: set[int] = set()
+    orphans: Counter[str] = Counter()  # "kill shape: program" that kept running after a kill
+    torn = finished = 0
+    for round_no in range(RUNS):
+        tag = f"seed {SEED}, round {round_no}"
+        add_work(repo, folder, rng, round_no)
+        overlap = rng.random() < 1 / 3  # the next run starts while the orphans still run
+        kill = run_and_kill(repo, folder, rng)
+        if kill is None:
+            finished += 1  # the run ended before its kill: the next round judges it
+            continue
+        killed.add(kill.pid)
+        orphans.update(f"{kill.how}: {kind(p)}" for p in kill.spared())
+        if kill.how == "tree" or not overlap:
+            stuck = wait_gone(kill.children, ORPHAN_S)
+            assert not stuck, f"{tag}: still running {ORPHAN_S}s after the kill: {stuck}"
+        warnings: list[Diagnostic] = []
+        read_journal(folder, warnings)  # never raises on a torn line
+        assert len(warnings) <= torn + 1, f"{tag}: one kill tore several lines: {warnings}"
+        torn = len(warnings)
+        check_files(repo, folder, human, killed, tag)
+    stuck = wait_gone(working_in(repo), ORPHAN_S)
+    assert not stuck, f"seed {SEED}: processes of killed runs still running: {stuck}"
+    print(f"seed {SEED}: {RUNS} rounds, {finished} ended before the kill; spared: {orphans}")
+
+    final = subprocess.run(
+        [*run_argv(folder), "--format", "json"], cwd=repo, capture_output=True, timeout=180
+    )
+    assert final.returncode in (0, 1, 3), f"seed {SEED}: final run: {final.stderr[-2000:]!r}"
+    json.loads(final.stdout)
+    check_files(repo, folder, human, killed, f"seed {SEED}, final run")
+    check_journal(folder)
+    assert not wait_gone(working_in(repo), ORPHAN_S), f"seed {SEED}: the final run left processes"
+    left = [str(p.relative_to(repo)) for p in temp_files(repo)]
+    assert not left, f"seed {SEED}: temp files of killed runs, still there after a full run: {left}"
+
+
+def run_and_kill(repo: Path, folder: Path, rng: random.Random) -> Kill | None:
+    """Start a run and SIGKILL it at a random moment; None if it ended before that moment.
+
+    The moment is a delay after the start ("clock"), after a fixer started ("fix"), or just
+    after a temp file of atomic.py appeared in the folder ("write": mid-write).
+    """
+    argv = run_argv(folder) + (["--validate-first"] if rng.random() < 0.5 else [])
+    aim = rng.choice(["clock", "fix", "write"])
+    delay = rng.uniform(0, {"clock": KILL_WITHIN_S, "fix": 0.25, "write": 0.001}[aim])
+    how = rng.choice(["process", "group", "tree"])
+    fixers = fixer_starts(repo)
+    proc = subprocess.Popen(
+        argv, cwd=repo, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    armed, start = aim == "clock", time.monotonic()
+    while proc.poll() is None:
+        now = time.monotonic()
+        hit = writing(folder) if aim == "write" else fixer_starts(repo) > fixers
+        if not armed and (hit or now - start > 3):
+            armed, start = True, now  # the delay counts from the moment aimed at
+        if armed and now - start >= delay:
+            break
+        time.sleep(0.0005)
+    kill = sigkill(proc, how)
+    _, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode(errors="replace")
+    return kill
+
+
+def check_files(
+    repo: Path, folder: Path, human: dict[str, list[str]], killed: set[int], tag: str
+) -> None:
+    bad = unparsable_yaml(folder)
+    assert not bad, f"{tag}: YAML that no longer parses: {bad}"
+    for stem in DECISIONS:
+        if (folder / f"{stem}.yaml").exists():
+            load_decision(folder / f"{stem}.yaml", stem)  # strict: InputError with positions
+    for name, lines in human.items():
+        lost = missing_lines(lines, (folder / name).read_text())
+        assert not lost, f"{tag}: a person's lines gone from {name}: {lost}"
+    items = (load(folder / "coordination_log.yaml") or {}).get("failed_items")
+    assert not duplicates(items, "task_id"), f"{tag}: failed_items repeat: {items}"
+    escalations = (load(folder / "escalations.yaml") or {}).get("escalations")
+    assert not duplicates(escalations, "id"), f"{tag}: escalation ids repeat"
+    strays = [p for p in temp_files(repo) if temp_pid(p) not in killed]
+    assert not strays, f"{tag}: temp files that no kill explains: {strays}"
+
+
+def check_journal(folder: Path) -> None:
+    """The seven invariants of the module docstring, each its own assertion."""
+    records, tag = read_journal(folder, []), f"seed {SEED}"
+    runs = [r for r in records if _remediation(r)]
+    started: dict[str, set[int]] = defaultdict(set)
+    for r in runs:
+        started[r["fingerprint"]].add(r["attempt"])
+    pairs = Counter((r["fingerprint"], r["attempt"]) for r in runs)
+    repeated = [pair for pair, n in pairs.items() if n > 1]
+    assert not repeated, f"{tag}: 1. remediation repeated (fingerprint, attempt): {repeated}"
+    keys = [key for key, n in Counter(r.get("attempt_key") for r in runs).items() if n > 1]
+    assert not keys, f"{tag}: 2. one attempt_key started several remediations: {keys}"
+
+    so_far: dict[str, set[int]] = defaultdict(set)
+    misnumbered = []  # (fingerprint, attempt handed out, attempts started before it)
+    for r in records:
+        if _remediation(r):
+            so_far[r["fingerprint"]].add(r["attempt"])
+        elif r.get("event") == "issue" and r.get("status") in ("remediating", "directive"):
+            if r["attempt"] != len(so_far[r["fingerprint"]]) + 1:
+                misnumbered.append((r["fingerprint"], r["attempt"], len(so_far[r["fingerprint"]])))
+            if r["status"] == "directive":
+                so_far[r["fingerprint"]].add(r["attempt"])
+    assert not misnumbered, f"{tag}: 3. attempts counted twice or not at all: {misnumbered}"
+    counted = {fp: issue.attempts for fp, issue in derive(records).issues.items()}
+    phantom = {fp: (n, sorted(started[fp])) for fp, n in counted.items() if n > len(started[fp])}
+    assert not phantom, f"{tag}: 4. attempts counted, never started (count, started): {phantom}"
+    over = {fp: sorted(a) for fp, a in started.items() if len(a) > RETRIES}
+    assert not over, f"{tag}: 5. more remediations than the {RETRIES} retries allow: {over}"
+
+    climbs: dict[str, list[int]] = defaultdict(list)
+    for r in records:
+        if r.get("event") == "subject" and r.get("status") == "recovering":
+            climbs[r["subject"]].append(int(r["ladder_step"]))
+    again = {s: steps for s, steps in climbs.items() if steps != sorted(set(steps))}
+    assert not again, f"{tag}: 6. a ladder round handed out twice: {again}"
+    truth = failure_positions(folder)
+    wrong = [
+        (r["subject"], r["log_position"], r["attempt"])
+        for r in records
+        if r.get("event") == "subject"
+        and r.get("attempt") != sum(p <= r["log_position"] for p in truth[r["subject"]])
+    ]
+    assert not wrong, f"{tag}: 7. failures counted twice or missed (subject, at, count): {wrong}"
+
+
+def _remediation(record: dict[str, Any]) -> bool:
+    """A `preflight → remediating` transition: fsynced just before the fixer starts."""
+    step = (record.get("event"), record.get("from"), record.get("to"))
+    return step == ("transition", "preflight", "remediating")
