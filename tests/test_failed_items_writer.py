@@ -224,3 +224,18 @@ def test_any_mapping_reads_back_equal_and_comments_survive(
     items = failed_items(log)
     assert items[0] == {"task_id": "OLD", "attempts": 1}
     assert items[1:] == wanted
+
+
+def test_an_empty_file_at_write_time_is_left_alone(tmp_path: Path) -> None:
+    """An editor that saves by truncating and then writing may be caught half-way: the file
+    is empty for a moment. Writing failed_items into it then would replace the file the
+    editor is still filling, and its text would be lost; the write is skipped instead."""
+    from selfcorrect.io.documents import update_failed_items
+
+    log = tmp_path / "coordination_log.yaml"
+    log.write_bytes(b"")
+    entry = {"task_id": "WI-1", "final_status": "blocked", "attempts": 1}
+    assert update_failed_items(log, [entry]) is False
+    assert log.read_bytes() == b""
+    log.write_bytes(b"  \n")
+    assert update_failed_items(log, [entry]) is False

@@ -214,6 +214,11 @@ def update_owned_list(
     display = display_path(path)
 
     def transform(current: bytes | None) -> bytes | None:
+        if current is not None and not current.strip():
+            # Empty now, though it was read moments ago: an editor's truncate-then-write save
+            # caught half-way. Writing now would replace the file the editor is still filling.
+            # Leave it; its next change brings the next run.
+            return None
         if current is not None and len(current) > max_bytes:
             read_limited(path, display, max_bytes)  # raises the positioned refusal
         text = yaml_nodes.decode(current or b"", display)
