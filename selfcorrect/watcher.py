@@ -44,7 +44,9 @@ from selfcorrect.watch_events import ABSENT, InputSet, Snapshot, changed
 
 POLL_S = 0.1  # how often the idle loop looks at `stop`
 POLLING_INTERVAL_S = 0.5  # PollingObserver's rescan period
-RETRY_MAX_S = 30.0  # the longest wait before a failed run is tried again
+# The longest wait before a failed run is tried again. Short: a write conflict with a person's
+# editor clears as soon as they stop typing, and their last save may bring no further event.
+RETRY_MAX_S = 1.0
 # Without opened / closed-no-write events: reading a file (our own hashing) wakes no one.
 EVENTS: list[type[FileSystemEvent]] = [
     FileModifiedEvent,
@@ -236,7 +238,8 @@ class Watcher:
             # triggered it is still unprocessed. Keep it pending; retry after a backoff.
             self._recorded = previous
             self._failures += 1
-            self._retry_after(min(self.debounce_s * 2**self._failures, RETRY_MAX_S))
+            ceiling = max(RETRY_MAX_S, 4 * self.debounce_s)
+            self._retry_after(min(self.debounce_s * 2**self._failures, ceiling))
             self._report(run)
             return run.code
         self._failures = 0
