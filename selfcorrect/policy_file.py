@@ -28,10 +28,15 @@ def default_policy_data() -> dict[str, Any]:
 def load_policy(path: Path | None) -> Policy:
     """Defaults merged with the user's policy file (absent or empty file: defaults only)."""
     user = None
+    doc = None
     if path is not None and path.exists():
-        user = documents.load_decision(path, "selfcorrect", allow_empty=True).data
+        doc = documents.load_decision(path, "selfcorrect", allow_empty=True)
+        user = doc.data
+    # A problem in a key the user wrote is shown where they wrote it; one that comes from the
+    # defaults alone has no place in their file.
+    locate = doc.position if doc is not None and doc.root is not None else (lambda _p: (1, 1))
     try:
-        return build_policy(default_policy_data(), user)
+        return build_policy(default_policy_data(), user, locate)
     except InputError as exc:
         # build_policy cannot know the file name; show the user's file.
         display = documents.display_path(path) if path else DEFAULTS_FILE

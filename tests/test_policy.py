@@ -149,7 +149,7 @@ def test_issue_type_defaults(
 def test_linting_autofix_uses_ruff_eslint_and_prettier() -> None:
     fixers = DEFAULTS["issue_types"]["linting_errors"]["fix"]
     assert [f["command"] for f in fixers] == [
-        ["ruff", "check", "--fix", "{files}"],
+        ["ruff", "check", "--fix", "--no-cache", "{files}"],
         ["eslint", "--fix", "{files}"],
         ["prettier", "--write", "{files}"],
     ]

@@ -421,3 +421,35 @@ def test_temp_files_of_dead_writers_are_swept(tmp_path: Path, run_line) -> None:
     stale[0].write_text("half")
     assert run_line(["run", folder, "--shadow"]).exit_code in (0, 3)
     assert stale[0].exists()  # --shadow writes nothing, and removes nothing either
+
+
+def test_the_default_ruff_fixer_works_outside_git(tmp_path: Path, run_line) -> None:
+    """Outside git, scope is checked by content hashes of the whole tree: ruff's cache folder
+    used to count as a change outside the scope and undo every fix (found by the fuzzer)."""
+    assert RUFF, "the test extra installs ruff"
+    project_dir = tmp_path / "plain"
+    (project_dir / "workflow").mkdir(parents=True)
+    (project_dir / "app.py").write_text(UNUSED)
+    (project_dir / "workflow" / "validation_report.yaml").write_text(
+        json.dumps(
+            {
+                "status": "FIXABLE",
+                "issues": [
+                    {
+                        "id": "R1",
+                        "type": "linting_errors",
+                        "severity": "MAJOR",
+                        "description": "F401 unused import",
+                        "target": "app.py",
+                    }
+                ],
+            }
+        )
+    )
+    (project_dir / "validate.py").write_text(RUFF_VALIDATOR)
+    (project_dir / "workflow" / "selfcorrect.yaml").write_text(
+        f"validator:\n  command: [{sys.executable}, validate.py]\n"
+    )
+    result = run_line(["run", project_dir / "workflow", "--format", "json"])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert (project_dir / "app.py").read_text() == "\nprint('hello')\n"  # fixed, and kept

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -56,6 +57,15 @@ def refused(type_: str, severity: str, what: str, value: str) -> Finding:
         f"refused {what} {clean(value)!r}: it is absolute or leaves "
         "the project root; use a path relative to the project that stays inside it",
     )
+
+
+def kind_of(path: Path) -> str | None:
+    """ "file", "dir" or None (missing, or a path the OS refuses: too long, a loop, …)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return None
+    return "dir" if stat.S_ISDIR(mode) else ("file" if stat.S_ISREG(mode) else None)
 
 
 def read_text(path: Path) -> str | None:

@@ -16,6 +16,7 @@ from selfcorrect.checks._common import (
     WORST_FILES,
     clean,
     inside,
+    kind_of,
     refused,
     severity_of,
 )
@@ -54,7 +55,7 @@ def coverage_findings(cfg: Mapping[str, Any] | None, root: Path, policy: Policy)
 
 def _read_coverage(path: Path) -> tuple[float, dict[str, float]]:
     """(total percent, percent per file) from coverage.py JSON or Cobertura XML; ValueError why."""
-    if not path.is_file():
+    if kind_of(path) != "file":
         raise ValueError("was not found")
     try:
         if path.stat().st_size > MAX_READ:

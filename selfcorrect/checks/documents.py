@@ -12,6 +12,7 @@ from selfcorrect.checks._common import (
     TEMPLATES,
     clean,
     inside,
+    kind_of,
     read_text,
     refused,
     severity_of,
@@ -28,7 +29,7 @@ def docs_findings(cfg: Mapping[str, Any] | None, root: Path, policy: Policy) -> 
         path = inside(root, str(rel))
         if path is None:
             findings.append(refused(DOCS, severity, "documentation path", str(rel)))
-        elif not (path.is_file() or path.is_dir()):
+        elif kind_of(path) is None:
             findings.append(
                 Finding(DOCS, severity, f"required documentation missing: {rel}", target=str(rel))
             )
@@ -40,7 +41,7 @@ def docs_findings(cfg: Mapping[str, Any] | None, root: Path, policy: Policy) -> 
 
 
 def _empty(path: Path) -> bool:
-    if path.is_dir():
+    if kind_of(path) == "dir":
         return next(path.iterdir(), None) is None
     text = read_text(path) if path.stat().st_size <= 65536 else "x"  # big files are not blank
     return text is None or not text.strip()

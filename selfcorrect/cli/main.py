@@ -19,7 +19,8 @@ from selfcorrect.cli.options import (
     format_option,
     make_common,
 )
-from selfcorrect.errors import ExitCode, SelfcorrectError
+from selfcorrect.cli.report import printable
+from selfcorrect.errors import ExitCode, InputError, SelfcorrectError
 
 if TYPE_CHECKING:
     import threading
@@ -289,7 +290,6 @@ def watch(
     def emit(line: str) -> None:
         click.echo(line, color=common.color)  # click.echo flushes: one line per run, at once
 
-    from selfcorrect.cli.report import printable
     from selfcorrect.cli.watch_report import render
 
     watcher = Watcher(
@@ -536,7 +536,6 @@ def reset_command(
             json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
         )
         return ExitCode.PASS
-    from selfcorrect.cli.report import printable
 
     record = outcome.record
     what = [
@@ -574,7 +573,10 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
     except SelfcorrectError as exc:
-        click.echo(str(exc), err=True)
+        # File names and keys in a message come from agents too: one escaped line each.
+        diagnostics = exc.diagnostics if isinstance(exc, InputError) else []
+        lines = [str(d) for d in diagnostics] or [str(exc)]
+        click.echo("\n".join(printable(line) for line in lines), err=True)
         return int(exc.exit_code)
     except Exception as exc:  # an internal error: never exit 0, never a bare traceback
         if debug:
@@ -583,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
             click.echo(traceback.format_exc(), err=True)
         else:
             click.echo(
-                f"selfcorrect: internal error: {type(exc).__name__}: {exc}\n"
+                f"selfcorrect: internal error: {type(exc).__name__}: {printable(str(exc))}\n"
                 "Run again with --debug for the traceback, and please report it.",
                 err=True,
             )

@@ -36,7 +36,7 @@ def check_result(result: CheckResult, fmt: str, common: Common) -> None:
         for path in result.checked:
             click.echo(click.style(f"checked {path}", dim=True), color=common.color)
     for diag in result.diagnostics:
-        where = click.style(f"{diag.path}:{diag.line}:{diag.col}:", bold=True)
+        where = click.style(printable(f"{diag.path}:{diag.line}:{diag.col}:"), bold=True)
         tag = "" if diag.severity == "error" else click.style("warning: ", fg="yellow", bold=True)
         message = click.style(printable(diag.message), fg="red" if not tag else None)
         click.echo(f"{where} {tag}{message}", color=common.color)

@@ -170,7 +170,7 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
         rows += [
             [
                 printable(d.subject)[:48],
-                d.failure_type,
+                printable(d.failure_type),
                 _cap(d.attempts, d.retries),
                 d.status.value,
                 _steps(d.ladder_step),
@@ -188,7 +188,7 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
         rows += [
             [
                 printable(d.issue.id or d.fingerprint),
-                d.type,
+                printable(d.type),
                 d.classification.value,
                 _cap(d.attempts, d.retries),
                 printable(d.detail),

@@ -33,6 +33,8 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
             {"id": e.get("id"), "subject": e.get("subject"), "reason": e.get("reason")}
             for e in status.open_escalations
         ],
+        # Hook-log problems that were skipped (SPEC §2): what `run` reports, status reports.
+        "warnings": [w.as_dict() for w in analysis.warnings],
         # Rules that stopped acting (SPEC §10): open until a person resets them.
         "open_circuits": [
             {"rule": rule, "rule_version": version, "reason": reason}
@@ -47,6 +49,8 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
 
 def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
     data = status_json(status)
+    for warning in data["warnings"]:  # diagnostics go to stderr, whatever the format
+        click.echo(printable(_warning_line(warning)), err=True)
     if fmt == "json":
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
@@ -87,4 +91,9 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
         lines += [
             f"  {c['rule']} {c['rule_version']}: {c['reason']}" for c in data["open_circuits"]
         ]
-    click.echo("\n".join(lines), color=common.color)
+    # Every field here may come from an agent's file or a hand-edited journal: escape all.
+    click.echo("\n".join(printable(line) for line in lines), color=common.color)
+
+
+def _warning_line(warning: dict[str, Any]) -> str:
+    return f"{warning['path']}:{warning['line']}:{warning['col']}: warning: {warning['message']}"

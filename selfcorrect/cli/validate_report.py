@@ -25,7 +25,8 @@ def show_validation(result: Validation, fmt: str, common: Common) -> None:
     for issue in result.report["issues"]:
         where = f" {issue['target']}" if issue.get("target") else ""
         task = f" [{issue['task_id']}]" if issue.get("task_id") else ""
-        lines.append(f"  {issue['id']}  {issue['severity']:<8} {issue['type']}{where}{task}")
+        line = f"  {issue['id']}  {issue['severity']:<8} {issue['type']}{where}{task}"
+        lines.append(printable(line))  # targets and task ids come from agents' files
         if common.verbosity >= 0:
             lines.append(f"      {printable(str(issue['description']))}")
     lines.append(f"Wrote {result.written}" if result.written else "Report unchanged.")

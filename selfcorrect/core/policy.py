@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -128,76 +128,107 @@ class Policy:
         return node
 
 
-def build_policy(defaults: Mapping[str, Any], user: Mapping[str, Any] | None) -> Policy:
+Locate = Callable[[Sequence[str | int]], tuple[int, int]]  # key path -> (line, column)
+
+
+def build_policy(
+    defaults: Mapping[str, Any],
+    user: Mapping[str, Any] | None,
+    locate: Locate = lambda _path: (1, 1),
+) -> Policy:
     """Merge `user` over `defaults` and check what the schema cannot express.
 
-    Raises InputError listing every problem found.
+    Raises InputError listing every problem found, each at the position `locate` gives its
+    key path in the user's file (SPEC §2: the offending key or value).
     """
     if user is not None and not isinstance(user, Mapping):
-        _fail(["the policy must be a mapping of keys to values"])
+        _fail([((), "the policy must be a mapping of keys to values")], locate)
     merged = merge(defaults, user)
-    problems = list(_problems(merged, shipped={regex for _, regex in _regexes(defaults)}))
+    problems = list(_problems(merged, shipped={regex for *_, regex in _regexes(defaults)}))
     if problems:
-        _fail(problems)
+        _fail(problems, locate)
     return Policy(data=freeze(merged))
 
 
-def _fail(messages: Sequence[str]) -> NoReturn:
-    raise InputError([Diagnostic("selfcorrect.yaml", 1, 1, message) for message in messages])
+def _fail(problems: Sequence[tuple[tuple[str | int, ...], str]], locate: Locate) -> NoReturn:
+    raise InputError(
+        [Diagnostic("selfcorrect.yaml", *locate(path), message) for path, message in problems]
+    )
 
 
-def _problems(policy: Mapping[str, Any], shipped: set[Any]) -> Iterator[str]:
+def _problems(
+    policy: Mapping[str, Any], shipped: set[Any]
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """(key path, message) for each problem the schema cannot express."""
     mode = policy.get("mode", "active")
     if mode not in MODES:
-        yield f"mode: {mode!r} is not one of {', '.join(MODES)}"
+        yield ("mode",), f"mode: {mode!r} is not one of {', '.join(MODES)}"
     issue_types = policy.get("issue_types") or {}
     failure_types = policy.get("failure_types") or {}
     for name, entry in issue_types.items():
         if not (entry or {}).get("strategy"):
-            yield f"issue_types.{name}: no strategy (set `strategy:`, e.g. targeted_fix)"
+            yield (
+                ("issue_types", name),
+                f"issue_types.{name}: no strategy (set `strategy:`, e.g. targeted_fix)",
+            )
     for section, entries in (("issue_types", issue_types), ("failure_types", failure_types)):
         for name, entry in entries.items():
             stage = (entry or {}).get("stage", "active")
             if stage not in STAGES:
-                yield f"{section}.{name}.stage: {stage!r} is not one of {', '.join(STAGES)}"
+                yield (
+                    (section, name, "stage"),
+                    f"{section}.{name}.stage: {stage!r} is not one of {', '.join(STAGES)}",
+                )
     for name, entry in failure_types.items():
         for key in ("retries", "at_limit"):
             if key not in (entry or {}):
-                yield f"failure_types.{name}: no `{key}`"
+                yield ("failure_types", name), f"failure_types.{name}: no `{key}`"
     known = list(failure_types)
-    targets = [(f"codes.{code}", kind) for code, kind in (policy.get("codes") or {}).items()]
+    targets: list[tuple[tuple[str | int, ...], str, Any]] = [
+        (("codes", code), f"codes.{code}", kind)
+        for code, kind in (policy.get("codes") or {}).items()
+    ]
     for i, pattern in _items(policy.get("patterns")):
-        targets.append((f"patterns[{i}].type", pattern.get("type") if _is_map(pattern) else None))
-    for where, kind in targets:
+        kind = pattern.get("type") if _is_map(pattern) else None
+        targets.append((("patterns", i, "type"), f"patterns[{i}].type", kind))
+    for path, where, kind in targets:
         if kind not in failure_types:
             hint = suggest(str(kind), known)
             tail = f" (did you mean {hint!r}?)" if hint else ""
-            yield f"{where}: unknown failure type {kind!r}{tail}"
-    for where, regex in _regexes(policy):
+            yield path, f"{where}: unknown failure type {kind!r}{tail}"
+    for path, where, regex in _regexes(policy):
         if regex in shipped:
             continue  # the shipped defaults compile (their tests prove it); saves start-up
         try:
             re.compile(regex, re.IGNORECASE)
         except (re.error, TypeError) as exc:
-            yield f"{where}: invalid regex {regex!r}: {exc}"
+            yield path, f"{where}: invalid regex {regex!r}: {exc}"
 
 
 def _items(value: Any) -> Iterator[tuple[int, Any]]:
     return enumerate(value) if isinstance(value, list) else iter(())
 
 
-def _regexes(policy: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _regexes(policy: Mapping[str, Any]) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
     for name, entry in (policy.get("issue_types") or {}).items():
         for i, pattern in _items((entry or {}).get("patterns")):
-            yield f"issue_types.{name}.patterns[{i}].regex", _regex_of(pattern)
+            yield (
+                ("issue_types", name, "patterns", i),
+                f"issue_types.{name}.patterns[{i}].regex",
+                _regex_of(pattern),
+            )
     for i, pattern in _items(policy.get("patterns")):
-        yield f"patterns[{i}].regex", _regex_of(pattern)
+        yield ("patterns", i), f"patterns[{i}].regex", _regex_of(pattern)
     unable = (policy.get("stuck") or {}).get("unable_to_complete") or {}
     for i, regex in _items(unable.get("patterns")):
-        yield f"stuck.unable_to_complete.patterns[{i}]", regex
+        yield (
+            ("stuck", "unable_to_complete", "patterns", i),
+            f"stuck.unable_to_complete.patterns[{i}]",
+            regex,
+        )
     for kind, regexes in (policy.get("intent") or {}).items():
         for i, regex in _items(regexes):
-            yield f"intent.{kind}[{i}]", regex
+            yield ("intent", kind, i), f"intent.{kind}[{i}]", regex
 
 
 def _is_map(value: Any) -> bool:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from selfcorrect.io.owned_list import OwnedList
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (§17)
+SPLICED = {"coordination_log": "failed_items", "escalations": "escalations"}  # keys we own
 
 
 @dataclass
@@ -96,6 +97,17 @@ def load_decision(
             )
         )
     problems = schemas.validate(data, root, stem, display)
+    if stem in SPLICED and getattr(root, "flow_style", False):
+        # Judged here, at load, so a run refuses it before writing anything (and `check` too).
+        problems.append(
+            Diagnostic(
+                display,
+                root.start_mark.line + 1,
+                root.start_mark.column + 1,
+                f"write it as a block mapping (one `key: value` per line): selfcorrect updates "
+                f"its {SPLICED[stem]} key in place and never rewrites the rest",
+            )
+        )
     if problems:
         raise InputError(problems)
     return Document(path, display, data, root)

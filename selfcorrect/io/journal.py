@@ -50,9 +50,42 @@ def read_journal_file(path: Path, warnings: list[Diagnostic]) -> list[dict[str, 
                 )
             )
             continue
-        if isinstance(record, dict):
-            records.append(record)
+        if not isinstance(record, dict):
+            continue
+        wrong = _wrong_field(record)
+        if wrong:  # a hand edit gone wrong: every fold below trusts these types
+            message = f"journal record ignored: `{wrong}` has the wrong type"
+            warnings.append(Diagnostic(str(path), number, 1, message, "warning"))
+            continue
+        records.append(record)
     return records
+
+
+# The fields the folds read, and the types they expect (None is always allowed).
+_INTS = ("attempt", "ladder_step", "log_position", "validations")
+_STRS = ("event", "subject", "fingerprint", "status", "reason", "rule", "rule_version", "at")
+_LISTS = ("subjects", "fingerprints", "tasks", "rules", "detections", "escalations")
+
+
+def _wrong_field(record: Mapping[str, Any]) -> str | None:
+    for key in _INTS:
+        value = record.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return key
+    for key in _STRS:
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return key
+    for key in _LISTS:
+        if record.get(key) is not None and not isinstance(record[key], list):
+            return key
+    for entry in record.get("subjects") or ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("attempts", {}), dict):
+            return "subjects"
+        numbers = [entry.get("log_position", 0), entry.get("successes", 0)]
+        numbers += list(entry.get("attempts", {}).values())
+        if any(not isinstance(n, int) or isinstance(n, bool) for n in numbers if n is not None):
+            return "subjects"
+    return None
 
 
 def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:

@@ -63,6 +63,8 @@ def run_argv(
             return Completed(None, "", not_found=True)
         except OSError as exc:
             return Completed(None, "", error=exc.strerror or str(exc))
+        except ValueError:  # a NUL byte in an argument: no program can receive it
+            return Completed(None, "", error="an argument contains a NUL byte")
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

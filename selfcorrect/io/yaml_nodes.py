@@ -20,6 +20,7 @@ if not getattr(yaml, "__with_libyaml__", False):  # pragma: no cover - depends o
     raise ImportError("selfcorrect needs PyYAML built with libyaml (pip install --force PyYAML)")
 
 _BOM = "\ufeff"
+MAX_DEPTH = 100  # nesting levels a document may have (SPEC §17: refused before it is walked)
 
 
 class FastLoader(yaml.CSafeLoader):
@@ -122,13 +123,18 @@ def guard(root: Node, text: str, display: str, line_offset: int = 0) -> list[Dia
     """
     problems: list[Diagnostic] = []
     seen: set[int] = set()
-    stack: list[Node] = [root]
+    stack: list[tuple[Node, int]] = [(root, 1)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         if id(node) in seen:
             problems.append(_alias_diagnostic(text, display, line_offset))
             break
         seen.add(id(node))
+        if depth > MAX_DEPTH:
+            # No workflow file nests this deep; walking it would exhaust Python's recursion.
+            message = f"nested more than {MAX_DEPTH} levels deep; flatten the document"
+            problems.append(_at(display, node, line_offset, message))
+            break
         if isinstance(node, MappingNode):
             first: dict[str, Node] = {}
             for key, value in node.value:
@@ -147,10 +153,10 @@ def guard(root: Node, text: str, display: str, line_offset: int = 0) -> list[Dia
                         )
                     else:
                         first[key.value] = key
-                stack.append(value)
-                stack.append(key)
+                stack.append((value, depth + 1))
+                stack.append((key, depth + 1))
         elif isinstance(node, SequenceNode):
-            stack.extend(reversed(node.value))
+            stack.extend((child, depth + 1) for child in reversed(node.value))
     return problems
 
 
