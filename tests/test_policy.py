@@ -723,3 +723,19 @@ def test_the_fast_read_of_the_defaults_equals_the_strict_load() -> None:
     strict = documents.load_decision(TEMPLATE, "selfcorrect")
     assert default_policy_data() == strict.data
     assert schema_errors(strict.data) == []
+
+
+def test_an_unedited_policy_file_is_the_defaults_and_an_edit_is_read(tmp_path: Path) -> None:
+    """`init` copies the defaults byte for byte; such a file is not parsed again (SPEC §18),
+    and one changed byte makes it the user's policy again, checked like any other."""
+    from selfcorrect.errors import InputError
+    from selfcorrect.policy_file import load_policy
+
+    path = tmp_path / "selfcorrect.yaml"
+    path.write_bytes(TEMPLATE.read_bytes())
+    assert load_policy(path).get("caps.global_cycles") == DEFAULTS["caps"]["global_cycles"]
+    path.write_text(TEXT.replace("  global_cycles: 3", "  global_cycles: 5", 1))
+    assert load_policy(path).get("caps.global_cycles") == 5
+    path.write_text(TEXT.replace("  global_cycles: 3", "  global_cycle: 3", 1))
+    with pytest.raises(InputError, match="global_cycle"):
+        load_policy(path)
