@@ -11,7 +11,7 @@ import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,7 @@ class Analysis:
     trips: list[Trip] = field(default_factory=list)  # circuits that open in this run
     human_resets: list[Reset] = field(default_factory=list)  # hand edits acted on now
     calibration: list[CalibrationRow] = field(default_factory=list)  # §13, from the journal
+    history: list[dict[str, Any]] = field(default_factory=list)  # the journal, as read
 
 
 @dataclass
@@ -122,6 +123,7 @@ def analyze(
     policy_path: Path | None,
     is_installed: Callable[[str], bool] | None = None,
     cache: AnalysisCache | None = None,
+    assume_open: Sequence[Trip] = (),
 ) -> Analysis:
     """Load and decide; writes nothing. Raises InputError for a bad decision document.
 
@@ -165,6 +167,10 @@ def analyze(
         history = [*history, *(r.record for r in human)]
         state = derive(history)
     circuits = fold_circuits(history)
+    trips = circuits.trips(policy)
+    for trip in assume_open:  # tripped by this run's own records (run.py): decide by it now
+        circuits.assume_open(trip)
+        trips.append(trip)
     reviews = review_loops(coordination.tasks, policy) if coordination else {}
     records = dict(ledger.records)
     for task_id in reviews:  # a review loop stalls a task that no tool failure names (§7)
@@ -224,9 +230,10 @@ def analyze(
         is_installed or installed,
         escalations,
         circuits,
-        circuits.trips(policy),
+        trips,
         human,
         calibrate(history),
+        history,
     )
 
 
@@ -270,9 +277,7 @@ def _hand_edits(
             warnings.append(
                 Diagnostic(doc.display if doc else "escalations.yaml", *where, str(exc), "warning")
             )
-    for item in unblocked_by_hand(
-        coordination.failed_items if coordination else (), state, records
-    ):
+    for item in unblocked_by_hand(coordination.failed_items if coordination else (), state):
         evidence = item.extra.get("evidence")
         actor = item.extra.get("resolved_by")
         request = ResetRequest(

@@ -88,6 +88,7 @@ def reset(
     listed = _existing(analysis, entries) if log.exists() else []
     if listed and documents.update_failed_items(log, listed, max_bytes=max_bytes):
         written.append(documents.display_path(log))
+    record["written"] = {e["task_id"]: e["final_status"] for e in listed}
     # Last: the hand edits above would be journaled by the next run, were we to die here.
     record["escalation"] = record.get("escalation") or next(iter(resolved.escalations), None)
     record["escalations"] = resolved.escalations

@@ -19,7 +19,7 @@ from typing import Any
 from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
 from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
-from selfcorrect.core.circuits import fold_circuits
+from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason, capped
 from selfcorrect.core.outputs import Plan, Result, RunInputs
 from selfcorrect.core.plan import build_plan
@@ -92,6 +92,11 @@ def correction_run(
     while True:
         inputs = _inputs(folder, analysis, clock, trace, cycles)
         plan = build_plan(inputs)
+        late = _late_trips(analysis, inputs, plan)
+        if late:  # this run's own records trip a circuit: decide by it now, not a run later
+            analysis = analyze(folder, policy_path, is_installed, cache, assume_open=late)
+            inputs = _inputs(folder, analysis, clock, trace, cycles)
+            plan = build_plan(inputs)
         handed = _handed_out(plan)
         agent = analysis.policy.get("agent.command", None)
         if (plan.fixes or (agent and handed)) and cycles >= cap:
@@ -180,7 +185,19 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         proposals=frozenset(analysis.state.proposals),
         circuit_epoch=analysis.circuits.epoch,
         calibration=analysis.calibration,
+        open_circuits=[
+            (rule, version, str(why)) for (rule, version), why in analysis.circuits.open_rules()
+        ],
+        written=analysis.state.written,
+        task_epoch=lambda task: analysis.state.task_epochs.get(task, 0),
     )
+
+
+def _late_trips(analysis: Analysis, inputs: RunInputs, plan: Plan) -> list[Trip]:
+    """Circuits whose conditions hold once this plan's records are counted too."""
+    known = {(t.rule, t.rule_version) for t in inputs.trips}
+    board = fold_circuits([*analysis.history, *plan.journal])
+    return [t for t in board.trips(analysis.policy) if (t.rule, t.rule_version) not in known]
 
 
 def _handed_out(plan: Plan) -> list[str]:
@@ -360,6 +377,10 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
     ):
         written.append(documents.display_path(log))
     escalations = folder / "escalations.yaml"
+    if plan.resolutions and documents.resolve_escalations(
+        escalations, plan.resolutions, max_bytes=max_bytes
+    ):
+        written.append(documents.display_path(escalations))
     if plan.escalations and documents.add_escalations(
         escalations, plan.escalations, max_bytes=max_bytes
     ):

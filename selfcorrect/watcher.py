@@ -239,7 +239,7 @@ class Watcher:
             self._recorded = previous
             self._failures += 1
             ceiling = max(RETRY_MAX_S, 4 * self.debounce_s)
-            self._retry_after(min(self.debounce_s * 2**self._failures, ceiling))
+            self._retry_after(min(self.debounce_s * 2 ** min(self._failures, 16), ceiling))
             self._report(run)
             return run.code
         self._failures = 0

@@ -319,6 +319,7 @@ def test_the_plan_stamps_the_injected_clock_and_journals_only_new_facts() -> Non
     assert [(r["event"], r.get("ladder_step")) for r in plan.journal] == [
         ("subject", 1),
         ("issue", None),
+        ("failed_items", None),  # what the run writes there: a person's edit differs from it
     ]
     state = derive(plan.journal)  # what the next run will know
     again = decide_subject(record, firing, state.subject("T-1"), POLICY)

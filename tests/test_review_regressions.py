@@ -192,5 +192,5 @@ def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_li
     (wi3,) = json.loads(result.stdout)["subjects"]
     assert (wi3["status"], wi3["attempts"]) == ("recovering", 0)  # a fresh budget
     journal = (folder / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
-    reset = json.loads(journal[-1])
+    (reset,) = [r for r in map(json.loads, journal) if r["event"] == "reset"]
     assert (reset["event"], reset["via"], reset["retry"]) == ("reset", "failed_items", True)

@@ -216,10 +216,8 @@ def test_syntax_errors_climb_the_ladder_one_round_at_a_time(tmp_path: Path, run_
     assert load(folder / "escalations.yaml")["escalations"][0]["subject"] == "T-9"
     item = load(folder / "coordination_log.yaml")["failed_items"][0]
     assert (item["task_id"], item["final_status"]) == ("T-9", "blocked")
-    steps = [
-        json.loads(line)["ladder_step"]
-        for line in (folder / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
-    ]
+    records = (folder / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
+    steps = [r["ladder_step"] for r in map(json.loads, records) if r["event"] == "subject"]
     assert steps == [1, 2, 3, 4, 5, 6]  # every round journaled once, none twice
 
 

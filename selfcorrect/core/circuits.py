@@ -22,7 +22,7 @@ import enum
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from selfcorrect.core.policy import Policy
@@ -64,9 +64,11 @@ class _Rule:
 
 def _time(text: Any) -> datetime | None:
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
         return None
+    # A hand-edited stamp without a zone is read as UTC: naive and aware times never compare.
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -80,6 +82,12 @@ class Circuits:
     def epoch(self, rule: str, version: str) -> int:
         state = self.rules.get((rule, version))
         return state.epoch if state else 0
+
+    def assume_open(self, trip: Trip) -> None:
+        """Open it for this run's decisions before its record is journaled (a trip found
+        after planning: the same run must decide by it, or the next run decides anew)."""
+        state = self.rules.setdefault((trip.rule, trip.rule_version), _Rule())
+        state.open, state.reason = True, trip.reason.value
 
     def open_rules(self) -> list[tuple[RuleKey, str | None]]:
         return [(key, r.reason) for key, r in self.rules.items() if r.open]

@@ -122,18 +122,35 @@ def resolve_reset(
             ]
         )
     )
-    covered = {*subjects, *work_items, *rules, *(r.split(":", 1)[-1] for r in rules)}
     resolved = [
         e.id
         for e in escalations
         if e.status is EscalationStatus.OPEN
-        and (
-            e.id == escalation_id
-            or e.subject in covered
-            or e.extra.get("fingerprint") in fingerprints
-        )
+        and (e.id == escalation_id or _answers(e, subjects, fingerprints, tasks, rules))
     ]
+    record["escalations"] = resolved  # folded into State.resolved_escalations
     return Reset(record, resolved, work_items)
+
+
+def _answers(
+    entry: Escalation,
+    subjects: Sequence[str],
+    fingerprints: Sequence[str],
+    tasks: Sequence[str],
+    rules: Sequence[str],
+) -> bool:
+    """Does the reset settle what this escalation is about? Only what it really restarts:
+    resetting a subject leaves an escalated issue of the same task open."""
+    kind = str(entry.extra.get("kind") or "")
+    if kind == "circuit":
+        return entry.rule in rules
+    if kind == "issue":
+        return entry.extra.get("fingerprint") in fingerprints
+    if kind == "task":
+        return entry.subject in tasks
+    if kind == "subject":
+        return entry.subject in subjects
+    return entry.subject in {*subjects, *tasks}  # written before escalations had a kind
 
 
 def _named(
@@ -212,18 +229,13 @@ def escalation_edits(
     ]
 
 
-def unblocked_by_hand(
-    items: Sequence[FailedItem], state: State, records: Mapping[str, SubjectRecord]
-) -> list[FailedItem]:
-    """failed_items entries a person moved out of `blocked` while selfcorrect holds them blocked."""
-    blocked: set[str] = set()
-    for name, subject in state.subjects.items():
-        if subject.status == "blocked":
-            blocked |= {name, records[name].task_id or name} if name in records else {name}
-    blocked |= {i.work_item or f for f, i in state.issues.items() if i.status == "blocked"}
-    blocked |= {t for t, status in state.tasks.items() if status == "blocked"}
+def unblocked_by_hand(items: Sequence[FailedItem], state: State) -> list[FailedItem]:
+    """failed_items entries a person moved out of `blocked`: selfcorrect last wrote `blocked`
+    there (the journal says so) and the file says otherwise. What the journal would decide
+    now is no guide: selfcorrect itself may have written another status since."""
     return [
         item
         for item in items
-        if item.task_id in blocked and item.final_status is not FinalStatus.BLOCKED
+        if state.written.get(item.task_id) == "blocked"
+        and item.final_status is not FinalStatus.BLOCKED
     ]

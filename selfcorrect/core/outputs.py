@@ -54,6 +54,7 @@ class Plan:
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # context resets
     consolidated: list[str] = field(default_factory=list)  # tasks whose micro-tasks are done
     work_blocked: list[str] = field(default_factory=list)
+    resolutions: list[dict[str, Any]] = field(default_factory=list)  # escalations now settled
     work_pending: list[str] = field(default_factory=list)
 
 
@@ -84,6 +85,9 @@ class RunInputs:
     proposals: frozenset[str] = frozenset()  # shadow proposals journaled before (§13)
     circuit_epoch: Callable[[str, str], int] = lambda _rule, _version: 0
     calibration: Sequence[CalibrationRow] = ()  # what worked before, from the journal (§13)
+    open_circuits: Sequence[tuple[str, str, str]] = ()  # (rule, version, reason) still open
+    written: Mapping[str, str] = field(default_factory=dict)  # final_status last written
+    task_epoch: Callable[[str], int] = lambda _task: 0  # resets per task (§11 escalations)
 
 
 def escalation_id(key: str, epoch: int = 0) -> str:

@@ -47,11 +47,28 @@ def build_plan(run: RunInputs) -> Plan:
     for fingerprint, prior in run.resolved:
         plan_resolved(plan, items, run, fingerprint, prior)
     work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
-    _plan_work(plan, items, run, work)
+    if _shadow(run):
+        _propose_work(plan, run, work)
+    else:
+        _plan_work(plan, items, run, work)
+    _note_resets(items, run)
     plan.failed_items = _keep_human_edits(plan, run, list(items.values()))
+    _record_written(plan, run)
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
     return plan
+
+
+def _record_written(plan: Plan, run: RunInputs) -> None:
+    """Journal the final_status each entry gets, when it changes: a person's later edit is a
+    difference from what selfcorrect wrote (core/human_control.unblocked_by_hand)."""
+    changed = {
+        e["task_id"]: e["final_status"]
+        for e in plan.failed_items
+        if run.written.get(e["task_id"]) != e["final_status"]
+    }
+    if changed:
+        plan.journal.append({"event": "failed_items", "statuses": changed, **stamp(run)})
 
 
 def _plan_revision(plan: Plan, run: RunInputs) -> None:
@@ -214,6 +231,34 @@ def _plan_subject(
         )
 
 
+def _propose_work(plan: Plan, run: RunInputs, work: WorkPlan) -> None:
+    """§11 under `mode: shadow`: what would be split, handed off or escalated, journaled once
+    per task and action; no micro-task file, handoff, entry or escalation is written."""
+    actions = [
+        *((task, "split") for task in work.new_files),
+        *((task, "handoff") for task in work.handoffs),
+        *((task, "consolidate") for task in work.consolidated),
+        *((task, "block") for task, *_ in work.blocked),
+    ]
+    for task_id, would in actions:
+        key = f"continuation|{task_id}|{would}"
+        if key in run.proposals:
+            continue
+        plan.journal.append(
+            {
+                "event": "proposal",
+                "key": key,
+                "rule": "continuation",
+                "rule_version": "",
+                "stage": SHADOW,
+                "name": task_id,
+                "would": would,
+                **stamp(run),
+                "evidence": {},
+            }
+        )
+
+
 def _plan_work(
     plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs, work: WorkPlan
 ) -> None:
@@ -277,6 +322,7 @@ def _plan_work(
                 "continuation",
                 "",
                 kind="task",
+                epoch=run.task_epoch(task_id),
             )
         )
         if checkpoint:
@@ -286,16 +332,40 @@ def _plan_work(
 
 
 def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs) -> None:
-    """A person's hand edits, acted on now: journaled first (who, when, why), and the work
-    items they reopened say so in failed_items (a failed_items edit is the person's own)."""
+    """A person's hand edits, acted on now: journaled first (who, when, why), and the
+    escalations they answer settled in escalations.yaml."""
     for reset in run.human_resets:
         plan.journal.append({**stamp(run), **reset.record})
+        # The escalations the reset answers are settled in the file too (the one a person
+        # resolved by hand already is).
+        edited = (
+            reset.record.get("escalation") if reset.record.get("via") != "failed_items" else None
+        )
+        plan.resolutions += [
+            {
+                "id": ident,
+                "status": "resolved",
+                "resolved_at": run.now,
+                "resolved_by": reset.record.get("actor"),
+                "evidence": reset.record.get("evidence"),
+                "retry": bool(reset.record.get("retry")),
+            }
+            for ident in reset.escalations
+            if ident != edited
+        ]
+
+
+def _note_resets(items: dict[str, dict[str, Any]], run: RunInputs) -> None:
+    """A work item a hand-edit reset reopened says so, unless this run decided it anew (its
+    own entry then stands, so the next run rewrites nothing). A failed_items edit is the
+    person's own entry."""
+    for reset in run.human_resets:
         if reset.record.get("via") == "failed_items":
             continue
         retry = bool(reset.record.get("retry"))
         for work_item in reset.work_items:
-            merge_item(
-                items,
+            items.setdefault(
+                work_item,
                 {
                     "task_id": work_item,
                     "final_status": "recovering" if retry else "recovered",
@@ -305,28 +375,56 @@ def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs) ->
             )
 
 
+def _shadow(run: RunInputs) -> bool:
+    """`mode: shadow` (§13): every rule proposes and journals, and nothing else is written."""
+    return bool(run.policy.get("mode", "active") == SHADOW)
+
+
+def _circuit_escalation(run: RunInputs, rule: str, version: str, detail: str) -> dict[str, Any]:
+    return escalation(
+        run,
+        f"circuit:{rule}@{version}",
+        rule,
+        f"circuit open: {detail}. The rule is disabled (observation continues) until a person "
+        f"resets it with evidence: selfcorrect reset DIR --rule {rule} --evidence TEXT",
+        rule.split(":", 1)[-1],
+        0,
+        [detail],
+        [],
+        [],
+        None,
+        rule,
+        version,
+        kind="circuit",
+        epoch=run.circuit_epoch(rule, version),
+    )
+
+
 def _plan_trips(plan: Plan, run: RunInputs) -> None:
-    """§10: a rule whose circuit opens stops acting, and a person is told why."""
+    """§10: a rule whose circuit opens stops acting, and a person is told why. A circuit
+    still open stays listed (its escalation is written once)."""
+    for rule, version, reason in run.open_circuits:
+        if not _shadow(run):
+            plan.escalations.append(_circuit_escalation(run, rule, version, reason))
     for trip in run.trips:
-        epoch = run.circuit_epoch(trip.rule, trip.rule_version)
-        entry = escalation(
-            run,
-            f"circuit:{trip.rule}@{trip.rule_version}",
-            trip.rule,
-            f"circuit open: {trip.detail}. The rule is disabled (observation continues) until "
-            f"a person resets it with evidence: selfcorrect reset DIR --rule {trip.rule} "
-            "--evidence TEXT",
-            trip.rule.split(":", 1)[-1],
-            0,
-            [trip.detail],
-            [],
-            [],
-            None,
-            trip.rule,
-            trip.rule_version,
-            kind="circuit",
-            epoch=epoch,
-        )
+        if _shadow(run):
+            key = f"{trip.rule}|circuit|{trip.rule_version}|{run.validations}|open"
+            if key not in run.proposals:
+                plan.journal.append(
+                    {
+                        "event": "proposal",
+                        "key": key,
+                        "rule": trip.rule,
+                        "rule_version": trip.rule_version,
+                        "stage": SHADOW,
+                        "name": trip.rule,
+                        "would": "open circuit",
+                        **stamp(run),
+                        "evidence": {"reason": trip.reason.value, "detail": trip.detail},
+                    }
+                )
+            continue
+        entry = _circuit_escalation(run, trip.rule, trip.rule_version, trip.detail)
         plan.escalations.append(entry)
         plan.journal.append(
             {
@@ -348,7 +446,7 @@ def _result(plan: Plan, run: RunInputs) -> Result:
         d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED and d.stage == ACTIVE
     ]
     blocked += [d.work_item for d in run.issues if d.classification is Verdict.BLOCKED and d.acts]
-    blocked += [f"circuit {t.rule}" for t in run.trips]
+    blocked += [f"circuit {t.rule}" for t in run.trips if not _shadow(run)]
     blocked += plan.work_blocked
     if blocked:
         plan.reasons.append("blocked: " + ", ".join(dict.fromkeys(blocked)))

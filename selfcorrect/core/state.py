@@ -17,6 +17,7 @@ TASK = "task"  # incomplete-work steps: split, consolidated, blocked (§11)
 VALIDATED = "validated"  # selfcorrect ran the validator and got a fresh report
 RESET = "reset"  # a person acted: `selfcorrect reset`, or a hand edit (SPEC §10)
 PROPOSAL = "proposal"  # a shadow (or out-of-scope canary) rule would have acted (§13)
+WRITTEN = "failed_items"  # the final_status values a run (or a reset) wrote (§9.6)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,10 @@ class State:
     # they tell a fresh report that says the same thing from one merely seen again (§5).
     validations: int = 0
     resolved_escalations: set[str] = field(default_factory=set)  # acted on already
+    # The final_status selfcorrect last wrote per failed_items entry: a person's edit is a
+    # difference from this, never from what the journal would decide (§10).
+    written: dict[str, str] = field(default_factory=dict)
+    task_epochs: dict[str, int] = field(default_factory=dict)  # resets per task (§11 blocks)
     proposals: set[str] = field(default_factory=set)  # shadow proposals already journaled
 
     def subject(self, name: str) -> SubjectState:
@@ -125,6 +130,8 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             _apply_reset(state, record)
         elif kind == PROPOSAL and isinstance(record.get("key"), str):
             state.proposals.add(record["key"])
+        elif kind == WRITTEN and isinstance(record.get("statuses"), Mapping):
+            state.written.update({str(k): str(v) for k, v in record["statuses"].items()})
     _refund_unstarted(state, started)
     return state
 
@@ -189,6 +196,9 @@ def _apply_reset(state: State, record: Mapping[str, Any]) -> None:
         )
     for task_id in record.get("tasks") or ():
         state.tasks.pop(str(task_id), None)
+        state.task_epochs[str(task_id)] = state.task_epochs.get(str(task_id), 0) + 1
+    if isinstance(record.get("written"), Mapping):
+        state.written.update({str(k): str(v) for k, v in record["written"].items()})
     if record.get("escalation"):
         state.resolved_escalations.add(str(record["escalation"]))
     state.resolved_escalations.update(str(e) for e in record.get("escalations") or ())

@@ -63,7 +63,10 @@ def read_journal_file(path: Path, warnings: list[Diagnostic]) -> list[dict[str, 
 
 # The fields the folds read, and the types they expect (None is always allowed).
 _INTS = ("attempt", "ladder_step", "log_position", "validations")
-_STRS = ("event", "subject", "fingerprint", "status", "reason", "rule", "rule_version", "at")
+_STRS = (
+    *("event", "subject", "fingerprint", "status", "reason", "rule", "rule_version", "at"),
+    *("work_item", "type", "strategy", "key", "task_id", "escalation"),
+)
 _LISTS = ("subjects", "fingerprints", "tasks", "rules", "detections", "escalations")
 
 
@@ -77,6 +80,12 @@ def _wrong_field(record: Mapping[str, Any]) -> str | None:
             return key
     for key in _LISTS:
         if record.get(key) is not None and not isinstance(record[key], list):
+            return key
+    for key in ("statuses", "written"):  # work item -> final_status written
+        value = record.get(key)
+        if value is not None and (
+            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
+        ):
             return key
     for entry in record.get("subjects") or ():
         if not isinstance(entry, dict) or not isinstance(entry.get("attempts", {}), dict):
