@@ -482,7 +482,7 @@ def reset_command(
     \b
     Exactly one of:
       --subject S     a subject (task, file or tool), a task id (its subjects,
-                      issues and unfinished work) or an issue fingerprint gets a
+                      blocked issues and unfinished work) or an issue fingerprint gets a
                       fresh budget: failures before the reset no longer count,
                       and its blocked state and ladder start again;
       --rule R        closes R's circuit (every version), so it acts again;
