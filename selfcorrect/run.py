@@ -388,6 +388,8 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
     written += write_work(folder, plan)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
-        if write_calibration(folder, journal.read_journal(folder, [])):  # §13: what worked
+        # §13: what worked. The journal as analysed plus this plan's records: no second read
+        # of the whole journal on every run a watcher makes.
+        if write_calibration(folder, [*analysis.history, *plan.journal]):
             written.append(documents.display_path(calibration_path(folder)))
     return written
