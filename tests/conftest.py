@@ -15,7 +15,10 @@ from click.testing import CliRunner
 from selfcorrect.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus" / "cagents-session"
+# A real cAgents session folder, copied unmodified into the repository. It doubles as a replay
+# case, so it also holds the labels file (expected.yaml), which cAgents never writes.
+CORPUS = REPO / "tests" / "replay" / "cagents-session"
+LABELS = "expected.yaml"
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 # pip's download cache lives under the real home; tests that install packages reuse it.
 PIP_CACHE = Path(os.environ.get("PIP_CACHE_DIR") or Path.home() / ".cache" / "pip")
@@ -64,11 +67,14 @@ def run_line() -> Callable[[list[str]], Result]:
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     """A private copy of the real cAgents session; returns its workflow/ folder."""
-    if not CORPUS.is_dir():  # the corpus ships beside the repo in ../shared
-        raise RuntimeError(f"corpus missing at {CORPUS}")
     target = tmp_path / "session"
-    shutil.copytree(CORPUS, target)
+    copy_session(target)
     return target / "workflow"
+
+
+def copy_session(target: Path) -> None:
+    """Copy the cAgents session to `target` as cAgents wrote it: without our replay labels."""
+    shutil.copytree(CORPUS, target, ignore=shutil.ignore_patterns(LABELS))
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ import yaml
 
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io.documents import read_failure_log
+from tests.conftest import CORPUS
 
 if str(Path(__file__).resolve().parents[1]) not in sys.path:  # bench/ is not in the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -21,8 +22,7 @@ from bench import generate
 from bench.run import FIGURES
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS_LOG = REPO.parent / "shared" / "corpus" / "cagents-session" / "workflow"
-CORPUS_LOG /= "tool_failures.yaml"
+CORPUS_LOG = CORPUS / "workflow" / "tool_failures.yaml"
 CANONICAL_KEYS = {
     "tool", "error", "timestamp", "agent_id", "task_id", "outcome", "approach", "recoverable",
     "read_only", "input_digest",

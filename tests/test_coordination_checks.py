@@ -17,10 +17,10 @@ from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.io.yaml_nodes import FastLoader
 from selfcorrect.policy_file import default_policy_data, load_policy
+from tests.conftest import CORPUS
 
 REPO = Path(__file__).resolve().parents[1]
-SESSION_LOG = REPO.parent / "shared" / "corpus" / "cagents-session" / "workflow"
-SESSION_LOG /= "coordination_log.yaml"
+SESSION_LOG = CORPUS / "workflow" / "coordination_log.yaml"
 SHIPPED_LOG = REPO / "workflow" / "coordination_log.yaml"
 LOG = "workflow/coordination_log.yaml"
 POLICY = load_policy(None)

@@ -23,7 +23,7 @@ Shown output must be the real output (stdout, then stderr), line for line, excep
 
 The workspace is a git repository (so the walkthrough's `git checkout`/`git clean` restore works)
 holding a copy of the example `workflow/` with the repository's .gitignore, and the real cAgents
-session of ../shared/corpus at cagents-memory/sessions/<id>/, as cAgents lays sessions out.
+session (tests/replay/cagents-session) at cagents-memory/sessions/<id>/, as cAgents lays them out.
 `selfcorrect` and `python3` are this checkout's: the folder of sys.executable leads PATH.
 A `selfcorrect watch` command without `--once` is started, and stopped with SIGINT once it has
 printed its first line (its start-up run); its exit code is then checked like any other.
@@ -46,8 +46,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import copy_session
+
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus" / "cagents-session"
 DOCS = REPO / "docs"
 SESSION = "cagents-memory/sessions/act_fix-auth-token-refresh_260805_001"
 EXIT = re.compile(r"(?:^|\s)#\s*exit\s+(\d+)\b")
@@ -187,7 +188,7 @@ def workspace(root: Path) -> Path:
     """A git repository with the example folder and the real cAgents session, as docs assume."""
     shutil.copytree(REPO / "workflow", root / "workflow")
     shutil.copy(REPO / ".gitignore", root / ".gitignore")
-    shutil.copytree(CORPUS, root / SESSION)
+    copy_session(root / SESSION)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
         subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=root, check=True)
     return root

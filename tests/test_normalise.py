@@ -34,9 +34,7 @@ from selfcorrect.core.normalise import (
     normalise_report,
     normalise_waypoint,
 )
-
-CORPUS = Path("/work/shared/corpus/cagents-session")
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="cAgents corpus not available")
+from tests.conftest import CORPUS
 
 
 class _Loader(yaml.CSafeLoader):
@@ -182,7 +180,6 @@ def test_dialect_b_and_canonical_reports_give_equal_records() -> None:
     assert dialect.issues[0].estimated_minutes == 20.0
 
 
-@needs_corpus
 def test_dialect_waypoint_and_canonical_give_equal_records() -> None:
     path = CORPUS / "waypoints" / "wp-compact-2026-08-05_14-20-00.yaml"
     dialect = normalise_waypoint(load(path.read_text(encoding="utf-8")), str(path))
@@ -225,7 +222,6 @@ def test_dialect_waypoint_and_canonical_give_equal_records() -> None:
     )
 
 
-@needs_corpus
 def test_dialect_failure_and_canonical_give_equal_records() -> None:
     dialect_entry = corpus("workflow/tool_failures.yaml")["failures"][3]
     canonical_entry = load(
@@ -252,7 +248,6 @@ def test_dialect_failure_and_canonical_give_equal_records() -> None:
 # --------------------------------------------------------------------------- the corpus report
 
 
-@needs_corpus
 def test_corpus_report_recheck_entries_become_issues_and_verdict_is_not_pass() -> None:
     report = normalise_report(corpus("workflow/validation_report.yaml"))
     assert report.verdict is Verdict.FAIL
@@ -516,7 +511,6 @@ def test_unknown_keys_are_preserved_in_extra() -> None:
     assert hash(failure) == hash(normalise_failure(dict(reversed(raw.items())), 0))
 
 
-@needs_corpus
 def test_every_corpus_failure_normalises_with_its_position_as_id() -> None:
     entries = corpus("workflow/tool_failures.yaml")["failures"]
     failures = [normalise_failure(entry, index) for index, entry in enumerate(entries)]
@@ -530,7 +524,6 @@ def test_every_corpus_failure_normalises_with_its_position_as_id() -> None:
 # --------------------------------------------------------------------------- coordination log
 
 
-@needs_corpus
 def test_corpus_coordination_log() -> None:
     log = normalise_coordination(corpus("workflow/coordination_log.yaml"))
     assert log.controller == "cagents:tech-lead"
@@ -597,7 +590,6 @@ def test_canonical_task_additions_and_delegations() -> None:
 # --------------------------------------------------------------------------- failed_items
 
 
-@needs_corpus
 def test_failed_items_round_trip_in_section_9_6_order() -> None:
     raw_items = corpus("workflow/coordination_log.yaml")["failed_items"]
     log = normalise_coordination({"failed_items": raw_items})

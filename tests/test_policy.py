@@ -23,11 +23,14 @@ from selfcorrect.core.policy import (
     suggest,
 )
 from selfcorrect.errors import InputError
+from selfcorrect.io.resources import data_file
+from tests.conftest import CORPUS
 
-REPO = Path(__file__).resolve().parents[1]
-TEMPLATE = REPO / "templates" / "selfcorrect.yaml"
-SCHEMA = json.loads((REPO / "schemas" / "selfcorrect.schema.json").read_text(encoding="utf-8"))
-CORPUS_LOG = REPO.parent / "shared/corpus/cagents-session/workflow/tool_failures.yaml"
+# The shipped files, through the package (the repo's own files in an editable install): a
+# module-level read of a path beside the tests would break collection on a partial checkout.
+TEMPLATE = data_file("templates", "selfcorrect.yaml")
+SCHEMA = json.loads(data_file("schemas", "selfcorrect.schema.json").read_text(encoding="utf-8"))
+CORPUS_LOG = CORPUS / "workflow" / "tool_failures.yaml"
 TEXT = TEMPLATE.read_text(encoding="utf-8")
 DEFAULTS: dict[str, Any] = yaml.load(TEXT, Loader=yaml.CSafeLoader)
 VALIDATOR = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
@@ -337,7 +340,6 @@ REAL_FAILURES = [  # texts from the real cAgents log, and their type
 
 
 def test_real_failure_fixtures_come_from_the_corpus() -> None:
-    assert CORPUS_LOG.is_file(), "the shared corpus must sit beside the repository (../shared)"
     log = yaml.load(CORPUS_LOG.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
     errors = {entry["error"] for entry in log["failures"]}
     assert {text for text, _ in REAL_FAILURES} <= errors

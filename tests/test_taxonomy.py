@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,9 @@ from selfcorrect.core.taxonomy import Taxonomy, Typed, TypeSource, error_class, 
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io.documents import read_failure_log
 from selfcorrect.policy_file import default_policy_data, load_policy
+from tests.conftest import CORPUS
 
-CORPUS_LOG = Path("/work/shared/corpus/cagents-session/workflow/tool_failures.yaml")
-needs_corpus = pytest.mark.skipif(not CORPUS_LOG.is_file(), reason="cAgents corpus not available")
+CORPUS_LOG = CORPUS / "workflow" / "tool_failures.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +92,6 @@ def expected_type(error: str) -> str:
     return matches[0]
 
 
-@needs_corpus
 def test_every_corpus_error_gets_its_expected_type(taxonomy: Taxonomy) -> None:
     failures = corpus_failures()
     assert len(failures) == len(CORPUS_TYPES)  # one row per entry, no entry forgotten
@@ -105,7 +103,6 @@ def test_every_corpus_error_gets_its_expected_type(taxonomy: Taxonomy) -> None:
     assert wrong == {}
 
 
-@needs_corpus
 def test_corpus_confidence_and_source_follow_the_decision(taxonomy: Taxonomy) -> None:
     for item in corpus_failures():
         typed = taxonomy.classify(item)
@@ -117,7 +114,6 @@ def test_corpus_confidence_and_source_follow_the_decision(taxonomy: Taxonomy) ->
             assert 0.6 <= typed.confidence < 1.0
 
 
-@needs_corpus
 def test_the_token_limit_is_never_an_outage(taxonomy: Taxonomy) -> None:
     # "25040 tokens" contains 504; the dialect's hook calls it unrecoverable (SPEC §2.1).
     [item] = [f for f in corpus_failures() if "25040 tokens" in f.error]

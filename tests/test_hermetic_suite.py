@@ -1,0 +1,82 @@
+"""The suite runs on a user's fresh clone, with nothing beside it.
+
+CI clones the repository into an empty temporary folder and runs the README's test command
+there (.ci/run). These tests keep the three promises that makes possible: CI runs exactly the
+README's command, no test reaches outside the repository for a fixture, and collection reads
+no fixture file (a missing one fails its own test, never the whole collection).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+# Where a fixture outside the repository would come from: the steering folder beside a
+# developer's checkout, or a path opened on one machine. (Absolute paths as data, an agent's
+# `file_path: /home/dev/...`, are fine: nothing opens them.)
+OUTSIDE = re.compile(
+    r"""parents?\s*(?:\[\s*\d+\s*\])?\s*/\s*["']shared"""
+    r"""|\.\./shared"""
+    r"""|(?:Path|open)\(\s*["']/(?!(?:etc|dev|proc|sys)\b)"""
+)
+
+
+def sh_blocks(markdown: str) -> list[str]:
+    return re.findall(r"^```sh\n(.*?)^```$", markdown, flags=re.M | re.S)
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    readme_test_command = sh_blocks((REPO / "README.md").read_text(encoding="utf-8"))[1].strip()
+    assert "pytest" in readme_test_command
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line for line in ci.splitlines() if line and not line.startswith("#")]
+    assert commands[-1] == readme_test_command
+    assert "git clone" in ci and "mktemp -d" in ci  # ...in a fresh clone, nothing beside it
+
+
+def test_no_test_reads_a_fixture_outside_the_repository() -> None:
+    sources = [*(REPO / "tests").rglob("*.py"), *(REPO / "bench").rglob("*.py")]
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in sources
+        if path != Path(__file__)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert offenders == []
+
+
+def test_the_pattern_catches_the_paths_it_exists_for() -> None:
+    for line in (
+        'CORPUS = REPO.parent / "shared" / "corpus"',
+        'Path(__file__).parents[2] / "shared"',
+        'log = Path("/work/shared/corpus/cagents-session/workflow/tool_failures.yaml")',
+        "see ../shared/corpus",
+    ):
+        assert OUTSIDE.search(line), line
+    assert not OUTSIDE.search('hostile = "../../etc/passwd"')
+    assert not OUTSIDE.search('entry = hook_entry("Write", "EACCES", "/tmp/odd name.txt")')
+
+
+def test_collection_reads_no_fixture(tmp_path: Path) -> None:
+    """Test modules copied without a single fixture, data file or shipped folder still
+    collect: no module reads a file when it is imported."""
+    (tmp_path / "tests").mkdir()
+    for module in (REPO / "tests").glob("*.py"):
+        shutil.copy(module, tmp_path / "tests" / module.name)
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    assert re.search(r"^\d+ tests collected", collected.stdout, flags=re.M)
