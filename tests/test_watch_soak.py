@@ -35,6 +35,15 @@ FIXER = (
 )
 
 
+def save_as_a_validator_does(path: Path, text: str) -> None:
+    """Temp file, then rename: the watcher never sees a half-written report. (A report written
+    in place can be read empty with a 5 ms debounce; that case is not what this test is about.)
+    """
+    temp = path.with_name(f".{path.name}.soak")
+    temp.write_text(text)
+    os.replace(temp, path)
+
+
 def entry(n: int) -> str:
     errors = [
         "TypeError: Cannot read property 'id' of undefined at handler.ts:45",
@@ -107,7 +116,8 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
         for n in range(1, ROUNDS + 1):
             if n % 50 == 0:
                 (repo / f"mod_{n}.py").write_text("import os\nprint(1)\n")
-                (folder / "validation_report.yaml").write_text(
+                save_as_a_validator_does(
+                    folder / "validation_report.yaml",
                     json.dumps(
                         {
                             "status": "FIXABLE",
@@ -120,7 +130,7 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
                                 }
                             ],
                         }
-                    )
+                    ),
                 )
                 run = watch.run_for("validation_report.yaml", timeout=60)
                 fixed += run["cycles"]
