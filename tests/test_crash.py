@@ -205,6 +205,15 @@ def writing(folder: Path) -> bool:
 
 
 def test_kill_minus_nine_at_random_points(tmp_path: Path) -> None:
+    try:
+        kill_rounds(tmp_path)
+    except Exception as exc:  # an input error or a timeout names no seed of its own
+        raise AssertionError(
+            f"seed {SEED} (replay with SELFCORRECT_CRASH_SEED={SEED}): {exc}"
+        ) from exc
+
+
+def kill_rounds(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     repo, folder = build(tmp_path)
     human = {name: human_lines((folder / name).read_text()) for name in HUMAN_FILES}
@@ -243,6 +252,37 @@ def test_kill_minus_nine_at_random_points(tmp_path: Path) -> None:
     assert not wait_gone(working_in(repo), ORPHAN_S), f"seed {SEED}: the final run left processes"
     left = [str(p.relative_to(repo)) for p in temp_files(repo)]
     assert not left, f"seed {SEED}: temp files of killed runs, still there after a full run: {left}"
+
+
+# Dies by SIGKILL right after the first rename or link that puts a file in place as
+# escalations.yaml: the narrowest window between two writes of one file.
+KILLED_AFTER_FIRST_WRITE = """
+import os, signal, sys
+from pathlib import Path
+from selfcorrect.io import documents
+
+def dying(call):
+    def wrapped(src, dst, *args, **kwargs):
+        call(src, dst, *args, **kwargs)
+        if str(dst).endswith("escalations.yaml"):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return wrapped
+
+os.link, os.replace = dying(os.link), dying(os.replace)
+entry = {"id": "ESC-1", "kind": "subject", "subject": "WI-1", "reason": "stuck", "status": "open"}
+documents.add_escalations(Path(sys.argv[1]), [entry])
+"""
+
+
+def test_a_kill_while_escalations_yaml_is_created_leaves_a_readable_file(tmp_path: Path) -> None:
+    """The first escalation creates the file. Written as a header and then the entries, a kill
+    between the two left comments only, and every later run refused the folder ("file is
+    empty", exit 2) until a person deleted the file."""
+    path = tmp_path / "escalations.yaml"
+    died = subprocess.run([sys.executable, "-c", KILLED_AFTER_FIRST_WRITE, str(path)], check=False)
+    assert died.returncode == -9
+    document = load_decision(path, "escalations")  # strict: InputError if torn or empty
+    assert [e["id"] for e in document.data["escalations"]] == ["ESC-1"]
 
 
 def run_and_kill(repo: Path, folder: Path, rng: random.Random) -> Kill | None:

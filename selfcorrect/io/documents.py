@@ -184,6 +184,10 @@ def add_escalations(
     path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> bool:
     """Add escalations not yet in escalations.yaml; existing ones, and people's edits, stay."""
+    from selfcorrect.io.owned_list import ESCALATIONS, splice
+
+    if not entries:
+        return False  # never create a file with nothing in it: it would not read back
     if not path.exists():
         header = (
             f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
@@ -193,9 +197,12 @@ def add_escalations(
             "# acts on it and journals it (or run `selfcorrect reset DIR --escalation ID`).\n"
             "# selfcorrect never overwrites your edits here.\n"
         )
-        atomic.write_new(path, header.encode())
-    from selfcorrect.io.owned_list import ESCALATIONS
-
+        # Header and entries in one atomic write: a process killed between two writes would
+        # leave a file of comments only, which every later run refuses as empty.
+        text = splice(header, ESCALATIONS, entries, display_path(path))
+        if atomic.write_new(path, text.encode("utf-8")):
+            return True
+        # Someone created it meanwhile: merge into theirs.
     return update_owned_list(path, ESCALATIONS, entries, max_bytes=max_bytes)
 
 
