@@ -200,7 +200,9 @@ def add_escalations(
         # Header and entries in one atomic write: a process killed between two writes would
         # leave a file of comments only, which every later run refuses as empty.
         text = splice(header, ESCALATIONS, entries, display_path(path))
-        if atomic.write_new(path, text.encode("utf-8")):
+        with atomic.sidecar_lock(path):  # the lock every later update of the file takes
+            created = atomic.write_new(path, text.encode("utf-8"))
+        if created:
             return True
         # Someone created it meanwhile: merge into theirs.
     return update_owned_list(path, ESCALATIONS, entries, max_bytes=max_bytes)
