@@ -236,7 +236,17 @@ def update_owned_list(
         text = yaml_nodes.decode(current or b"", display)
         from selfcorrect.io.owned_list import splice
 
-        return splice(text, spec, entries, display).encode("utf-8")
+        new = splice(text, spec, entries, display).encode("utf-8")
+        if len(new) > max_bytes and new != current:
+            # Every later run would refuse to read what this one wrote: refuse it now, while
+            # the file on disk is still readable.
+            raise InputError(
+                f"{display}: writing {spec.key} would make the file {len(new):,} bytes, over "
+                f"limits.max_bytes ({max_bytes:,}), and selfcorrect would refuse to read it "
+                f"back; nothing was written to it: raise limits.max_bytes in the policy, or "
+                f"remove entries from {spec.key} that are done with"
+            )
+        return new
 
     return atomic.update_file(path, transform)
 
