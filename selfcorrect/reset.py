@@ -20,7 +20,7 @@ from selfcorrect.analysis import analyze
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
-from selfcorrect.io import documents, journal
+from selfcorrect.io import documents, journal, safe_paths
 
 
 @dataclass
@@ -49,6 +49,7 @@ def reset(
     """Raises UnknownTarget when the request names nothing known (the caller says which
     option was wrong), InputError for a bad input file. The evidence is checked by the caller."""
     analysis = analyze(folder, policy_path)
+    safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is written
     resolved = resolve_reset(
         request,
         analysis.state,

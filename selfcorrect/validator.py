@@ -16,7 +16,7 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, documents
+from selfcorrect.io import atomic, documents, safe_paths
 from selfcorrect.io.workspace import project_root, relative_to_root
 from selfcorrect.policy_file import load_policy
 
@@ -105,6 +105,8 @@ def validate_folder(
     }
     target = output or folder / REPORT
     written = None
+    if write:
+        safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is written
     if write and atomic.replace_file(target, render_report(report)):
         written = documents.display_path(target)
     return Validation(report, findings, written)

@@ -67,8 +67,16 @@ def corpus(tmp_path: Path) -> Path:
     if not CORPUS.is_dir():  # the corpus ships beside the repo in ../shared
         raise RuntimeError(f"corpus missing at {CORPUS}")
     target = tmp_path / "session"
-    shutil.copytree(CORPUS, target)
+    copy_writable(CORPUS, target)
     return target / "workflow"
+
+
+def copy_writable(source: Path, target: Path) -> None:
+    """Copy a tree kept read-only (the shared corpus) as a live, writable session: a session's
+    files are the agents', and selfcorrect refuses to rewrite a file without write bits."""
+    shutil.copytree(source, target)
+    for place in (target, *target.rglob("*")):
+        place.chmod(place.stat().st_mode | 0o200)
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

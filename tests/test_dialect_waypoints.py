@@ -7,7 +7,6 @@ started (see core/compactions.py for why anything less is left unmatched).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from selfcorrect.core.continuation import Signal, detect_incomplete
 from selfcorrect.core.model import Coordination, Waypoint
 from selfcorrect.core.normalise import normalise_coordination, normalise_waypoint
 from selfcorrect.io import documents
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, copy_writable
 
 NOTHING_ON_DISK: Callable[[str], bool] = lambda _path: False  # noqa: E731
 
@@ -331,7 +330,7 @@ def test_a_finished_task_gets_no_handoff_for_its_old_compactions(tmp_path: Path,
 
 
 def test_the_corpus_session_runs_with_no_handoff(tmp_path: Path, run_line) -> None:
-    shutil.copytree(CORPUS, tmp_path / "session")
+    copy_writable(CORPUS, tmp_path / "session")
     workflow = tmp_path / "session" / "workflow"
     result = run_line(["run", workflow])
     assert result.exit_code in (0, 1, 3), result.stderr

@@ -46,6 +46,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import copy_writable
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "cagents-session"
 DOCS = REPO / "docs"
@@ -187,7 +189,7 @@ def workspace(root: Path) -> Path:
     """A git repository with the example folder and the real cAgents session, as docs assume."""
     shutil.copytree(REPO / "workflow", root / "workflow")
     shutil.copy(REPO / ".gitignore", root / ".gitignore")
-    shutil.copytree(CORPUS, root / SESSION)
+    copy_writable(CORPUS, root / SESSION)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
         subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=root, check=True)
     return root
