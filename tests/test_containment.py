@@ -381,3 +381,34 @@ def test_a_write_the_system_refuses_midway_leaves_nothing_half_written(tmp_path:
     after = {k: v for k, v in tree_digest(folder).items() if not k.endswith(".lock")}
     assert after == before  # no temp file, no torn log (the empty lock file may stay)
     assert yaml.safe_load((folder / "coordination_log.yaml").read_text())
+
+
+JOURNAL_FSIZE = """
+import resource, signal, sys
+from pathlib import Path
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+from selfcorrect.errors import InputError
+from selfcorrect.io import journal
+try:
+    journal.append(Path(sys.argv[1]), [{"event": "a", "detail": "x" * 100}] * 3)
+except InputError as exc:
+    sys.exit(f"refused: {exc}")
+"""
+
+
+def test_a_journal_append_cut_short_leaves_no_torn_record(tmp_path: Path) -> None:
+    folder = tmp_path / "workflow"
+    (folder / ".selfcorrect").mkdir(parents=True)
+    path = folder / ".selfcorrect" / "journal.jsonl"
+    path.write_bytes(b'{"event": "before"}')  # a torn line from an earlier crash, too
+
+    done = subprocess.run(
+        [sys.executable, "-c", JOURNAL_FSIZE, str(folder)], capture_output=True, text=True
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert "journal.jsonl: the file would exceed the size" in done.stderr
+    lines = path.read_bytes().split(b"\n")
+    assert lines[0] == b'{"event": "before"}' and lines[-1] == b""  # whole lines only
+    assert [line.count(b"x") for line in lines[1:-1]] == [100, 100]  # the two that fitted

@@ -115,7 +115,7 @@ def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     os.write(fd, b"\n")
                 for line in lines:
-                    os.write(fd, line.encode("utf-8"))
+                    _write_all(fd, line.encode("utf-8"))
                     os.fsync(fd)
             except OSError:
                 # A full disk mid-record: cut the torn tail off again, so no half record
@@ -126,6 +126,13 @@ def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
     finally:
         os.close(fd)
     return len(lines)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write part of it (a size limit, a signal); the rest, or the error."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _durable_size(fd: int, before: int) -> int:
