@@ -48,8 +48,8 @@ def reset(
 ) -> ResetOutcome:
     """Raises UnknownTarget when the request names nothing known (the caller says which
     option was wrong), InputError for a bad input file. The evidence is checked by the caller."""
+    safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
     analysis = analyze(folder, policy_path)
-    safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is written
     resolved = resolve_reset(
         request,
         analysis.state,

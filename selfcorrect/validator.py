@@ -95,6 +95,8 @@ def validate_folder(
                 "not a folder; pass the workflow folder (the one holding coordination_log.yaml)",
             )
         )
+    if write:
+        safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
     policy = load_policy(policy_path or folder / "selfcorrect.yaml")
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {
@@ -105,8 +107,6 @@ def validate_folder(
     }
     target = output or folder / REPORT
     written = None
-    if write:
-        safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is written
     if write and atomic.replace_file(target, render_report(report)):
         written = documents.display_path(target)
     return Validation(report, findings, written)

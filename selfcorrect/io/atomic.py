@@ -25,7 +25,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from selfcorrect.errors import WriteConflict
-from selfcorrect.io.safe_paths import environment, open_nofollow, refusal, refuse_link
+from selfcorrect.io.safe_paths import (
+    NOT_REGULAR,
+    environment,
+    open_nofollow,
+    refusal,
+    refuse_link,
+)
 
 ATTEMPTS = 5
 
@@ -39,12 +45,12 @@ def digest(data: bytes | None) -> str:
 def read_or_none(path: Path) -> bytes | None:
     """The file's bytes, None when absent; a symlink is refused, never read through."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not hang us
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise refusal(path, "is not a regular file: replace it with a regular file")
+            raise refusal(path, NOT_REGULAR)
         return handle.read()
 
 
@@ -161,7 +167,7 @@ def _existing(path: Path) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(info.st_mode):
-        raise refusal(path, "is not a regular file: replace it with a regular file")
+        raise refusal(path, NOT_REGULAR)
     if not info.st_mode & 0o222:
         # Checked by hand: root writes anyway, but a file without write bits is read-only
         # by intent, and selfcorrect respects that rather than replacing it.

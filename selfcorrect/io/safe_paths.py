@@ -47,6 +47,9 @@ _ADVICE = {
 }
 
 
+NOT_REGULAR = "is not a regular file: replace it with a regular file (or remove it)"
+
+
 def _display(path: Path | str) -> str:
     from selfcorrect.io.documents import display_path  # documents imports atomic, which uses us
 
@@ -103,7 +106,7 @@ def _problem(path: Path, want_dir: bool) -> InputError | None:
     if want_dir and not stat.S_ISDIR(info.st_mode):
         return refusal(path, "must be a folder selfcorrect writes into: move what is there away")
     if not want_dir and not stat.S_ISREG(info.st_mode):
-        return refusal(path, "is not a regular file: replace it with a regular file")
+        return refusal(path, NOT_REGULAR)
     return None
 
 
@@ -127,7 +130,12 @@ def preflight(folder: Path) -> None:
         except OSError as exc:
             problems.append(environment_error(exc, place) or refusal(place, str(exc.strerror)))
             continue
-        problems.extend(_link_error(Path(e.path)) for e in entries if e.is_symlink())
+        for entry in entries:
+            if entry.is_symlink():
+                problems.append(_link_error(Path(entry.path)))
+            elif not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+                # A FIFO here would hang the next read or write; a device, worse.
+                problems.append(refusal(entry.path, NOT_REGULAR))
     if problems:
         raise InputError("\n".join(sorted(str(p) for p in problems)))
 
@@ -158,6 +166,7 @@ def open_nofollow(path: Path | str, flags: int, mode: int = 0o644) -> int:
 
 
 __all__ = [
+    "NOT_REGULAR",
     "STATE_DIRS",
     "STATE_FILES",
     "ensure_dir",
