@@ -412,3 +412,16 @@ def test_a_journal_append_cut_short_leaves_no_torn_record(tmp_path: Path) -> Non
     lines = path.read_bytes().split(b"\n")
     assert lines[0] == b'{"event": "before"}' and lines[-1] == b""  # whole lines only
     assert [line.count(b"x") for line in lines[1:-1]] == [100, 100]  # the two that fitted
+
+
+@pytest.mark.parametrize("name", ["journal.jsonl", "watch.lock"])
+def test_a_hard_linked_journal_or_lock_is_refused(name: str, tmp_path: Path, run_line) -> None:
+    """Written in place, a hard link would carry the writes to the file's other name."""
+    folder = make_folder(tmp_path, seed_entries())
+    startup = tmp_path / "bashrc"
+    startup.write_text("# start-up file\n")
+    (folder / ".selfcorrect").mkdir()
+    os.link(startup, folder / ".selfcorrect" / name)
+
+    refused(run_line, ["watch", folder, "--once"], f"{name}: has 1 other hard link(s)")
+    assert startup.read_text() == "# start-up file\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect.errors import Diagnostic
-from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow
+from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
 
 JOURNAL = Path(".selfcorrect") / "journal.jsonl"
 
@@ -108,6 +108,7 @@ def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
     ensure_dir(path.parent)  # a symlinked .selfcorrect/ is refused, never written into
     fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)  # read: the torn-tail check
     try:
+        refuse_shared(fd, path)
         with environment(path):
             size = os.fstat(fd).st_size
             try:

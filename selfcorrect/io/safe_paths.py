@@ -29,6 +29,7 @@ STATE_FILES = (
 )
 # ... and folders it writes into: each entry inside them is checked too.
 STATE_DIRS = (".selfcorrect", "recovery", "microtasks", "handoffs")
+IN_PLACE = ".selfcorrect"  # its files are appended to or truncated, not replaced
 
 # What the environment refuses, and what the user can do about it.
 _ADVICE = {
@@ -136,8 +137,31 @@ def preflight(folder: Path) -> None:
             elif not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
                 # A FIFO here would hang the next read or write; a device, worse.
                 problems.append(refusal(entry.path, NOT_REGULAR))
+            elif name == IN_PLACE and entry.is_file(follow_symlinks=False):
+                problems.extend(_shared(entry.path, entry.stat(follow_symlinks=False).st_nlink))
     if problems:
         raise InputError("\n".join(sorted(str(p) for p in problems)))
+
+
+def _shared(path: Path | str, links: int) -> list[InputError]:
+    """The journal and the locks are written in place (appended, truncated): a hard link
+    would carry those writes to its other name, a file outside the folder, say."""
+    if links <= 1:
+        return []
+    return [
+        refusal(
+            path,
+            f"has {links - 1} other hard link(s), and selfcorrect writes it in place: "
+            "replace it with a copy of its own (cp, then mv over it)",
+        )
+    ]
+
+
+def refuse_shared(fd: int, path: Path | str) -> None:
+    """Raise when the open file `fd` (written in place) has another name."""
+    problems = _shared(path, os.fstat(fd).st_nlink)
+    if problems:
+        raise problems[0]
 
 
 def refuse_link(path: Path) -> None:
@@ -176,4 +200,5 @@ __all__ = [
     "preflight",
     "refusal",
     "refuse_link",
+    "refuse_shared",
 ]
