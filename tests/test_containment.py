@@ -425,3 +425,24 @@ def test_a_hard_linked_journal_or_lock_is_refused(name: str, tmp_path: Path, run
 
     refused(run_line, ["watch", folder, "--once"], f"{name}: has 1 other hard link(s)")
     assert startup.read_text() == "# start-up file\n"
+
+
+def test_validate_never_replaces_a_symlinked_report(tmp_path: Path, run_line) -> None:
+    folder = make_folder(tmp_path, seed_entries())
+    elsewhere = tmp_path / "report-kept-elsewhere.yaml"
+    elsewhere.write_text("status: PASS\nissues: []\n")
+    (folder / "validation_report.yaml").symlink_to(elsewhere)
+
+    refused(run_line, ["validate", folder], "validation_report.yaml: is a symbolic link")
+    assert (folder / "validation_report.yaml").is_symlink()
+    assert elsewhere.read_text() == "status: PASS\nissues: []\n"
+
+
+def test_init_refuses_a_folder_with_a_symlinked_state_path(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "recovery").symlink_to(tmp_path)
+    before = tree_digest(tmp_path)
+
+    refused(run_line, ["init", folder], "recovery: is a symbolic link")
+    assert tree_digest(tmp_path) == before  # not even the policy was written
