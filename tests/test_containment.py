@@ -446,3 +446,13 @@ def test_init_refuses_a_folder_with_a_symlinked_state_path(tmp_path: Path, run_l
 
     refused(run_line, ["init", folder], "recovery: is a symbolic link")
     assert tree_digest(tmp_path) == before  # not even the policy was written
+
+
+def test_a_fifo_journal_planted_after_the_check_is_refused_not_blocked_on(tmp_path: Path) -> None:
+    from selfcorrect.errors import InputError
+
+    (tmp_path / ".selfcorrect").mkdir()
+    os.mkfifo(tmp_path / ".selfcorrect" / "journal.jsonl")
+
+    with pytest.raises(InputError, match=r"journal\.jsonl: is not a regular file"):
+        journal.append(tmp_path, [{"event": "x"}])

@@ -158,8 +158,11 @@ def _shared(path: Path | str, links: int) -> list[InputError]:
 
 
 def refuse_shared(fd: int, path: Path | str) -> None:
-    """Raise when the open file `fd` (written in place) has another name."""
-    problems = _shared(path, os.fstat(fd).st_nlink)
+    """Raise unless the open `fd` (written in place) is a regular file with no other name."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise refusal(path, NOT_REGULAR)  # a FIFO would block the write once its buffer fills
+    problems = _shared(path, info.st_nlink)
     if problems:
         raise problems[0]
 
