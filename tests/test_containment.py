@@ -9,6 +9,7 @@ every outside byte hashed before and after.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -456,3 +457,26 @@ def test_a_fifo_journal_planted_after_the_check_is_refused_not_blocked_on(tmp_pa
 
     with pytest.raises(InputError, match=r"journal\.jsonl: is not a regular file"):
         journal.append(tmp_path, [{"event": "x"}])
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+@pytest.mark.parametrize(
+    "name", ["coordination_log.yaml", "validation_report.yaml", "tool_failures.yaml"]
+)
+def test_a_fifo_in_an_input_file_s_place_is_an_error_not_a_hang(
+    name: str, command: str, tmp_path: Path
+) -> None:
+    folder = make_folder(tmp_path, seed_entries(), "status: PASS\nissues: []\n")
+    (folder / name).unlink()
+    os.mkfifo(folder / name)
+
+    # The timeout only keeps a regression from hanging the suite: nobody writes to the FIFO.
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", command, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert re.search(rf"{name}(:1:1)?: is not a regular file", done.stdout + done.stderr)
