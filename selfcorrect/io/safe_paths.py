@@ -175,8 +175,10 @@ def refuse_link(path: Path) -> None:
 
 
 def ensure_dir(path: Path) -> None:
-    """Create the folder `path` (its parent exists) and make sure it is a real folder."""
+    """Create the folder `path` (and the workflow folder above it) and make sure `path` is a
+    real folder, not a link to one."""
     with environment(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path)
         info = os.lstat(path)
