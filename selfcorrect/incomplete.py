@@ -14,7 +14,7 @@ from typing import Any
 from selfcorrect.analysis import Analysis
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.outputs import Plan
-from selfcorrect.io import atomic, documents, prompts
+from selfcorrect.io import atomic, documents, prompts, safe_paths
 from selfcorrect.io.workspace import project_root, resolve_inside
 from selfcorrect.naming import work_item_file
 
@@ -67,13 +67,13 @@ def write_work(folder: Path, plan: Plan) -> list[str]:
     written: list[str] = []
     for task_id, document in plan.microtask_files.items():
         path = folder / "microtasks" / work_item_file(task_id, ".yaml")
-        path.parent.mkdir(exist_ok=True)
+        safe_paths.ensure_dir(path.parent)
         if atomic.write_new(path, render_microtasks(document)):
             written.append(documents.display_path(path))
     for task_id, context in plan.handoffs.items():
         path = folder / "handoffs" / work_item_file(task_id)
         text = prompts.render("handoff.md.j2", context, overrides=folder / "templates")
-        path.parent.mkdir(exist_ok=True)
+        safe_paths.ensure_dir(path.parent)
         if atomic.replace_file(path, text.encode("utf-8")):
             written.append(documents.display_path(path))
     return written

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, documents
+from selfcorrect.io import atomic, documents, safe_paths
 from selfcorrect.io.resources import data_dir, data_file
 
 INPUTS = (
@@ -28,6 +28,7 @@ def init_folder(folder: Path, policy_path: Path | None = None) -> tuple[list[Pat
             )
         )
     folder.mkdir(parents=True, exist_ok=True)
+    safe_paths.preflight(folder)  # init writes nothing through a link either
     plan = [
         (policy_path or folder / "selfcorrect.yaml", data_file("templates", "selfcorrect.yaml"))
     ]

@@ -21,6 +21,7 @@ from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
+from selfcorrect.errors import InputError
 from selfcorrect.io import atomic, workspace
 from selfcorrect.io.process import Completed, run_argv
 
@@ -191,7 +192,7 @@ def _restructure(root: Path, target: str, template: str) -> Completed:
         document = (root / target).read_text(encoding="utf-8")
         wanted = (root / template).read_text(encoding="utf-8")
         atomic.replace_file(root / target, restructure(document, wanted).encode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, InputError) as exc:  # InputError: a link, read-only
         return Completed(1, f"restructure_to_template failed: {exc}")
     return Completed(0, "")
 

@@ -20,7 +20,7 @@ from selfcorrect.analysis import analyze
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
-from selfcorrect.io import documents, journal
+from selfcorrect.io import documents, journal, safe_paths
 
 
 @dataclass
@@ -48,6 +48,7 @@ def reset(
 ) -> ResetOutcome:
     """Raises UnknownTarget when the request names nothing known (the caller says which
     option was wrong), InputError for a bad input file. The evidence is checked by the caller."""
+    safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
     analysis = analyze(folder, policy_path)
     resolved = resolve_reset(
         request,

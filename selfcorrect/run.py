@@ -27,7 +27,7 @@ from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.incomplete import work_inputs, write_work
-from selfcorrect.io import atomic, documents, journal, prompts
+from selfcorrect.io import atomic, documents, journal, prompts, safe_paths
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
@@ -72,7 +72,11 @@ def correction_run(
     root = project_root(folder)
     written: list[str] = []
     uncertain: list[str] = []
-    if not shadow:  # a run killed mid-write (SIGKILL) leaves its temp files; clear them
+    if not shadow:
+        # A symlinked state path is refused before anything is written, the sweep included:
+        # it deletes files, and must never do so in a folder outside DIR.
+        safe_paths.preflight(folder)
+        # A run killed mid-write (SIGKILL) leaves its temp files; clear them.
         atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
     if validate_first and not shadow:
         policy = load_policy(policy_path or folder / "selfcorrect.yaml")
@@ -364,11 +368,8 @@ def _render(folder: Path, plan: Plan) -> dict[str, str]:
 def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str]) -> list[str]:
     written: list[str] = []
     max_bytes = int(analysis.policy.get("limits.max_bytes"))
-    recovery = folder / "recovery"
-    for name, text in rendered.items():
-        recovery.mkdir(exist_ok=True)
-        if atomic.replace_file(recovery / name, text.encode("utf-8")):
-            written.append(documents.display_path(recovery / name))
+    # The files a write may refuse (over limits.max_bytes, read-only) first: a refusal then
+    # leaves no prompt behind that points at failed_items the log never received.
     log = folder / "coordination_log.yaml"
     if (
         plan.failed_items
@@ -385,6 +386,11 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         escalations, plan.escalations, max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
+    recovery = folder / "recovery"
+    for name, text in rendered.items():
+        safe_paths.ensure_dir(recovery)
+        if atomic.replace_file(recovery / name, text.encode("utf-8")):
+            written.append(documents.display_path(recovery / name))
     written += write_work(folder, plan)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))

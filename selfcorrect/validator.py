@@ -16,7 +16,7 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, documents
+from selfcorrect.io import atomic, documents, safe_paths
 from selfcorrect.io.workspace import project_root, relative_to_root
 from selfcorrect.policy_file import load_policy
 
@@ -95,6 +95,8 @@ def validate_folder(
                 "not a folder; pass the workflow folder (the one holding coordination_log.yaml)",
             )
         )
+    if write:
+        safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
     policy = load_policy(policy_path or folder / "selfcorrect.yaml")
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {

@@ -37,7 +37,7 @@ from watchdog.observers.polling import PollingObserver
 from selfcorrect.analysis import AnalysisCache
 from selfcorrect.clock import Clock, system_clock
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
-from selfcorrect.io import watch_lock
+from selfcorrect.io import safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
 from selfcorrect.run import RunOutcome, correction_run
 from selfcorrect.watch_events import ABSENT, InputSet, Snapshot, changed
@@ -129,6 +129,7 @@ class Watcher:
 
     def run_once(self) -> int:
         """Process the current state as one run; its exit code, like `selfcorrect run`."""
+        safe_paths.preflight(self.folder)  # before the lock: watch.lock may be a link too
         with watch_lock.hold(self.folder):
             return self._cycle([], contain=False)
 
@@ -137,6 +138,7 @@ class Watcher:
 
         `stop` is only polled (never waited on), so a signal handler may set it safely.
         """
+        safe_paths.preflight(self.folder)  # before the lock: watch.lock may be a link too
         with watch_lock.hold(self.folder):
             observer = self._start_observer()
             try:

@@ -73,8 +73,12 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def copy_session(target: Path) -> None:
-    """Copy the cAgents session to `target` as cAgents wrote it: without our replay labels."""
+    """Copy the cAgents session to `target` as cAgents wrote it, without our replay labels,
+    and writable whatever the checkout's modes: selfcorrect refuses to rewrite a file without
+    write bits."""
     shutil.copytree(CORPUS, target, ignore=shutil.ignore_patterns(LABELS))
+    for place in (target, *target.rglob("*")):
+        place.chmod(place.stat().st_mode | 0o200)
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

@@ -377,3 +377,74 @@ def test_journal_records_of_any_shape(
             shutil.rmtree(root)
 
     prop()
+
+
+# Every path selfcorrect writes, locks or keeps as state, and whether it is a folder.
+STATE_PATHS = {
+    **dict.fromkeys((".selfcorrect", "recovery", "microtasks", "handoffs"), True),
+    **dict.fromkeys(("escalations.yaml", "calibration.yaml", "coordination_log.yaml"), False),
+    **dict.fromkeys((".coordination_log.yaml.lock", ".escalations.yaml.lock"), False),
+    **dict.fromkeys((".selfcorrect/journal.jsonl", ".selfcorrect/watch.lock"), False),
+    **dict.fromkeys(("recovery/WI-3.md", "microtasks/WI-3.yaml", "handoffs/WI-3.md"), False),
+}
+HOSTILE_NODES = ("link to a file", "link to a folder", "dangling link", "fifo")
+
+
+def test_a_hostile_node_at_a_state_path_is_refused_and_nothing_outside_changes(
+    run_line: Run, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A symlink (to a file, a folder, nowhere) or a FIFO at any path selfcorrect writes: every
+    writing command exits 2 naming it, before it writes anything, and no byte outside the
+    folder changes (SPEC §17, containment). The next such class of path belongs in STATE_PATHS.
+    """
+
+    @FUZZ
+    @given(st.data())
+    def prop(data: st.DataObject) -> None:
+        root, folder = fresh_folder(tmp_path_factory)
+        try:
+            outside = root / "outside"
+            (outside / "dir").mkdir(parents=True)
+            (outside / "dir" / "keep.md").write_text("outside\n")
+            (outside / "bashrc").write_text("export PATH=/usr/bin\n")
+            rels = data.draw(st.lists(st.sampled_from(sorted(STATE_PATHS)), min_size=1, max_size=3))
+            planted = []
+            for rel in sorted(set(rels)):
+                node = folder / rel
+                if node.parent.is_symlink() or node.is_symlink() or node.is_dir():
+                    continue  # a link inside a linked folder would be planted outside
+                if node.is_file():  # coordination_log.yaml: the agents' file becomes a link
+                    node.unlink()
+                node.parent.mkdir(parents=True, exist_ok=True)
+                kind = data.draw(st.sampled_from(HOSTILE_NODES), label=rel)
+                if kind == "fifo":
+                    os.mkfifo(node)
+                else:
+                    target = {
+                        "link to a file": outside / "bashrc",
+                        "link to a folder": outside / "dir",
+                        "dangling link": outside / "nowhere",
+                    }[kind]
+                    relative = data.draw(st.booleans(), label="relative link")
+                    node.symlink_to(os.path.relpath(target, node.parent) if relative else target)
+                planted.append(rel)
+            name = data.draw(st.sampled_from(["run", "reset", "validate", "watch"]))
+            args: list[Any] = [name, folder, "--color", "never"]
+            if name == "reset":
+                args += ["--subject", "WI-3", "--evidence", "fixed"]
+            if name == "watch":
+                args.append("--once")
+            before = state(outside)
+            result = run_line(args)
+            shown = f"{planted} {args}\nexit {result.exit_code}\n{result.stdout}{result.stderr}"
+            assert result.exit_code == 2, shown
+            assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+            assert any(f"workflow/{rel}: " in result.stderr for rel in planted), shown
+            assert state(outside) == before, shown
+            assert not (outside / "nowhere").exists(), shown
+            for rel in planted:  # never replaced by a regular file either
+                assert not (folder / rel).is_file() or (folder / rel).is_symlink(), shown
+        finally:
+            shutil.rmtree(root)
+
+    prop()

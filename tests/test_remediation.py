@@ -340,10 +340,8 @@ def test_issues_still_open_when_the_cycles_run_out_are_escalated(tmp_path: Path,
     assert (repo / "app.py").read_text().count("# tried") == 2
 
 
-def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
-    tmp_path: Path, run_line
-) -> None:
-    """restructure_to_template (§9.1) against `selfcorrect validate` (§14), both built in."""
+def adr_repo(tmp_path: Path) -> Path:
+    """A git repository whose ADR breaks its template: restructure_to_template fixes it."""
     repo = tmp_path / "repo"
     (repo / "docs" / "adr").mkdir(parents=True)
     (repo / "docs" / "adr" / "TEMPLATE.md").write_text(
@@ -367,6 +365,14 @@ def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "start")
+    return repo
+
+
+def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
+    tmp_path: Path, run_line
+) -> None:
+    """restructure_to_template (§9.1) against `selfcorrect validate` (§14), both built in."""
+    repo = adr_repo(tmp_path)
 
     result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
 
@@ -377,6 +383,24 @@ def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
         "## Decision\nSingle-flight per session.\n\n## Consequences\n\n## Notes\nSee WI-1.\n"
     )
     assert report(repo)["status"] == "PASS"
+
+
+def test_a_read_only_document_fails_its_fix_instead_of_stopping_the_run(
+    tmp_path: Path, run_line
+) -> None:
+    """The built-in fixer never rewrites a file without write bits: the fix fails and goes
+    to a person, like any failed fix; the run is not an input error half-way through."""
+    repo = adr_repo(tmp_path)
+    adr = repo / "docs" / "adr" / "0001-tokens.md"
+    adr.chmod(0o444)
+    original = adr.read_bytes()
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert adr.read_bytes() == original
+    escalations = (repo / "workflow" / "escalations.yaml").read_text()
+    assert "autofix failed" in yaml.load(escalations, Loader=FastLoader)["escalations"][0]["reason"]
 
 
 def test_a_fix_killed_before_its_preflight_is_no_attempt() -> None:

@@ -578,19 +578,34 @@ def main(argv: list[str] | None = None) -> int:
         lines = [str(d) for d in diagnostics] or [str(exc)]
         click.echo("\n".join(printable(line) for line in lines), err=True)
         return int(exc.exit_code)
-    except Exception as exc:  # an internal error: never exit 0, never a bare traceback
-        if debug:
-            import traceback  # only here: its import costs start-up time (SPEC §18)
+    except OSError as exc:
+        # The environment said no (permissions, a read-only or full disk) somewhere the write
+        # layer did not name it: still the user's to fix, exit 2, never "internal error".
+        from selfcorrect.io.safe_paths import environment_error
 
-            click.echo(traceback.format_exc(), err=True)
-        else:
-            click.echo(
-                f"selfcorrect: internal error: {type(exc).__name__}: {printable(str(exc))}\n"
-                "Run again with --debug for the traceback, and please report it.",
-                err=True,
-            )
-        return ExitCode.INTERNAL
+        refused = environment_error(exc)
+        if refused is None:
+            return _internal(exc, debug)
+        click.echo(printable(str(refused)), err=True)
+        return int(refused.exit_code)
+    except Exception as exc:  # an internal error: never exit 0, never a bare traceback
+        return _internal(exc, debug)
     return int(code) if isinstance(code, int) else 0
+
+
+def _internal(exc: Exception, debug: bool) -> int:
+    """Never exit 0, never a bare traceback without --debug."""
+    if debug:
+        import traceback  # only here: its import costs start-up time (SPEC §18)
+
+        click.echo(traceback.format_exc(), err=True)
+    else:
+        click.echo(
+            f"selfcorrect: internal error: {type(exc).__name__}: {printable(str(exc))}\n"
+            "Run again with --debug for the traceback, and please report it.",
+            err=True,
+        )
+    return ExitCode.INTERNAL
 
 
 def entry() -> None:

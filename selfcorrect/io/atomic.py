@@ -4,8 +4,14 @@ A write takes an exclusive lock on a hidden sidecar file (`.<name>.lock`, so two
 processes serialise), re-reads the target, lets the caller compute the new bytes from what is
 there *now*, writes a temp file in the same folder, fsyncs it, checks the target did not change
 meanwhile (an editor does not take our lock), replaces the target, and fsyncs the folder.
-The file mode survives. When the target keeps changing under us we retry, then give up
-without writing.
+The file's mode and owner survive. When the target keeps changing under us we retry, then give
+up without writing.
+
+Nothing is written through a symlink (the target, its lock and the temp file are opened with
+O_NOFOLLOW or O_EXCL, and a target that is a link is refused, never replaced), a file made
+read-only (no write bit) is refused rather than rewritten, and whatever the environment refuses
+(permissions, a full or read-only disk) leaves no temp file behind and becomes an exit-2 error
+naming the file (io/safe_paths.py).
 """
 
 from __future__ import annotations
@@ -19,6 +25,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from selfcorrect.errors import WriteConflict
+from selfcorrect.io.safe_paths import (
+    NOT_REGULAR,
+    environment,
+    open_nofollow,
+    refusal,
+    refuse_link,
+)
 
 ATTEMPTS = 5
 
@@ -30,17 +43,22 @@ def digest(data: bytes | None) -> str:
 
 
 def read_or_none(path: Path) -> bytes | None:
+    """The file's bytes, None when absent; a symlink is refused, never read through."""
     try:
-        return path.read_bytes()
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not hang us
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise refusal(path, NOT_REGULAR)
+        return handle.read()
 
 
 @contextlib.contextmanager
 def sidecar_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive flock on `.<name>.lock` beside `path`."""
     lock_path = path.with_name(f".{path.name}.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -95,19 +113,84 @@ def _alive(pid: int) -> bool:
 
 
 def _write_temp(path: Path, data: bytes, mode: int) -> Path:
+    """A fsynced temp file beside `path` with `mode`; removed again if anything fails."""
     # Not tempfile.mkstemp: importing tempfile costs more start-up than the whole write.
     tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with environment(path):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    return Path(tmp)
+
+
+def _temp_like(path: Path, data: bytes, like: os.stat_result | None) -> Path:
+    """The temp file with the mode and owner of `like`, the file it is about to replace."""
+    tmp = _write_temp(path, data, stat.S_IMODE(like.st_mode) if like else 0o644)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        with environment(path):
+            _keep_owner(tmp, like)
     except BaseException:
         os.unlink(tmp)
         raise
-    return Path(tmp)
+    return tmp
+
+
+def _keep_owner(tmp: Path, like: os.stat_result | None) -> None:
+    """Give the temp file the replaced file's owner (root rewriting a user's file, say)."""
+    if like is None:
+        return
+    mine = os.lstat(tmp)
+    if (mine.st_uid, mine.st_gid) == (like.st_uid, like.st_gid):
+        return
+    try:
+        os.chown(tmp, like.st_uid, like.st_gid, follow_symlinks=False)
+    except PermissionError:
+        if mine.st_uid != like.st_uid:
+            raise  # another user's file would become ours: refuse (named by the caller)
+        # Same owner, a group we are not in: the group is the one thing we cannot keep.
+    # chown clears set-id bits: put the mode back as it was.
+    os.chmod(tmp, stat.S_IMODE(like.st_mode))
+
+
+def _existing(path: Path) -> os.stat_result | None:
+    """The target's lstat, None when absent; refuses a link and a file made read-only."""
+    refuse_link(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise refusal(path, NOT_REGULAR)
+    if not info.st_mode & 0o222:
+        # Checked by hand: root writes anyway, but a file without write bits is read-only
+        # by intent, and selfcorrect respects that rather than replacing it.
+        raise refusal(
+            path,
+            f"is read-only (mode {stat.S_IMODE(info.st_mode):04o}), so selfcorrect does not "
+            "rewrite it: make it writable (chmod u+w) and run again",
+        )
+    return info
+
+
+def _swap(tmp: Path, path: Path) -> None:
+    """Move the temp file into place; on any failure it is removed, never left behind."""
+    try:
+        refuse_link(path)  # a link planted since the check is refused, not replaced
+        with environment(path):
+            os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with environment(path.parent):
+        _fsync_dir(path.parent)
 
 
 def update_file(path: Path, transform: Callable[[bytes | None], bytes | None]) -> bool:
@@ -124,14 +207,17 @@ def update_file(path: Path, transform: Callable[[bytes | None], bytes | None]) -
             new = transform(before)
             if new is None or new == before:
                 return False
-            mode = stat.S_IMODE(path.stat().st_mode) if before is not None else 0o644
-            tmp = _write_temp(path, new, mode)
+            tmp = _temp_like(path, new, _existing(path))
             # Compare-and-swap: an editor may have saved while we computed.
-            if digest(read_or_none(path)) != digest(before):
+            try:
+                moved = digest(read_or_none(path)) != digest(before)
+            except BaseException:
+                tmp.unlink()
+                raise
+            if moved:
                 tmp.unlink()
                 continue
-            os.replace(tmp, path)
-            _fsync_dir(path.parent)
+            _swap(tmp, path)
             return True
     raise WriteConflict(
         f"{path} kept changing while selfcorrect tried to update it; nothing written"
@@ -143,9 +229,7 @@ def replace_file(path: Path, data: bytes) -> bool:
     path = Path(path)
     if read_or_none(path) == data:
         return False
-    tmp = _write_temp(path, data, 0o644)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    _swap(_temp_like(path, data, _existing(path)), path)
     return True
 
 
@@ -158,10 +242,12 @@ def write_new(path: Path, data: bytes) -> bool:
     path = Path(path)
     tmp = _write_temp(path, data, 0o644)
     try:
-        os.link(tmp, path)
+        with environment(path):
+            os.link(tmp, path)  # never follows: an existing link is "exists"
     except FileExistsError:
         return False
     finally:
         tmp.unlink()
-    _fsync_dir(path.parent)
+    with environment(path.parent):
+        _fsync_dir(path.parent)
     return True

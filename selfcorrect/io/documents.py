@@ -10,6 +10,7 @@ Two kinds of file, two rules (SPEC §2):
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from yaml.nodes import Node
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, hook_dialect, schemas, yaml_nodes
 from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
+from selfcorrect.io.safe_paths import NOT_REGULAR
 
 if TYPE_CHECKING:
     from selfcorrect.io.owned_list import OwnedList
@@ -55,18 +57,24 @@ def display_path(path: Path) -> str:
 def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
     """The file's bytes, refusing anything over `max_bytes` before reading it."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(
-                Diagnostic(
-                    display,
-                    1,
-                    1,
-                    f"file is {size:,} bytes, over limits.max_bytes ({max_bytes:,}); refusing to "
-                    "read it (raise limits.max_bytes in selfcorrect.yaml if it is genuine)",
+        # Non-blocking, and the type checked on the descriptor: a FIFO in a file's place would
+        # hang the read forever (and a device never ends).
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(Diagnostic(display, 1, 1, NOT_REGULAR))
+            if info.st_size > max_bytes:
+                raise InputError(
+                    Diagnostic(
+                        display,
+                        1,
+                        1,
+                        f"file is {info.st_size:,} bytes, over limits.max_bytes "
+                        f"({max_bytes:,}); refusing to read it (raise limits.max_bytes in "
+                        "selfcorrect.yaml if it is genuine)",
+                    )
                 )
-            )
-        return path.read_bytes()
+            return handle.read()
     except OSError as exc:
         raise InputError(
             Diagnostic(
@@ -245,7 +253,17 @@ def update_owned_list(
         text = yaml_nodes.decode(current or b"", display)
         from selfcorrect.io.owned_list import splice
 
-        return splice(text, spec, entries, display).encode("utf-8")
+        new = splice(text, spec, entries, display).encode("utf-8")
+        if len(new) > max_bytes and new != current:
+            # Every later run would refuse to read what this one wrote: refuse it now, while
+            # the file on disk is still readable.
+            raise InputError(
+                f"{display}: writing {spec.key} would make the file {len(new):,} bytes, over "
+                f"limits.max_bytes ({max_bytes:,}), and selfcorrect would refuse to read it "
+                f"back; nothing was written to it: raise limits.max_bytes in the policy, or "
+                f"remove entries from {spec.key} that are done with"
+            )
+        return new
 
     return atomic.update_file(path, transform)
 

@@ -7,6 +7,7 @@ last line (a crash mid-append) is reported and ignored, never fatal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect.errors import Diagnostic
+from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
 
 JOURNAL = Path(".selfcorrect") / "journal.jsonl"
 
@@ -103,21 +105,39 @@ def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
     if not lines:
         return 0
     path = journal_path(folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    ensure_dir(path.parent)  # a symlinked .selfcorrect/ is refused, never written into
+    fd = open_nofollow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)  # read: the torn-tail check
     try:
-        # A torn previous line must not swallow this record: start on a fresh line.
-        if os.fstat(fd).st_size and not _ends_with_newline(path):
-            os.write(fd, b"\n")
-        for line in lines:
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
+        refuse_shared(fd, path)
+        with environment(path):
+            size = os.fstat(fd).st_size
+            try:
+                # A torn previous line must not swallow this record: start on a fresh line.
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    os.write(fd, b"\n")
+                for line in lines:
+                    _write_all(fd, line.encode("utf-8"))
+                    os.fsync(fd)
+            except OSError:
+                # A full disk mid-record: cut the torn tail off again, so no half record
+                # stays behind (the records already fsynced are kept).
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, _durable_size(fd, size))
+                raise
     finally:
         os.close(fd)
     return len(lines)
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write part of it (a size limit, a signal); the rest, or the error."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _durable_size(fd: int, before: int) -> int:
+    """Bytes up to the last complete line at or after `before`."""
+    now = os.fstat(fd).st_size
+    tail = os.pread(fd, now - before, before)
+    return before + tail.rfind(b"\n") + 1 if b"\n" in tail else before

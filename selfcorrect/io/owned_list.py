@@ -18,7 +18,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 from yaml.resolver import Resolver
 
 from selfcorrect.errors import Diagnostic, InputError
@@ -49,8 +49,25 @@ RESOLUTIONS = OwnedList(
 )
 
 
-def _block_bounds(text: str, key_name: str, display: str) -> tuple[int, int] | None:
-    """Line span [start, end) of the key's block, or None when the key is absent."""
+_DOCUMENT_END = re.compile(r"\.\.\.(?:[ \t]|#|$)")
+
+
+def _document_end(root: Node, lines: Sequence[str]) -> int:
+    """The line of the `...` end marker, or the line count when there is none.
+
+    The file is one document (compose refused a second one), so a `...` at column 0 after the
+    root mapping can only be its end marker; what follows it is comments. An entry written
+    after it would be a second document nobody could read.
+    """
+    for number in range(root.end_mark.line, len(lines)):
+        if _DOCUMENT_END.match(lines[number]):
+            return number
+    return len(lines)
+
+
+def _block_bounds(text: str, key_name: str, display: str) -> tuple[int, int, int] | None:
+    """Line span [start, end) of the key's block and where the document ends, or None when
+    the file holds no document at all."""
     root = yaml_nodes.compose(text, display)
     if root is None:
         return None
@@ -64,18 +81,19 @@ def _block_bounds(text: str, key_name: str, display: str) -> tuple[int, int] | N
                 f"{key_name} without touching the rest",
             )
         )
+    lines = text.splitlines(keepends=True)
+    last = _document_end(root, lines)
     keys = [k for k, _ in root.value if isinstance(k, ScalarNode)]
     for position, key in enumerate(keys):
         if key.value != key_name:
             continue
-        lines = text.splitlines(keepends=True)
         start = key.start_mark.line
-        end = keys[position + 1].start_mark.line if position + 1 < len(keys) else len(lines)
+        end = keys[position + 1].start_mark.line if position + 1 < len(keys) else last
         # Blank lines and column-0 comments just above the next key belong to that key.
         while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
             end -= 1
-        return start, end
-    return None
+        return start, end, last
+    return last, last, last
 
 
 def _represent_float(representer: Any, value: float) -> Any:
@@ -175,13 +193,12 @@ def splice(text: str, spec: OwnedList, entries: Sequence[Mapping[str, Any]], dis
         return text
     bounds = _block_bounds(text, spec.key, display)
     lines = text.splitlines(keepends=True)
-    if bounds is None:
-        start = end = len(lines)
+    start, end, last = bounds or (len(lines), len(lines), len(lines))
+    if bounds is None or start == last:  # the key is absent: a new block where the document ends
         block = f"{spec.key}:\n"
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
+        if start and not lines[start - 1].endswith("\n"):
+            lines[start - 1] += "\n"
     else:
-        start, end = bounds
         block = "".join(lines[start:end])
     rt = _yaml(_item_offset(block))
     document = rt.load(block)

@@ -32,7 +32,7 @@ def hold(folder: Path) -> Iterator[None]:
     """Hold the folder's watch lock for the block, or raise FolderWatched without waiting."""
     path = lock_path(folder)
     path.parent.mkdir(exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)  # never a link's target
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
