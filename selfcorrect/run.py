@@ -27,7 +27,7 @@ from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.incomplete import work_inputs, write_work
-from selfcorrect.io import atomic, documents, journal, prompts
+from selfcorrect.io import atomic, documents, folder_lock, journal, prompts
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
@@ -66,8 +66,29 @@ def correction_run(
     max_cycles: int | None = None,
     validate_first: bool = False,
     cache: AnalysisCache | None = None,
+    wait: float = folder_lock.DEFAULT_WAIT_S,
 ) -> RunOutcome:
-    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4)."""
+    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4).
+
+    Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
+    shadow run writes nothing at all, not even a lock file: it reads without the lock."""
+    options = (policy_path, shadow, clock, is_installed, max_cycles, validate_first, cache)
+    if shadow:
+        return _locked_run(folder, *options)
+    with folder_lock.hold(folder, wait, "run"):
+        return _locked_run(folder, *options)
+
+
+def _locked_run(
+    folder: Path,
+    policy_path: Path | None,
+    shadow: bool,
+    clock: Clock,
+    is_installed: Callable[[str], bool] | None,
+    max_cycles: int | None,
+    validate_first: bool,
+    cache: AnalysisCache | None,
+) -> RunOutcome:
     trace = uuid.uuid4().hex[:12]
     root = project_root(folder)
     written: list[str] = []
