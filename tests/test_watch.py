@@ -264,21 +264,22 @@ def test_once_exits_with_the_run_code_and_prints_one_object(
 
 
 def test_a_run_that_fails_midway_is_tried_again(folder: Path, spawn: Callable[..., Watch]) -> None:
-    """A run that fails after it started writing (here its journal cannot be appended; in the
-    wild, a write conflict with an editor saving every few milliseconds) leaves what triggered
-    it unprocessed: the watcher tries again after a backoff, with no new change needed."""
+    """A run that fails after it started writing (here its calibration file cannot be written;
+    in the wild, a write conflict with an editor saving every few milliseconds) leaves what
+    triggered it unprocessed: the watcher tries again after a backoff, with no new change
+    needed. (A journal that is not a file is refused before anything is written, and not
+    retried: tests/test_journal_reading.py.)"""
     watch = spawn(folder)
     watch.next_run(START_S)
-    journal = folder / ".selfcorrect" / "journal.jsonl"
-    journal.unlink()
-    journal.mkdir()  # appending to it fails
+    calibration = folder / "calibration.yaml"
+    calibration.unlink(missing_ok=True)
+    calibration.mkdir()  # writing it fails, after the journal was appended
     with (folder / "tool_failures.yaml").open("a") as handle:
         handle.write(NEW_ENTRY)
     failed = watch.run_for("tool_failures.yaml")
     assert failed["exit"] == 4
-    journal.rmdir()  # the cause goes away; .selfcorrect/ is not an input: no event, no change
+    calibration.rmdir()  # the cause goes away; calibration.yaml is not an input: no change
     retried = watch.next_run(RUN_S)
     assert retried["exit"] == 1, retried
     assert "tool_failures.yaml" in retried["trigger"]
-    assert journal.is_file() and journal.read_text().strip()
     assert watch.runs_within(1.0) == []  # and then it rests
