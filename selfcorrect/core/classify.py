@@ -21,6 +21,7 @@ from selfcorrect.core.model import Issue, Verdict
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.text_window import search
 
 UNCLASSIFIED = "unclassified"
 BUILT_IN = frozenset({"restructure_to_template"})
@@ -132,7 +133,7 @@ class IssueClassifier:
         if issue.type:
             return issue.type, 1.0
         for name, pattern, confidence in self._patterns:
-            if pattern.search(issue.description):
+            if search(pattern, issue.description):
                 return name, confidence
         # No guess is made: the generic strategy applies with full confidence in "unknown".
         return UNCLASSIFIED, 1.0
