@@ -15,6 +15,7 @@ from selfcorrect.analysis import Analysis
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.outputs import Plan
 from selfcorrect.io import atomic, documents, prompts
+from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root, resolve_inside
 from selfcorrect.naming import work_item_file
 
@@ -58,6 +59,7 @@ def work_inputs(folder: Path, analysis: Analysis) -> WorkInputs:
         task_states=analysis.state.tasks,
         exists=lambda rel: (path := resolve_inside(root, rel)) is not None and path.exists(),
         size_of=size_of,
+        place=placer(root),
         decisions=journal_decisions(analysis),
     )
 

@@ -29,6 +29,7 @@ from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.incomplete import work_inputs, write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, prompts
 from selfcorrect.io.process import run_argv
+from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
@@ -211,6 +212,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         ],
         written=analysis.state.written,
         task_epoch=lambda task: analysis.state.task_epochs.get(task, 0),
+        place=placer(project_root(folder)),
     )
 
 

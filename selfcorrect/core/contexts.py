@@ -6,7 +6,7 @@ text goes in as data and is rendered, never evaluated, by the sandbox in io/prom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from selfcorrect.core.classify import IssueDecision
@@ -29,6 +29,28 @@ def task_of(coordination: Coordination | None, task_id: str | None) -> Task | No
     if coordination is None or not task_id:
         return None
     return next((t for t in coordination.tasks if t.task_id == task_id), None)
+
+
+# A path as an agent may be shown it: spelled relative to the project root, or None when it
+# leaves the project (the run passes io/project_paths.placer; docs/architecture.md).
+Place = Callable[[str], str | None]
+
+
+def as_given(path: str) -> str | None:
+    return path
+
+
+def placed(paths: Iterable[str], place: Place) -> tuple[list[str], list[str]]:
+    """(the paths inside the project, as shown; the paths that leave it, as written)."""
+    kept: list[str] = []
+    outside: list[str] = []
+    for path in paths:
+        spelled = place(path)
+        if spelled is None:
+            outside.append(path)
+        else:
+            kept.append(spelled)
+    return list(dict.fromkeys(kept)), list(dict.fromkeys(outside))
 
 
 def task_context(task: Task | None) -> dict[str, Any] | None:
@@ -79,8 +101,11 @@ def stuck_context(
     workflow_dir: str,
     *,
     worked_before: Sequence[str] = (),
+    place: Place = as_given,
 ) -> dict[str, Any]:
-    """`worked_before`: calibration sentences for this failure type, best first (§13)."""
+    """`worked_before`: calibration sentences for this failure type, best first (§13).
+    `place`: how a path is shown to an agent; paths that leave the project are dropped from
+    the scope and listed under `outside`."""
     step = ladder_step(policy, decision.ladder_step or 1)
     rule = policy.failure_type(decision.failure_type)
     if decision.reason.value == "LIMIT_DECOMPOSE":
@@ -95,7 +120,7 @@ def stuck_context(
         # Step 3 combines what worked: the TRY line itself names the best record we have.
         step = {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
     task = task_of(coordination, record.task_id)
-    scope = list(dict.fromkeys([*(task.files if task else ()), *record.files]))
+    scope, outside = placed([*(task.files if task else ()), *record.files], place)
     elsewhere = [
         p
         for other in records.values()
@@ -137,6 +162,7 @@ def stuck_context(
             for f in decision.signals
         ],
         "scope": scope,
+        "outside": outside,
         "failure_type": decision.failure_type,
         "recovery": str(rule.definition.get("recovery", "")) if rule else "",
         "task": task_context(task),
@@ -155,6 +181,7 @@ def directive_context(
     installed: Callable[[str], bool],
     *,
     worked_before: Sequence[str] = (),
+    place: Place = as_given,
 ) -> dict[str, Any]:
     """The context of templates/strategies/<strategy>.md.j2 (§9.1, §12).
 
@@ -162,7 +189,8 @@ def directive_context(
     """
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
-    scope = [issue.target] if issue.target else list(task.files if task else ())
+    scope, outside = placed([issue.target] if issue.target else (task.files if task else ()), place)
+    target = place(issue.target) if issue.target else None
     # §12: an observe task gets no mutating tool and is asked for a report; an issue that names
     # no task is a fix to make.
     intent = infer_intent(task, policy) if task else Intent.CREATE
@@ -175,7 +203,8 @@ def directive_context(
             "type": decision.type,
             "severity": issue.severity.value.upper(),
             "description": issue.description,
-            "target": issue.target,
+            "target": target,
+            "outside": outside,
             "task_id": issue.task_id,
             "suggested_fix": issue.suggested_fix,
             "evidence": issue.evidence,

@@ -88,6 +88,8 @@ class RunInputs:
     open_circuits: Sequence[tuple[str, str, str]] = ()  # (rule, version, reason) still open
     written: Mapping[str, str] = field(default_factory=dict)  # final_status last written
     task_epoch: Callable[[str], int] = lambda _task: 0  # resets per task (§11 escalations)
+    # How a path is shown to an agent: project-relative, or None when it leaves the project.
+    place: Callable[[str], str | None] = lambda path: path
 
 
 def escalation_id(key: str, epoch: int = 0) -> str:
