@@ -21,10 +21,11 @@ from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason, capped
-from selfcorrect.core.outputs import Plan, Result, RunInputs
+from selfcorrect.core.outputs import Plan, Prompt, Result, RunInputs
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_caps import cap_text
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.incomplete import work_inputs, write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, prompts
@@ -124,7 +125,7 @@ def _locked_run(
         if (plan.fixes or (agent and handed)) and cycles >= cap:
             analysis.issues = [capped(d, cycles, bool(agent)) for d in analysis.issues]
             plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
-        rendered = _render(folder, plan)
+        rendered = _render(folder, plan, analysis.policy)
         if shadow:
             return RunOutcome(analysis, plan, rendered, [], True, cycles, uncertain)
         written += _write(folder, analysis, plan, rendered)
@@ -155,7 +156,12 @@ def _locked_run(
         elif agent and handed and cycles < cap:
             # §9.1: the agent command gets each new prompt; that is this cycle's fix.
             _run_agent(
-                folder, analysis.policy, root, agent, handed, _recorder(folder, inputs, clock)
+                folder,
+                analysis.policy,
+                root,
+                agent,
+                _written_prompts(handed, rendered),
+                _recorder(folder, inputs, clock),
             )
         elif plan.consolidated and cycles < cap:
             pass  # §11: every micro-task is done; the merged work is re-validated now
@@ -167,7 +173,7 @@ def _locked_run(
         if not checked.fresh:
             uncertain.append(checked.detail)
             plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
-            rendered = _render(folder, plan)
+            rendered = _render(folder, plan, analysis.policy)
             written += _write(folder, analysis, plan, rendered)
             break
         after = list(analysis.report.issues) if analysis.report else []
@@ -231,6 +237,12 @@ def _handed_out(plan: Plan) -> list[str]:
         if r.get("status") in ("directive", "recovering")
     }
     return sorted({work_item_file(p.work_item) for p in plan.prompts if p.work_item in new})
+
+
+def _written_prompts(handed: list[str], rendered: dict[str, str]) -> list[str]:
+    """The handed-out prompts as written: those past `limits.max_prompts` are in the summary."""
+    written = [name for name in handed if name in rendered]
+    return [*written, MORE] if len(written) < len(handed) else written
 
 
 def _run_agent(
@@ -374,14 +386,37 @@ def _undo_cycle(
     return _escalate_failed(folder, analysis, inputs, undone)
 
 
-def _render(folder: Path, plan: Plan) -> dict[str, str]:
-    """One recovery file per work item: its stuck prompt and directives, in plan order."""
+MORE = "_more.md"  # no work item's file name starts with "_" (naming.work_item_file)
+
+
+def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
+    """One recovery file per work item: its stuck prompt and directives, in plan order; at
+    most `limits.max_prompts` files, the last of them listing the work items past the limit
+    (100,000 issues once wrote 100,000 prompt files)."""
     overrides = folder / "templates"
-    sections: dict[str, list[str]] = {}
+    limit = int(policy.get("limits.max_prompts"))
+    items: dict[str, list[Prompt]] = {}
     for prompt in plan.prompts:
-        text = prompts.render(prompt.template, prompt.context, overrides=overrides)
-        sections.setdefault(work_item_file(prompt.work_item), []).append(text.rstrip("\n"))
-    return {name: "\n\n---\n\n".join(parts) + "\n" for name, parts in sections.items()}
+        items.setdefault(prompt.work_item, []).append(prompt)
+    kept = list(items) if len(items) <= limit else list(items)[: limit - 1]
+    rendered: dict[str, str] = {}
+    for work_item in kept:
+        texts = [
+            prompts.render(p.template, p.context, overrides=overrides).rstrip("\n")
+            for p in items[work_item]
+        ]
+        rendered[work_item_file(work_item)] = "\n\n---\n\n".join(texts) + "\n"
+    max_text = int(policy.get("limits.max_text"))
+    rest = [cap_text(item, max_text, "the inputs") for item in items if item not in kept]
+    if rest:
+        context = {
+            "count": len(rest),
+            "written": len(kept),
+            "items": rest,
+            "workflow_dir": documents.display_path(folder),
+        }
+        rendered[MORE] = prompts.render("more_prompts.md.j2", context, overrides=overrides)
+    return rendered
 
 
 def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str]) -> list[str]:

@@ -15,6 +15,7 @@ from selfcorrect.core.ladder import SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_caps import cap_all
 
 SUMMARY_CHARS = 200
 COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
@@ -23,6 +24,17 @@ COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
 def short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _with_sources(
+    context: dict[str, Any], policy: Policy, workflow_dir: str, source: str
+) -> dict[str, Any]:
+    """The context with its agent text capped; task fields come from the coordination log."""
+    limit = int(policy.get("limits.max_text"))
+    task = context.pop("task")
+    result = cap_all(context, limit, f"{workflow_dir}/{source}")
+    result["task"] = cap_all(task, limit, f"{workflow_dir}/coordination_log.yaml")
+    return dict(result)
 
 
 def task_of(coordination: Coordination | None, task_id: str | None) -> Task | None:
@@ -133,7 +145,7 @@ def stuck_context(
         if decision.epoch and decision.reason.value == "AWAITING_AGENT"
         else f"retry limit of {decision.failure_type} reached"
     ]
-    return {
+    context = {
         "work_item_id": record.task_id or decision.subject,
         "attempts": record.failures_total,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
@@ -170,6 +182,7 @@ def stuck_context(
         "worked_before": list(worked_before),
         "workflow_dir": workflow_dir,
     }
+    return _with_sources(context, policy, workflow_dir, "tool_failures.yaml")
 
 
 def directive_context(
@@ -194,7 +207,7 @@ def directive_context(
     # §12: an observe task gets no mutating tool and is asked for a report; an issue that names
     # no task is a fix to make.
     intent = infer_intent(task, policy) if task else Intent.CREATE
-    return {
+    context = {
         "intent": intent.value,
         "tools": repair_tools(policy, intent, installed),
         "issue": {
@@ -218,3 +231,4 @@ def directive_context(
         "task": task_context(task),
         "worked_before": list(worked_before),
     }
+    return _with_sources(context, policy, workflow_dir, "validation_report.yaml")

@@ -1,0 +1,38 @@
+"""How much agent text a prompt, an escalation or the journal carries: `limits.max_text` bytes.
+
+A 45 MB issue description was once copied whole into a prompt. Text an agent wrote is cut at
+the policy's limit (4 KiB by default), and the cut says how many bytes were left out and where
+the whole text is, so nothing is hidden, only not repeated (docs/policy.md, `limits`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def cap_text(text: str, limit: int, where: str) -> str:
+    """Agent text as prompts and escalations carry it: at most `limit` bytes of UTF-8, then
+    how much was left out and where the whole text is (docs/policy.md, `limits.max_text`)."""
+    if len(text) * 4 <= limit:  # cannot be over: no need to encode a short text
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    head = data[:limit].decode("utf-8", "ignore")
+    rest = len(data) - len(head.encode("utf-8", "surrogatepass"))
+    return f"{head}… {rest} more bytes (the whole text: {where})"
+
+
+def cap_all(value: Any, limit: int, where: str) -> Any:
+    """Every string in a context (mappings and lists walked), capped."""
+    if isinstance(value, str):
+        return cap_text(value, limit, where)
+    if isinstance(value, Mapping):
+        return {key: cap_all(item, limit, where) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [cap_all(item, limit, where) for item in value]
+    return value
+
+
+__all__ = ["cap_all", "cap_text"]

@@ -1,0 +1,107 @@
+"""Agent text and prompt files are bounded (core/text_caps.py, run.py `_render`).
+
+Built as the attack was: one huge issue description copied into its prompt, and far more
+issues than prompts a person or agent can use, each becoming a prompt file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from selfcorrect.core.outputs import RunInputs, escalation
+from selfcorrect.core.text_caps import cap_text
+from selfcorrect.policy_file import load_policy
+
+MB = 1 << 20
+
+
+def folder_with(tmp_path: Path, issues: list[dict], policy: str = "") -> Path:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text("controller: lead\nstatus: in_progress\n")
+    (folder / "validation_report.yaml").write_text(
+        json.dumps({"status": "FIXABLE", "issues": issues})
+    )
+    if policy:
+        (folder / "selfcorrect.yaml").write_text(policy)
+    return folder
+
+
+def issue(n: int, description: str) -> dict:
+    return {
+        "id": f"V{n}",
+        "type": "missing_documentation",
+        "severity": "MAJOR",
+        "description": description,
+        "target": f"docs/d{n}.md",
+        "task_id": f"WI-{n}",
+    }
+
+
+def test_a_huge_description_is_cut_in_its_prompt_saying_how_much_and_where(
+    tmp_path: Path, run_line
+) -> None:
+    huge = "the docs are missing " + "x" * (8 * MB) + " END-OF-DESCRIPTION"
+    folder = folder_with(tmp_path, [issue(1, huge)])
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 3, result.stdout + result.stderr
+    prompt = (folder / "recovery" / "WI-1.md").read_text()
+    assert len(prompt.encode()) < 4096 + 4096  # the cap, plus the template's own words
+    assert "END-OF-DESCRIPTION" not in prompt
+    left = len(huge.encode()) - 4096
+    assert f"… {left} more bytes (the whole text: " in prompt
+    assert "validation_report.yaml)" in prompt
+
+
+def test_the_cap_follows_the_policy_and_never_splits_a_character() -> None:
+    text = "é" * 3000  # 6,000 bytes
+    cut = cap_text(text, 4095, "there")
+    head = cut.split("…", 1)[0]
+    assert head == "é" * 2047 and "… 1906 more bytes (the whole text: there)" in cut
+    assert cap_text("short", 4096, "there") == "short"
+
+
+def test_escalations_carry_capped_agent_text() -> None:
+    policy = load_policy(None)
+    run = RunInputs(policy, (), {}, (), None, "", None, "t", "r", "workflow", "v")
+    long = "tried " + "y" * MB
+    entry = escalation(
+        run,
+        "k",
+        "WI-1",
+        "why",
+        "runtime_error",
+        3,
+        [long],
+        [long],
+        [long],
+        None,
+        "r",
+        "v",
+        kind="subject",
+    )
+    for key in ("error_chain", "tried", "files"):
+        (text,) = entry[key]
+        assert len(text.encode()) < 4096 + 200
+        assert "more bytes (the whole text: workflow/tool_failures.yaml)" in text
+
+
+def test_a_run_writes_at_most_max_prompts_files_and_lists_the_rest(
+    tmp_path: Path, run_line
+) -> None:
+    issues = [issue(n, f"docs/d{n}.md is missing") for n in range(1, 8)]
+    folder = folder_with(tmp_path, issues, "limits:\n  max_prompts: 3\n")
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 3, result.stdout + result.stderr
+    written = sorted(p.name for p in (folder / "recovery").iterdir())
+    assert written == ["WI-1.md", "WI-2.md", "_more.md"]
+    summary = (folder / "recovery" / "_more.md").read_text()
+    assert "# 5 more work items" in summary
+    assert [line for line in summary.splitlines() if line.startswith("- ")] == [
+        f"- WI-{n}" for n in range(3, 8)
+    ]
