@@ -105,3 +105,33 @@ def test_a_run_writes_at_most_max_prompts_files_and_lists_the_rest(
     assert [line for line in summary.splitlines() if line.startswith("- ")] == [
         f"- WI-{n}" for n in range(3, 8)
     ]
+
+
+def test_a_huge_subject_or_target_never_makes_a_record_too_long_to_read_back(
+    tmp_path: Path, run_line
+) -> None:
+    """A 2 MB file_path (the subject) and a 2 MB target (in the fingerprint): every journal
+    record stays readable, so attempts are counted across runs (io/journal.py MAX_RECORD)."""
+    from selfcorrect.io import journal
+
+    huge = "src/" + "p" * (2 * MB)
+    folder = folder_with(tmp_path, [{**issue(1, "docs missing"), "target": huge}])
+    entries = [
+        {
+            "id": f"TF-{n}",
+            "tool": "Edit",
+            "error": "TypeError: x",
+            "file_path": huge,
+            "timestamp": f"2026-11-29T10:0{n}:00Z",
+        }
+        for n in range(4)
+    ]
+    (folder / "tool_failures.yaml").write_text(json.dumps({"failures": entries}))
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code in (1, 3), result.stdout + result.stderr
+    lines = journal.journal_path(folder).read_bytes().splitlines()
+    assert lines and max(len(line) for line in lines) < journal.MAX_RECORD
+    warnings: list = []
+    assert len(journal.read_journal(folder, warnings)) == len(lines) and not warnings

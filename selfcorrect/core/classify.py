@@ -21,6 +21,7 @@ from selfcorrect.core.model import Issue, Verdict
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.text_caps import bounded_key
 from selfcorrect.core.text_window import search
 
 UNCLASSIFIED = "unclassified"
@@ -105,7 +106,7 @@ def fingerprint(issue: Issue, issue_type: str) -> str:
     )
     if words:  # several unmet criteria of one task are several issues
         text += "~" + hashlib.sha256(_fold(words).encode()).hexdigest()[:6]
-    return text
+    return bounded_key(text)
 
 
 class IssueClassifier:

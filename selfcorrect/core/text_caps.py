@@ -7,8 +7,13 @@ the whole text is, so nothing is hidden, only not repeated (docs/policy.md, `lim
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
+
+# A subject or fingerprint names a work item in the journal, failed_items and escalations: an
+# agent's 2 MB file_path must not become a 2 MB name in every record (docs/policy.md, limits).
+MAX_KEY = 1024
 
 
 def cap_text(text: str, limit: int, where: str) -> str:
@@ -35,4 +40,13 @@ def cap_all(value: Any, limit: int, where: str) -> Any:
     return value
 
 
-__all__ = ["cap_all", "cap_text"]
+def bounded_key(text: str) -> str:
+    """`text` when at most MAX_KEY characters, else its start and a hash of the whole: as
+    stable and distinct as the text, and small enough for every record that names it."""
+    if len(text) <= MAX_KEY:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[:256]}…#{digest}"
+
+
+__all__ = ["MAX_KEY", "bounded_key", "cap_all", "cap_text"]
