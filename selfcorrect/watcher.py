@@ -249,7 +249,10 @@ class Watcher:
             self._failures += 1
             ceiling = max(RETRY_MAX_S, 4 * self.debounce_s)
             self._retry_after(min(self.debounce_s * 2 ** min(self._failures, 16), ceiling))
-            self._report(run)
+            if not run.busy:
+                self._report(run)
+            elif self._failures == 1 and self.verbosity >= 0:  # said once, not every retry
+                self.warn(f"selfcorrect watch: {run.error}; the run waits for its turn")
             return run.code
         self._failures = 0
         outside = [label for label in changed(before, after) if label not in self._ours(run)]

@@ -123,6 +123,20 @@ def has_lock_open(pid: int, repo: Path) -> bool:
     return False
 
 
+def assert_runs_did_not_interleave(records: list[dict]) -> None:
+    """Each run's journal records form one unbroken block."""
+    runs = [r["run"] for r in records if r.get("run")]
+    blocks = [run for i, run in enumerate(runs) if i == 0 or runs[i - 1] != run]
+    assert len(blocks) == len(set(blocks)), blocks
+
+
+def last_run_passes_and_stops(watcher: Watch) -> None:
+    run = watcher.next_run(WAIT_S)
+    assert run["exit"] == 0, run
+    watcher.proc.send_signal(signal.SIGTERM)
+    assert watcher.wait(WAIT_S) == 0
+
+
 def test_two_runs_at_once_run_the_fixer_once_and_count_one_attempt(tmp_path: Path) -> None:
     repo, release = setup(tmp_path)
     first = start_run(repo)
@@ -144,10 +158,7 @@ def test_two_runs_at_once_run_the_fixer_once_and_count_one_attempt(tmp_path: Pat
     records = journal(repo)
     attempts = [r["attempt"] for r in records if r.get("status") == "remediating"]
     assert attempts == [1]  # one attempt, counted once
-    # The runs did not interleave: each run's records form one unbroken block.
-    runs = [r["run"] for r in records if r.get("run")]
-    blocks = [run for i, run in enumerate(runs) if i == 0 or runs[i - 1] != run]
-    assert len(blocks) == len(set(blocks)), blocks
+    assert_runs_did_not_interleave(records)
 
 
 def test_a_run_that_cannot_get_the_lock_in_time_exits_2_naming_the_holder(
@@ -180,13 +191,28 @@ def test_a_run_beside_a_live_watcher_never_takes_its_fix_for_a_crash(tmp_path: P
         # Nothing was journaled resolved (or anything else) by the run while the fixer ran.
         assert not [r for r in journal(repo) if r.get("status") in ("resolved", "fixed")]
         release.touch()
-        run = watcher.next_run(WAIT_S)
-        assert run["exit"] == 0, run
-        watcher.proc.send_signal(signal.SIGTERM)
-        assert watcher.wait(WAIT_S) == 0
+        last_run_passes_and_stops(watcher)
     finally:
         release.touch()
         watcher.kill()
     assert fixes(repo) == 1
     statuses = [r.get("status") for r in journal(repo) if r.get("event") == "issue"]
     assert statuses.count("fixed") == 1
+
+
+def test_a_watcher_beside_a_live_run_waits_for_its_turn_and_then_runs(tmp_path: Path) -> None:
+    repo, release = setup(tmp_path)
+    first = start_run(repo)
+    until(lambda: fixes(repo) == 1, "the run's fixer to start")
+    watcher = Watch(["watch", str(repo / "workflow"), "--format", "json"], repo)
+    try:
+        assert watcher.stderr_shows(rf"pid {first.pid} holds its lock", WAIT_S)
+        assert watcher.lines.empty()  # no run line for a run that did not happen
+        release.touch()
+        first.communicate(timeout=WAIT_S)
+        last_run_passes_and_stops(watcher)  # it ran after the run: PASS, nothing to do
+    finally:
+        release.touch()
+        watcher.kill()
+    assert fixes(repo) == 1
+    assert_runs_did_not_interleave(journal(repo))
