@@ -94,3 +94,37 @@ def test_micro_tasks_never_target_a_path_outside_the_project(tmp_path: Path, run
     assert 'target "../../outside.txt" dropped: it leaves the' in tasks[1]["description"]
     text = yaml.safe_dump(tasks)
     assert str(tmp_path) not in text
+
+
+def test_a_stuck_prompt_shows_hook_paths_relative_and_drops_outside_ones(
+    tmp_path: Path, run_line
+) -> None:
+    """Hook logs record the agent's absolute paths: inside the project they are shown
+    relative to its root; outside it they never enter the scope."""
+    (tmp_path / ".git").mkdir()
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text("controller: lead\nstatus: in_progress\n")
+    paths = [str(tmp_path / "src" / "handler.ts"), "/etc/shadow", str(tmp_path / "src" / "a.ts")]
+    entries = [
+        {
+            "id": f"TF-{n}",
+            "tool": "Edit",
+            "error": "TypeError: Cannot read properties of undefined (reading 'id')",
+            "file_path": path,
+            "task_id": "WI-5",
+            "timestamp": f"2026-11-29T10:0{n}:00Z",
+        }
+        for n, path in enumerate(paths * 2)
+    ]
+    (folder / "tool_failures.yaml").write_text(json.dumps({"failures": entries}))
+    (folder / "selfcorrect.yaml").write_text("failure_types:\n  runtime_error:\n    retries: 10\n")
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 3, result.stdout + result.stderr
+    prompt = (folder / "recovery" / "WI-5.md").read_text()
+    scope = prompt.split("## Scope", 1)[1].split("##", 1)[0]
+    assert "- src/handler.ts" in scope and "- src/a.ts" in scope
+    assert str(tmp_path) not in scope and "- /etc/shadow" not in scope
+    assert 'Dropped from the scope: "/etc/shadow" leaves the project' in scope
