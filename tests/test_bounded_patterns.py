@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
+from selfcorrect.checks import evidence
 from selfcorrect.core import taxonomy as taxonomy_module
 from selfcorrect.core.classify import IssueClassifier
 from selfcorrect.core.intent import infer_intent
@@ -293,3 +296,53 @@ def test_a_megabyte_of_each_worst_case_is_classified(text: str) -> None:
     error_class(text)
     normalise_error(text)
     IssueClassifier(defaults, lambda _: True).type_of(Issue(Severity.MAJOR, text))
+
+
+# --------------------------------------------------------------------------- evidence citations
+
+FULLMATCHED = {"_WITH_LINE": evidence._WITH_LINE.pattern}  # fullmatch: only position 0 is tried
+SEARCHED = {"_DASH": evidence._DASH.pattern}
+
+
+@pytest.mark.parametrize("source", sorted(FULLMATCHED.values()))
+def test_fullmatched_evidence_patterns_have_no_trading_or_nested_runs(source: str) -> None:
+    assert list(problems(p.parse(source, re.DOTALL).data)) == []
+
+
+@pytest.mark.parametrize("source", sorted(SEARCHED.values()))
+def test_searched_evidence_patterns_are_linear_by_their_shape(source: str) -> None:
+    assert linear_problems(source) == []
+
+
+# The citation grammar as it was, quadratic on long runs of spaces: the new parse must agree.
+_OLD_WITH_LINE = re.compile(
+    r"[`'\"]?(?P<path>[^:`'\"]+?):(?P<line>\d+)(?:-(?P<end>\d+))?[`'\"]?"
+    r"(?:\s*[-\u2013\u2014:]\s*(?P<snip>.*))?",
+    re.DOTALL,
+)
+_OLD_NO_LINE = re.compile(r"(?P<path>.+?)(?:\s+[-\u2013\u2014]\s+(?P<snip>.*))?", re.DOTALL)
+
+
+def _old_citation(evidence_text: str) -> evidence.Citation:
+    text = evidence_text.strip()
+    if match := _OLD_WITH_LINE.fullmatch(text):
+        end = match.group("end")
+        return evidence.Citation(
+            evidence._unquote(match.group("path")),
+            int(match.group("line")),
+            int(end) if end else None,
+            evidence._unquote(match.group("snip") or ""),
+        )
+    match = _OLD_NO_LINE.fullmatch(text)
+    path, snip = (match.group("path"), match.group("snip")) if match else (text, None)
+    return evidence.Citation(evidence._unquote(path), snippet=evidence._unquote(snip or ""))
+
+
+@given(st.text(alphabet=st.sampled_from(list(" \t\n-\u2013:`'\"a1./")), max_size=30))
+def test_citations_parse_as_before(text: str) -> None:
+    assert evidence.parse_citation(text) == _old_citation(text)
+
+
+def test_a_megabyte_of_hostile_evidence_is_parsed() -> None:
+    for text in ("a" + " " * MB + "b", "a:1" + " " * MB + "x", "a:" + "1" * MB):
+        evidence.parse_citation(text)
