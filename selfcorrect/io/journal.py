@@ -47,7 +47,7 @@ def read_journal_file(path: Path, warnings: list[Diagnostic]) -> list[dict[str, 
         while line := handle.readline(MAX_RECORD + 1):
             number += 1
             if len(line) > MAX_RECORD and not line.endswith(b"\n"):
-                while (rest := handle.readline(MAX_RECORD)) and not rest.endswith(b"\n"):
+                while (rest := handle.readline(1 << 16)) and not rest.endswith(b"\n"):
                     pass  # the rest of an overlong line, read and dropped piecewise
                 _skip(warnings, path, number, f"journal record ignored: over {MAX_RECORD} bytes")
                 continue
@@ -60,9 +60,10 @@ def read_journal_file(path: Path, warnings: list[Diagnostic]) -> list[dict[str, 
     return records
 
 
-# A record is a few hundred bytes: agent text in it is capped (limits.max_text), so a line a
-# thousand times that is a tampered one, not a decision.
-MAX_RECORD = 1 << 20
+# A record is a few hundred bytes (agent text in it is capped, limits.max_text), but a reset
+# names every subject it covers: 16 MiB holds about 100,000 of them. A longer line is a
+# tampered one, and reading it whole once cost 4 bytes of memory for each of its bytes.
+MAX_RECORD = 16 << 20
 MAX_DEPTH = 32  # the deepest record selfcorrect writes is 4 levels
 
 
