@@ -216,3 +216,19 @@ def test_a_watcher_beside_a_live_run_waits_for_its_turn_and_then_runs(tmp_path: 
         watcher.kill()
     assert fixes(repo) == 1
     assert_runs_did_not_interleave(journal(repo))
+
+
+def test_the_lock_is_never_taken_through_a_symlink(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    (folder / ".selfcorrect").mkdir(parents=True)
+    (folder / "coordination_log.yaml").write_text("controller: lead\nstatus: in_progress\n")
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not yours\n")
+    (folder / ".selfcorrect" / "folder.lock").symlink_to(target)
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "folder.lock:1:1: cannot open the folder's lock: a symlink" in result.stderr
+    assert target.read_text() == "not yours\n"
+    assert (folder / ".selfcorrect" / "folder.lock").is_symlink()

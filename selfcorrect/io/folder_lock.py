@@ -14,13 +14,14 @@ finds the lock held by exactly that pid works under its parent's lock instead of
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from selfcorrect.errors import ExitCode, SelfcorrectError
+from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
 from selfcorrect.io.documents import display_path
 
 DEFAULT_WAIT_S = 60.0
@@ -39,17 +40,24 @@ def lock_path(folder: Path) -> Path:
 
 
 def open_lock(path: Path) -> int:
-    """The lock file's descriptor; never through a symlink (a link there is refused)."""
-    path.parent.mkdir(exist_ok=True)
+    """The lock file's descriptor; never through a symlink (a link there is refused). An
+    environment problem (a link, permission denied, a read-only folder) is exit 2 naming it."""
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
+        path.parent.mkdir(exist_ok=True)
         return os.open(path, flags, 0o644)
     except FileNotFoundError:
         raise  # its folder went away under us: the caller tries again
     except OSError as exc:
-        raise SelfcorrectError(
-            f"cannot open the lock {display_path(path)}: {exc.strerror or exc} "
-            "(it must be a regular file; remove whatever is there)"
+        why = "a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise InputError(
+            Diagnostic(
+                display_path(path),
+                1,
+                1,
+                f"cannot open the folder's lock: {why}; it must be a regular file in a folder "
+                "selfcorrect may write (remove whatever is there, or fix the permissions)",
+            )
         ) from None
 
 
