@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from selfcorrect.checks import evidence
+from selfcorrect.core import coordination_checks
 from selfcorrect.core import taxonomy as taxonomy_module
 from selfcorrect.core.classify import IssueClassifier
 from selfcorrect.core.intent import infer_intent
@@ -189,8 +190,9 @@ def shipped_policy_regexes() -> list[str]:
 
 
 OWN = {
-    name: rx.pattern
-    for name, rx in vars(taxonomy_module).items()
+    f"{module.__name__}.{name}": rx.pattern
+    for module in (taxonomy_module, coordination_checks)
+    for name, rx in vars(module).items()
     if isinstance(rx, re.Pattern) and name != "_GROUP_REFERENCE"  # over policy regexes only
 }
 
@@ -208,6 +210,7 @@ def test_every_shipped_pattern_is_linear_by_its_shape(source: str) -> None:
         r"\b[\w.@+~-]+(?:/[\w.@+~-]+)+",  # "a.a.a.…!/": every dot a new start
         r"(a+)+$",
         r"\s*x",
+        r"[\w./-]*\w/[\w./-]*|[\w-]+\.[a-z][a-z0-9]{0,4}\b",  # synthesis paths, "aaaa…"
     ],
 )
 def test_the_check_catches_the_quadratic_shapes(source: str) -> None:

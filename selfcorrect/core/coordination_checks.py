@@ -39,7 +39,9 @@ _STOP_TEXT = (
 )
 _STOP_WORDS = frozenset(_STOP_TEXT.split())
 _WORD = re.compile(r"[a-z]+")
-_PATH = re.compile(r"[\w./-]*\w/[\w./-]*|[\w-]+\.[a-z][a-z0-9]{0,4}\b")
+# Each branch starts only where a run of its characters starts, and takes the run possessively:
+# started anywhere inside "aaaa…", the old branches cost the square of the run.
+_PATH = re.compile(r"(?<![\w./-])[\w./-]*\w/[\w./-]*+|(?<![\w-])[\w-]++\.[a-z][a-z0-9]{0,4}\b")
 
 
 def coordination_findings(
