@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from selfcorrect.checks import evidence
-from selfcorrect.core import coordination_checks
+from selfcorrect.core import coordination_checks, markdown
 from selfcorrect.core import taxonomy as taxonomy_module
 from selfcorrect.core.classify import IssueClassifier
 from selfcorrect.core.intent import infer_intent
@@ -111,14 +111,15 @@ def unbounded(op: Any, av: Any) -> bool:
 def problems(seq: Any, where: str = "") -> Iterator[str]:
     items = list(seq)
     for i, (op, av) in enumerate(items):
+        # A: an unbounded run that can end this item (itself, or the last of a group), then a
+        # later unbounded run with only optional items between, sharing characters.
+        run = trailing(op, av)
+        for op2, av2 in items[i + 1 :] if run else ():
+            if unbounded(op2, av2) and run & first_chars(av2[2]):
+                yield f"{where}adjacent runs can trade characters"
+            if not nullable(op2, av2):
+                break
         if unbounded(op, av):
-            run = first_chars(av[2])
-            # A: a later unbounded run, only optional items between, sharing characters.
-            for op2, av2 in items[i + 1 :]:
-                if unbounded(op2, av2) and run & first_chars(av2[2]):
-                    yield f"{where}adjacent runs can trade characters"
-                if not nullable(op2, av2):
-                    break
             # B: an unbounded run inside another.
             inner = [x for x in _walk(av[2]) if unbounded(*x)]
             if inner and not _unambiguous(av[2], inner):
@@ -131,6 +132,28 @@ def problems(seq: Any, where: str = "") -> Iterator[str]:
                 yield from leading(branch, where)
         elif op in (*UNBOUNDED, c.POSSESSIVE_REPEAT):
             yield from problems(av[2], where)
+
+
+def trailing(op: Any, av: Any) -> frozenset[str]:
+    """Characters of the unbounded runs that can end this item."""
+    if unbounded(op, av):
+        return first_chars(av[2])
+    if op in (c.SUBPATTERN, c.ATOMIC_GROUP):
+        return _trailing_seq(av[-1])
+    if op is c.MAX_REPEAT or op is c.MIN_REPEAT:
+        return _trailing_seq(av[2])
+    if op is c.BRANCH:
+        return frozenset().union(*(_trailing_seq(branch) for branch in av[1]))
+    return frozenset()
+
+
+def _trailing_seq(seq: Any) -> frozenset[str]:
+    found: set[str] = set()
+    for op, av in reversed(list(seq)):
+        found |= trailing(op, av)
+        if not nullable(op, av):
+            break
+    return frozenset(found)
 
 
 def _walk(seq: Any) -> Iterator[tuple[Any, Any]]:
@@ -191,7 +214,7 @@ def shipped_policy_regexes() -> list[str]:
 
 OWN = {
     f"{module.__name__}.{name}": rx.pattern
-    for module in (taxonomy_module, coordination_checks)
+    for module in (taxonomy_module, coordination_checks, markdown)
     for name, rx in vars(module).items()
     if isinstance(rx, re.Pattern) and name != "_GROUP_REFERENCE"  # over policy regexes only
 }
@@ -211,6 +234,7 @@ def test_every_shipped_pattern_is_linear_by_its_shape(source: str) -> None:
         r"(a+)+$",
         r"\s*x",
         r"[\w./-]*\w/[\w./-]*|[\w-]+\.[a-z][a-z0-9]{0,4}\b",  # synthesis paths, "aaaa…"
+        r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$",  # headings, "# a      …b"
     ],
 )
 def test_the_check_catches_the_quadratic_shapes(source: str) -> None:

@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# The closing `###` is cut by `_title`, not by a lazy `(.*?)` before `[ \t]*$`: that tried
+# every split of a long run of spaces in a heading line, the square of the line.
+HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 PLACEHOLDER = re.compile(r"\{\{?[^{}]*\}\}?")
 
@@ -27,10 +29,17 @@ def _scan(lines: list[str]) -> list[tuple[int, Heading]]:
         if mark and (not fence or mark.group(1).startswith(fence)):
             fence = "" if fence else mark.group(1)
         elif not fence and (heading := HEADING.match(line)):
-            found.append(
-                (number, (len(heading.group(1)), " ".join((heading.group(2) or "").split())))
-            )
+            found.append((number, (len(heading.group(1)), _title(heading.group(2) or ""))))
     return found
+
+
+def _title(rest: str) -> str:
+    """A heading's text, whitespace-folded, without its optional closing sequence (` ##`)."""
+    text = rest.rstrip(" \t")
+    bare = text.rstrip("#")
+    if bare != text and bare[-1:] in (" ", "\t"):
+        text = bare
+    return " ".join(text.split())
 
 
 def headings(text: str) -> list[Heading]:
