@@ -373,3 +373,12 @@ def test_citations_parse_as_before(text: str) -> None:
 def test_a_megabyte_of_hostile_evidence_is_parsed() -> None:
     for text in ("a" + " " * MB + "b", "a:1" + " " * MB + "x", "a:" + "1" * MB):
         evidence.parse_citation(text)
+
+
+def test_a_template_heading_with_placeholders_matches_a_megabyte_heading() -> None:
+    """`{a} - {b} - {c}` was three `.+` in one regex: cubic on a long heading that fails."""
+    long = "x" * MB
+    assert not markdown.matches((2, "{a} - {b} - {c}"), (2, long))
+    assert markdown.matches((2, "{a} - {b} - {c}"), (2, f"{long} - y - z"))
+    assert markdown.matches((2, "Errors ({code})"), (2, "errors (E1)"))
+    assert not markdown.matches((2, "Errors ({code})"), (2, "errors ()"))
