@@ -110,12 +110,15 @@ def test_a_run_writes_at_most_max_prompts_files_and_lists_the_rest(
 def test_a_huge_subject_or_target_never_makes_a_record_too_long_to_read_back(
     tmp_path: Path, run_line
 ) -> None:
-    """A 2 MB file_path (the subject) and a 2 MB target (in the fingerprint): every journal
+    """A 2 MB file_path (the subject), target (in the fingerprint) and task id: every journal
     record stays small and readable, so attempts are counted across runs (io/journal.py)."""
     from selfcorrect.io import journal
 
     huge = "src/" + "p" * (2 * MB)
-    folder = folder_with(tmp_path, [{**issue(1, "docs missing"), "target": huge}])
+    folder = folder_with(
+        tmp_path,
+        [{**issue(1, "docs missing"), "target": huge}, {**issue(2, "x"), "task_id": huge}],
+    )
     entries = [
         {
             "id": f"TF-{n}",

@@ -80,8 +80,9 @@ class IssueDecision:
 
     @property
     def work_item(self) -> str:
-        """Where its directive and failed_items entry go: the task, else the fingerprint."""
-        return self.issue.task_id or self.fingerprint
+        """Where its directive and failed_items entry go: the task, else the fingerprint (both
+        bounded in length: core/text_caps.bounded_key)."""
+        return bounded_key(self.issue.task_id) if self.issue.task_id else self.fingerprint
 
 
 def _fold(text: str) -> str:
