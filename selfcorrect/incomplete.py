@@ -14,6 +14,7 @@ from typing import Any
 from selfcorrect.analysis import Analysis
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.outputs import Plan
+from selfcorrect.core.text_caps import cap_all
 from selfcorrect.io import atomic, documents, prompts
 from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root, resolve_inside
@@ -64,17 +65,20 @@ def work_inputs(folder: Path, analysis: Analysis) -> WorkInputs:
     )
 
 
-def write_work(folder: Path, plan: Plan) -> list[str]:
-    """microtasks/<task>.yaml (created once: agents then own the done marks) and handoffs."""
+def write_work(folder: Path, plan: Plan, max_text: int) -> list[str]:
+    """microtasks/<task>.yaml (created once: agents then own the done marks) and handoffs; the
+    agent text in them cut at `max_text` bytes (core/text_caps)."""
     written: list[str] = []
+    where = f"{documents.display_path(folder)}/waypoints and coordination_log.yaml"
     for task_id, document in plan.microtask_files.items():
         path = folder / "microtasks" / work_item_file(task_id, ".yaml")
         path.parent.mkdir(exist_ok=True)
-        if atomic.write_new(path, render_microtasks(document)):
+        if atomic.write_new(path, render_microtasks(cap_all(document, max_text, where))):
             written.append(documents.display_path(path))
     for task_id, context in plan.handoffs.items():
         path = folder / "handoffs" / work_item_file(task_id)
-        text = prompts.render("handoff.md.j2", context, overrides=folder / "templates")
+        capped = cap_all(context, max_text, where)
+        text = prompts.render("handoff.md.j2", capped, overrides=folder / "templates")
         path.parent.mkdir(exist_ok=True)
         if atomic.replace_file(path, text.encode("utf-8")):
             written.append(documents.display_path(path))

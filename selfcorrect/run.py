@@ -25,7 +25,7 @@ from selfcorrect.core.outputs import Plan, Prompt, Result, RunInputs
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.text_caps import cap_text
+from selfcorrect.core.text_caps import cap_all, cap_text
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.incomplete import work_inputs, write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, prompts
@@ -386,6 +386,7 @@ def _undo_cycle(
     return _escalate_failed(folder, analysis, inputs, undone)
 
 
+INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
 MORE = "_more.md"  # no work item's file name starts with "_" (naming.work_item_file)
 
 
@@ -399,15 +400,18 @@ def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     for prompt in plan.prompts:
         items.setdefault(prompt.work_item, []).append(prompt)
     kept = list(items) if len(items) <= limit else list(items)[: limit - 1]
+    max_text = int(policy.get("limits.max_text"))
     rendered: dict[str, str] = {}
     for work_item in kept:
+        # Contexts built from one input say where their text is; this catches every other.
         texts = [
-            prompts.render(p.template, p.context, overrides=overrides).rstrip("\n")
+            prompts.render(
+                p.template, cap_all(p.context, max_text, INPUTS), overrides=overrides
+            ).rstrip("\n")
             for p in items[work_item]
         ]
         rendered[work_item_file(work_item)] = "\n\n---\n\n".join(texts) + "\n"
-    max_text = int(policy.get("limits.max_text"))
-    rest = [cap_text(item, max_text, "the inputs") for item in items if item not in kept]
+    rest = [cap_text(item, max_text, INPUTS) for item in items if item not in kept]
     if rest:
         context = {
             "count": len(rest),
@@ -443,7 +447,7 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         escalations, plan.escalations, max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
-    written += write_work(folder, plan)
+    written += write_work(folder, plan, int(analysis.policy.get("limits.max_text")))
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # §13: what worked. The journal as analysed plus this plan's records: no second read

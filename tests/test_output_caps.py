@@ -138,3 +138,21 @@ def test_a_huge_subject_or_target_never_makes_a_record_too_long_to_read_back(
     assert lines and max(len(line) for line in lines) < 64 << 10  # names bounded, not 2 MB
     warnings: list = []
     assert len(journal.read_journal(folder, warnings)) == len(lines) and not warnings
+
+
+def test_micro_task_files_carry_capped_agent_text(tmp_path: Path, run_line) -> None:
+    from tests.test_incomplete_work import folder_with as work_folder
+    from tests.test_incomplete_work import load
+
+    huge = "guard every handler " + "z" * MB
+    pending = [{"id": "P1", "kind": "file_edit", "target": "src/h.ts", "description": huge}]
+    folder = work_folder(tmp_path, pending)
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 3, result.stdout + result.stderr
+    (task,) = load(folder / "microtasks" / "WI-7.yaml")["microtasks"]
+    assert len(task["description"].encode()) < 4096 + 200
+    assert task["description"].startswith("guard every handler zzz")
+    assert "more bytes (the whole text: " in task["description"]
+    assert cap_text(task["description"], 4096, "again") == task["description"]  # cut once

@@ -14,6 +14,10 @@ from typing import Any
 # A subject or fingerprint names a work item in the journal, failed_items and escalations: an
 # agent's 2 MB file_path must not become a 2 MB name in every record (docs/policy.md, limits).
 MAX_KEY = 1024
+MARK = " more bytes (the whole text: "
+# A text cut once is cut again by no later pass: its head is within the limit, and what follows
+# it is the mark and a place, a few hundred bytes at most.
+_MARK_ROOM = 512
 
 
 def cap_text(text: str, limit: int, where: str) -> str:
@@ -22,11 +26,11 @@ def cap_text(text: str, limit: int, where: str) -> str:
     if len(text) * 4 <= limit:  # cannot be over: no need to encode a short text
         return text
     data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
+    if len(data) <= limit or (len(data) <= limit + _MARK_ROOM and MARK in text[-_MARK_ROOM:]):
         return text
     head = data[:limit].decode("utf-8", "ignore")
     rest = len(data) - len(head.encode("utf-8", "surrogatepass"))
-    return f"{head}… {rest} more bytes (the whole text: {where})"
+    return f"{head}… {rest}{MARK}{where})"
 
 
 def cap_all(value: Any, limit: int, where: str) -> Any:
