@@ -67,6 +67,12 @@ class InputError(SelfcorrectError):
         super().__init__(text)
 
 
+class EnvironmentProblem(InputError):
+    """The machine refused a read or write (read-only folder, full disk, permission denied):
+    exit 2 naming the path. Unlike invalid input it may pass without any edit, and a run may
+    have written part of its outputs before it struck, so a watcher tries again later."""
+
+
 class WriteConflict(SelfcorrectError):
     """A file kept changing under us while we tried to write it; nothing was written."""
 

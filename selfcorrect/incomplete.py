@@ -14,7 +14,9 @@ from typing import Any
 from selfcorrect.analysis import Analysis
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.outputs import Plan
+from selfcorrect.core.text_caps import cap_all
 from selfcorrect.io import atomic, documents, prompts, safe_paths
+from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root, resolve_inside
 from selfcorrect.naming import work_item_file
 
@@ -58,21 +60,25 @@ def work_inputs(folder: Path, analysis: Analysis) -> WorkInputs:
         task_states=analysis.state.tasks,
         exists=lambda rel: (path := resolve_inside(root, rel)) is not None and path.exists(),
         size_of=size_of,
+        place=placer(root),
         decisions=journal_decisions(analysis),
     )
 
 
-def write_work(folder: Path, plan: Plan) -> list[str]:
-    """microtasks/<task>.yaml (created once: agents then own the done marks) and handoffs."""
+def write_work(folder: Path, plan: Plan, max_text: int) -> list[str]:
+    """microtasks/<task>.yaml (created once: agents then own the done marks) and handoffs; the
+    agent text in them cut at `max_text` bytes (core/text_caps)."""
     written: list[str] = []
+    where = f"{documents.display_path(folder)}/waypoints and coordination_log.yaml"
     for task_id, document in plan.microtask_files.items():
         path = folder / "microtasks" / work_item_file(task_id, ".yaml")
         safe_paths.ensure_dir(path.parent)
-        if atomic.write_new(path, render_microtasks(document)):
+        if atomic.write_new(path, render_microtasks(cap_all(document, max_text, where))):
             written.append(documents.display_path(path))
     for task_id, context in plan.handoffs.items():
         path = folder / "handoffs" / work_item_file(task_id)
-        text = prompts.render("handoff.md.j2", context, overrides=folder / "templates")
+        capped = cap_all(context, max_text, where)
+        text = prompts.render("handoff.md.j2", capped, overrides=folder / "templates")
         safe_paths.ensure_dir(path.parent)
         if atomic.replace_file(path, text.encode("utf-8")):
             written.append(documents.display_path(path))

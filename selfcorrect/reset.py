@@ -20,7 +20,7 @@ from selfcorrect.analysis import analyze
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
-from selfcorrect.io import documents, journal, safe_paths
+from selfcorrect.io import documents, folder_lock, journal, safe_paths
 
 
 @dataclass
@@ -45,10 +45,19 @@ def reset(
     *,
     policy_path: Path | None = None,
     clock: Clock = system_clock,
+    wait: float = folder_lock.DEFAULT_WAIT_S,
 ) -> ResetOutcome:
     """Raises UnknownTarget when the request names nothing known (the caller says which
-    option was wrong), InputError for a bad input file. The evidence is checked by the caller."""
+    option was wrong), InputError for a bad input file. The evidence is checked by the caller.
+    Analyses and writes under the folder's lock (io/folder_lock)."""
     safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
+    with folder_lock.hold(folder, wait, "reset"):
+        return _reset(folder, request, policy_path, clock)
+
+
+def _reset(
+    folder: Path, request: ResetRequest, policy_path: Path | None, clock: Clock
+) -> ResetOutcome:
     analysis = analyze(folder, policy_path)
     resolved = resolve_reset(
         request,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfcorrect.core.policy import Policy
+from selfcorrect.io import folder_lock
 from selfcorrect.io.process import Completed, run_argv
 
 REPORT = "validation_report.yaml"
@@ -48,7 +49,8 @@ def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
     report = folder / REPORT
     before = _identity(report)
     timeout = float(policy.get("validator.timeout_s"))
-    env = {"SELFCORRECT_DIR": str(folder.resolve())}
+    # The run holds the folder's lock: the built-in validator works under it (io/folder_lock).
+    env = {"SELFCORRECT_DIR": str(folder.resolve()), **folder_lock.child_env()}
     done = run_argv(validator_argv(folder, policy), root, timeout, env=env)
     after = _identity(report)
     if after is None:

@@ -21,14 +21,16 @@ from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason, capped
-from selfcorrect.core.outputs import Plan, Result, RunInputs
+from selfcorrect.core.outputs import Plan, Prompt, Result, RunInputs
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_caps import cap_all, cap_text
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.incomplete import work_inputs, write_work
-from selfcorrect.io import atomic, documents, journal, prompts, safe_paths
+from selfcorrect.io import atomic, documents, folder_lock, journal, prompts, safe_paths
 from selfcorrect.io.process import run_argv
+from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
@@ -66,16 +68,37 @@ def correction_run(
     max_cycles: int | None = None,
     validate_first: bool = False,
     cache: AnalysisCache | None = None,
+    wait: float = folder_lock.DEFAULT_WAIT_S,
 ) -> RunOutcome:
-    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4)."""
+    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4).
+
+    Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
+    shadow run writes nothing at all, not even a lock file: it reads without the lock."""
+    options = (policy_path, shadow, clock, is_installed, max_cycles, validate_first, cache)
+    if shadow:
+        return _locked_run(folder, *options)
+    # A symlinked state path is refused before anything is written: the lock file included
+    # (a linked .selfcorrect/ would put it outside DIR), and the temp-file sweep, which deletes.
+    safe_paths.preflight(folder)
+    with folder_lock.hold(folder, wait, "run"):
+        return _locked_run(folder, *options)
+
+
+def _locked_run(
+    folder: Path,
+    policy_path: Path | None,
+    shadow: bool,
+    clock: Clock,
+    is_installed: Callable[[str], bool] | None,
+    max_cycles: int | None,
+    validate_first: bool,
+    cache: AnalysisCache | None,
+) -> RunOutcome:
     trace = uuid.uuid4().hex[:12]
     root = project_root(folder)
     written: list[str] = []
     uncertain: list[str] = []
     if not shadow:
-        # A symlinked state path is refused before anything is written, the sweep included:
-        # it deletes files, and must never do so in a folder outside DIR.
-        safe_paths.preflight(folder)
         # A run killed mid-write (SIGKILL) leaves its temp files; clear them.
         atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
     if validate_first and not shadow:
@@ -106,7 +129,7 @@ def correction_run(
         if (plan.fixes or (agent and handed)) and cycles >= cap:
             analysis.issues = [capped(d, cycles, bool(agent)) for d in analysis.issues]
             plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
-        rendered = _render(folder, plan)
+        rendered = _render(folder, plan, analysis.policy)
         if shadow:
             return RunOutcome(analysis, plan, rendered, [], True, cycles, uncertain)
         written += _write(folder, analysis, plan, rendered)
@@ -137,7 +160,12 @@ def correction_run(
         elif agent and handed and cycles < cap:
             # §9.1: the agent command gets each new prompt; that is this cycle's fix.
             _run_agent(
-                folder, analysis.policy, root, agent, handed, _recorder(folder, inputs, clock)
+                folder,
+                analysis.policy,
+                root,
+                agent,
+                _written_prompts(handed, rendered),
+                _recorder(folder, inputs, clock),
             )
         elif plan.consolidated and cycles < cap:
             pass  # §11: every micro-task is done; the merged work is re-validated now
@@ -149,7 +177,7 @@ def correction_run(
         if not checked.fresh:
             uncertain.append(checked.detail)
             plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
-            rendered = _render(folder, plan)
+            rendered = _render(folder, plan, analysis.policy)
             written += _write(folder, analysis, plan, rendered)
             break
         after = list(analysis.report.issues) if analysis.report else []
@@ -194,6 +222,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         ],
         written=analysis.state.written,
         task_epoch=lambda task: analysis.state.task_epochs.get(task, 0),
+        place=placer(project_root(folder)),
     )
 
 
@@ -212,6 +241,12 @@ def _handed_out(plan: Plan) -> list[str]:
         if r.get("status") in ("directive", "recovering")
     }
     return sorted({work_item_file(p.work_item) for p in plan.prompts if p.work_item in new})
+
+
+def _written_prompts(handed: list[str], rendered: dict[str, str]) -> list[str]:
+    """The handed-out prompts as written: those past `limits.max_prompts` are in the summary."""
+    written = [name for name in handed if name in rendered]
+    return [*written, MORE] if len(written) < len(handed) else written
 
 
 def _run_agent(
@@ -355,14 +390,41 @@ def _undo_cycle(
     return _escalate_failed(folder, analysis, inputs, undone)
 
 
-def _render(folder: Path, plan: Plan) -> dict[str, str]:
-    """One recovery file per work item: its stuck prompt and directives, in plan order."""
+INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
+MORE = "_more.md"  # no work item's file name starts with "_" (naming.work_item_file)
+
+
+def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
+    """One recovery file per work item: its stuck prompt and directives, in plan order; at
+    most `limits.max_prompts` files, the last of them listing the work items past the limit
+    (100,000 issues once wrote 100,000 prompt files)."""
     overrides = folder / "templates"
-    sections: dict[str, list[str]] = {}
+    limit = int(policy.get("limits.max_prompts"))
+    items: dict[str, list[Prompt]] = {}
     for prompt in plan.prompts:
-        text = prompts.render(prompt.template, prompt.context, overrides=overrides)
-        sections.setdefault(work_item_file(prompt.work_item), []).append(text.rstrip("\n"))
-    return {name: "\n\n---\n\n".join(parts) + "\n" for name, parts in sections.items()}
+        items.setdefault(prompt.work_item, []).append(prompt)
+    kept = list(items) if len(items) <= limit else list(items)[: limit - 1]
+    max_text = int(policy.get("limits.max_text"))
+    rendered: dict[str, str] = {}
+    for work_item in kept:
+        # Contexts built from one input say where their text is; this catches every other.
+        texts = [
+            prompts.render(
+                p.template, cap_all(p.context, max_text, INPUTS), overrides=overrides
+            ).rstrip("\n")
+            for p in items[work_item]
+        ]
+        rendered[work_item_file(work_item)] = "\n\n---\n\n".join(texts) + "\n"
+    rest = [cap_text(item, max_text, INPUTS) for item in items if item not in kept]
+    if rest:
+        context = {
+            "count": len(rest),
+            "written": len(kept),
+            "items": rest,
+            "workflow_dir": documents.display_path(folder),
+        }
+        rendered[MORE] = prompts.render("more_prompts.md.j2", context, overrides=overrides)
+    return rendered
 
 
 def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str]) -> list[str]:
@@ -391,7 +453,7 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         safe_paths.ensure_dir(recovery)
         if atomic.replace_file(recovery / name, text.encode("utf-8")):
             written.append(documents.display_path(recovery / name))
-    written += write_work(folder, plan)
+    written += write_work(folder, plan, int(analysis.policy.get("limits.max_text")))
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # §13: what worked. The journal as analysed plus this plan's records: no second read

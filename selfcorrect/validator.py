@@ -8,6 +8,7 @@ evidence and keeps the same id from run to run.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, documents, safe_paths
+from selfcorrect.io import atomic, documents, folder_lock, safe_paths
 from selfcorrect.io.workspace import project_root, relative_to_root
 from selfcorrect.policy_file import load_policy
 
@@ -85,7 +86,9 @@ def validate_folder(
     recheck: Path | None = None,
     write: bool = True,
     clock: Clock = system_clock,
+    wait: float = folder_lock.DEFAULT_WAIT_S,
 ) -> Validation:
+    """Check and write the report under the folder's lock (io/folder_lock), when it writes."""
     if not folder.is_dir():
         raise InputError(
             Diagnostic(
@@ -97,6 +100,18 @@ def validate_folder(
         )
     if write:
         safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
+    with folder_lock.hold(folder, wait, "validate") if write else contextlib.nullcontext():
+        return _validate(folder, policy_path, output, recheck, write, clock)
+
+
+def _validate(
+    folder: Path,
+    policy_path: Path | None,
+    output: Path | None,
+    recheck: Path | None,
+    write: bool,
+    clock: Clock,
+) -> Validation:
     policy = load_policy(policy_path or folder / "selfcorrect.yaml")
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {

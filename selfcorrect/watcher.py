@@ -36,8 +36,14 @@ from watchdog.observers.polling import PollingObserver
 
 from selfcorrect.analysis import AnalysisCache
 from selfcorrect.clock import Clock, system_clock
-from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
-from selfcorrect.io import safe_paths, watch_lock
+from selfcorrect.errors import (
+    Diagnostic,
+    EnvironmentProblem,
+    ExitCode,
+    InputError,
+    SelfcorrectError,
+)
+from selfcorrect.io import folder_lock, safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
 from selfcorrect.run import RunOutcome, correction_run
 from selfcorrect.watch_events import ABSENT, InputSet, Snapshot, changed
@@ -71,6 +77,8 @@ class WatchRun:
     code: int
     outcome: RunOutcome | None = None
     error: str = ""  # set when there is no outcome
+    busy: bool = False  # another process held the folder's lock: nothing ran, try again
+    environment: bool = False  # the machine refused a write (a full disk): try again later
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
@@ -131,7 +139,7 @@ class Watcher:
         """Process the current state as one run; its exit code, like `selfcorrect run`."""
         safe_paths.preflight(self.folder)  # before the lock: watch.lock may be a link too
         with watch_lock.hold(self.folder):
-            return self._cycle([], contain=False)
+            return self._cycle([], contain=False, wait=folder_lock.DEFAULT_WAIT_S)
 
     def run_forever(self, stop: threading.Event) -> int:
         """Start-up run, then one run per outside change until `stop` is set; returns 0.
@@ -228,21 +236,34 @@ class Watcher:
 
     # --- one run -------------------------------------------------------------------------------
 
-    def _cycle(self, trigger: list[str], *, contain: bool, before: Snapshot | None = None) -> int:
+    def _cycle(
+        self,
+        trigger: list[str],
+        *,
+        contain: bool,
+        before: Snapshot | None = None,
+        wait: float = 0.0,
+    ) -> int:
         """Run, report, then record the inputs' hashes so our own writes never retrigger."""
         before = before if before is not None else self.inputs.snapshot()
         previous = self._recorded
-        run = self._execute(trigger, contain=contain)
+        run = self._execute(trigger, contain=contain, wait=wait)
         after = self.inputs.snapshot()
         self._recorded = after
-        if run.outcome is None and run.code != ExitCode.INVALID:
-            # It failed midway (a write conflict with a busy editor, an internal error): what
-            # triggered it is still unprocessed. Keep it pending; retry after a backoff.
+        if run.outcome is None and (run.busy or run.environment or run.code != ExitCode.INVALID):
+            # It failed midway (a write conflict with a busy editor, an internal error) or
+            # another process held the folder: what triggered it is still unprocessed. Keep it
+            # pending; retry after a backoff.
             self._recorded = previous
             self._failures += 1
             ceiling = max(RETRY_MAX_S, 4 * self.debounce_s)
             self._retry_after(min(self.debounce_s * 2 ** min(self._failures, 16), ceiling))
-            self._report(run)
+            if run.environment and self._failures == 1:
+                self._report(run)  # said once, not at every retry while the disk stays full
+            elif not run.busy and not run.environment:
+                self._report(run)
+            elif run.busy and self._failures == 1 and self.verbosity >= 0:
+                self.warn(f"selfcorrect watch: {run.error}; the run waits for its turn")
             return run.code
         self._failures = 0
         outside = [label for label in changed(before, after) if label not in self._ours(run)]
@@ -261,12 +282,27 @@ class Watcher:
             self._first_event = None
             self._wake.set()
 
-    def _execute(self, trigger: list[str], *, contain: bool) -> WatchRun:
+    def _execute(self, trigger: list[str], *, contain: bool, wait: float) -> WatchRun:
         at = self.clock()
         try:
+            # The folder's lock only for the run: a `run` or `reset` beside the watcher gets its
+            # turn between runs; a busy folder is retried after a backoff, not waited on, so a
+            # signal still stops the watcher promptly (io/folder_lock).
             outcome = correction_run(
-                self.folder, policy_path=self.policy_path, clock=self.clock, cache=self._cache
+                self.folder,
+                policy_path=self.policy_path,
+                clock=self.clock,
+                cache=self._cache,
+                wait=wait,
             )
+        except folder_lock.FolderBusy as exc:
+            if not contain:
+                raise
+            return WatchRun(at, trigger, int(exc.exit_code), error=str(exc), busy=True)
+        except EnvironmentProblem as exc:
+            # A full disk, a read-only folder: it may pass with no edit to any input, and the
+            # run may have written part of its outputs. Retried like a run that failed midway.
+            return WatchRun(at, trigger, 2, error=str(exc), environment=True)
         except InputError as exc:
             # The last good state stands: nothing was written; a fix is the next change.
             return WatchRun(at, trigger, 2, error=str(exc), diagnostics=exc.diagnostics)

@@ -245,12 +245,38 @@ def test_github_escaping_matches_the_runner_rules() -> None:
     assert escape_property("a%b\r\nc:d,e") == "a%25b%0D%0Ac%3Ad%2Ce"
 
 
-@given(st.text())
+@given(st.text().filter(lambda t: all(ch.isprintable() or ch in "\t\r\n" for ch in t)))
 def test_github_escaping_round_trips(text: str) -> None:
     assert decode_data(escape_data(text)) == text
     assert decode_property(escape_property(text)) == text
     assert not re.search(r"[\r\n]", escape_data(text))
     assert not re.search(r"[\r\n:,]", escape_property(text))
+
+
+# What a terminal or a review page would obey or hide: OSC (ESC ] ... BEL), CSI (ESC [ and its
+# C1 form U+009B), the bidirectional overrides and isolates, NUL, DEL.
+INVISIBLE = ["\x1b]0;pwned\x07", "\x1b[2J", "\u009b31m", "\u202e", "\u2066", "\x00", "\x7f", "\x85"]
+
+
+def hostile_controls_run() -> dict[str, Any]:
+    text = "".join(INVISIBLE)
+    run = hostile_run()
+    run["issues"] = [issue(1, text, detail=f"HTTP 500 {text}", target=f"src/a{text}.py")]
+    run["subjects"] = [subject(f"tool{text}", "blocked")]
+    run["escalations"] = [{"id": "ESC-1", "subject": f"tool{text}", "reason": text}]
+    run["warnings"] = [{"path": "workflow/x.yaml", "line": 1, "message": text}]
+    return run
+
+
+def test_every_ci_format_escapes_controls_c1_and_bidi_characters() -> None:
+    run = hostile_controls_run()
+    for output in (
+        render_github(run),
+        render_sarif(run, workflow_dir="workflow"),
+        render_junit(run),
+    ):
+        assert not [ch for ch in output if not ch.isprintable() and ch not in "\n"], output
+        assert "\\x1b]0;pwned\\x07" in output or "\\\\x1b]0;pwned\\\\x07" in output
 
 
 @given(st.text(alphabet=st.sampled_from(list(":,%\r\n#[]ab ")), max_size=40))
@@ -326,7 +352,8 @@ def test_sarif_rule_ids_are_stable() -> None:
 
 def test_junit_hostile_text_is_escaped_and_counts_match() -> None:
     nasty = "]]> <!-- & \x00 \x1b[31m \ud800 \t\n<x/>"
-    safe = "]]> <!-- & \ufffd \ufffd[31m \ufffd \t\n<x/>"
+    # Controls and a lone surrogate are shown escaped, never dropped silently.
+    safe = "]]> <!-- & \\x00 \\x1b[31m \\xd800 \t\n<x/>"
     run = hostile_run()
     run["issues"] = [issue(1, nasty, classification="BLOCKED")]
     run["subjects"].append(subject(nasty, "recovering"))

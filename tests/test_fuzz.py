@@ -385,6 +385,7 @@ STATE_PATHS = {
     **dict.fromkeys(("escalations.yaml", "calibration.yaml", "coordination_log.yaml"), False),
     **dict.fromkeys((".coordination_log.yaml.lock", ".escalations.yaml.lock"), False),
     **dict.fromkeys((".selfcorrect/journal.jsonl", ".selfcorrect/watch.lock"), False),
+    **dict.fromkeys((".selfcorrect/folder.lock",), False),
     **dict.fromkeys(("recovery/WI-3.md", "microtasks/WI-3.yaml", "handoffs/WI-3.md"), False),
 }
 HOSTILE_NODES = ("link to a file", "link to a folder", "dangling link", "fifo")
@@ -411,8 +412,11 @@ def test_a_hostile_node_at_a_state_path_is_refused_and_nothing_outside_changes(
             planted = []
             for rel in sorted(set(rels)):
                 node = folder / rel
-                if node.parent.is_symlink() or node.is_symlink() or node.is_dir():
+                parent = node.parent
+                if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
                     continue  # a link inside a linked folder would be planted outside
+                if node.is_symlink() or node.is_dir():
+                    continue
                 if node.is_file():  # coordination_log.yaml: the agents' file becomes a link
                     node.unlink()
                 node.parent.mkdir(parents=True, exist_ok=True)
@@ -444,6 +448,93 @@ def test_a_hostile_node_at_a_state_path_is_refused_and_nothing_outside_changes(
             assert not (outside / "nowhere").exists(), shown
             for rel in planted:  # never replaced by a regular file either
                 assert not (folder / rel).is_file() or (folder / rel).is_symlink(), shown
+        finally:
+            shutil.rmtree(root)
+
+    prop()
+
+
+# --- 1 MB of each shipped pattern's worst case, in every pattern-matched field ----------------
+
+# (prefix, filler, suffix): what makes a backtracking pattern try hardest. The keyword each
+# pattern anchors on, then a run the pattern's next quantifier can take, then what fails it.
+WORST_CASES = [
+    ("coverage", " ", "x"),
+    ("coverage:", " ", "%"),
+    ("HTTP", " ", "x"),
+    ("HTTP error", "\t", "="),
+    ("status_code", " ", ":"),
+    ("responded with", " ", "'"),
+    ("", "a.", "!/"),
+    ("error", " ", "["),
+    ("", "coverage ", ""),
+    ("", "HTTP ", ""),
+    ("questions", " asked", ""),
+    ("acceptance criteria", " x", ""),
+    ("coordination log", " x", ""),
+    ("unable to", " ", ""),
+    ("network request", " x", ""),
+    ("'", "x", ""),
+    ("0x", "f", "g"),
+    ("", "TypeError", ""),
+]
+SIZES = (1 << 10, 1 << 16, 1 << 20)
+FIELDS = ("error", "description", "task_name", "criterion", "answer")
+# `ci`: a dozen megabyte-sized examples take seconds; `long` runs the profile's count.
+WORST_EXAMPLES = 12 if os.environ.get("SELFCORRECT_FUZZ", "ci") == "ci" else FUZZ.max_examples
+
+
+@st.composite
+def worst_text(draw: st.DrawFn) -> str:
+    prefix, filler, suffix = draw(st.sampled_from(WORST_CASES))
+    size = draw(st.sampled_from(SIZES))
+    return prefix + filler * ((size - len(prefix) - len(suffix)) // len(filler)) + suffix
+
+
+def _place(folder: Any, field: str, text: str) -> str:
+    """Put `text` in one pattern-matched field; the command that matches patterns over it."""
+    if field == "error":
+        entries = [
+            {"id": f"TF-{n}", "tool": "Bash", "error": text, "timestamp": "2026-11-29T10:0{n}:00Z"}
+            for n in range(3)
+        ]
+        (folder / "tool_failures.yaml").write_text(json.dumps({"failures": entries}))
+        return "shadow"
+    if field == "description":
+        issue = {"id": "V1", "severity": "MAJOR", "description": text}
+        report = {"status": "FIXABLE", "issues": [issue]}
+        (folder / "validation_report.yaml").write_text(json.dumps(report))
+        return "shadow"
+    task = {"task_id": "WI-9", "name": "x", "status": "in_progress", "acceptance_criteria": ["x"]}
+    log = {"controller": "lead", "implementation_tasks": [task]}
+    if field == "task_name":
+        task["name"] = text
+    elif field == "criterion":
+        task["acceptance_criteria"] = [text]
+    else:
+        log["questions_asked"] = [{"question": "why?", "delegated_to": "qa", "answer": text}]
+        (folder / "coordination_log.yaml").write_text(dump(log))
+        return "validate"
+    (folder / "coordination_log.yaml").write_text(dump(log))
+    return "shadow"
+
+
+def test_worst_case_texts_in_every_pattern_matched_field(
+    run_line: Run, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Completes with a verdict, never an internal error. Each pattern sees at most 8 KiB of a
+    text (core/text_window.py), so 1 MB costs what 8 KiB does; no time is asserted."""
+
+    @settings(FUZZ, max_examples=WORST_EXAMPLES)
+    @given(st.sampled_from(FIELDS), worst_text())
+    def prop(field: str, text: str) -> None:
+        root, folder = fresh_folder(tmp_path_factory)
+        try:
+            command = _place(folder, field, text)
+            argv = ["run", str(folder), "--shadow"] if command == "shadow" else [command, folder]
+            result = run_line(argv)
+            assert result.exit_code in (0, 1, 3), (field, result.stdout[-2000:], result.stderr)
+            assert "Traceback" not in result.stderr and "internal error" not in result.stderr
         finally:
             shutil.rmtree(root)
 

@@ -264,21 +264,27 @@ def test_once_exits_with_the_run_code_and_prints_one_object(
 
 
 def test_a_run_that_fails_midway_is_tried_again(folder: Path, spawn: Callable[..., Watch]) -> None:
-    """A run that fails after it started writing (here its journal cannot be appended; in the
-    wild, a write conflict with an editor saving every few milliseconds) leaves what triggered
-    it unprocessed: the watcher tries again after a backoff, with no new change needed."""
+    """A run that fails after it started writing (here the machine refuses to replace its
+    calibration file, as a full disk would; in the wild also a write conflict with an editor
+    saving every few milliseconds) leaves what triggered it unprocessed: the watcher tries
+    again after a backoff, with no new change needed, and says so once. (A path that is a
+    symlink or a folder where a file belongs is refused before anything is written, and not
+    retried: an edit must fix it.)"""
     watch = spawn(folder)
     watch.next_run(START_S)
-    journal = folder / ".selfcorrect" / "journal.jsonl"
-    journal.unlink()
-    journal.mkdir()  # appending to it fails
-    with (folder / "tool_failures.yaml").open("a") as handle:
-        handle.write(NEW_ENTRY)
-    failed = watch.run_for("tool_failures.yaml")
-    assert failed["exit"] == 4
-    journal.rmdir()  # the cause goes away; .selfcorrect/ is not an input: no event, no change
+    calibration = folder / "calibration.yaml"
+    if subprocess.run(["chattr", "+i", str(calibration)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        with (folder / "tool_failures.yaml").open("a") as handle:
+            handle.write(NEW_ENTRY)  # the journal is appended, then calibration.yaml refused
+        failed = watch.run_for("tool_failures.yaml")
+        assert failed["exit"] == 2
+        assert watch.stderr_shows(r"calibration\.yaml: ")
+    finally:
+        # The cause goes away; calibration.yaml is not an input: no change to react to.
+        subprocess.run(["chattr", "-i", str(calibration)], check=True)
     retried = watch.next_run(RUN_S)
     assert retried["exit"] == 1, retried
     assert "tool_failures.yaml" in retried["trigger"]
-    assert journal.is_file() and journal.read_text().strip()
     assert watch.runs_within(1.0) == []  # and then it rests

@@ -20,12 +20,17 @@ UNMET = "acceptance_criterion_unmet"
 SEVERITY = "MAJOR"
 METHODS = ("file_exists", "file_contains")
 SLACK = 2  # agents miscount lines: the snippet may sit this many lines either side of the cited one
+# Possessive runs: evidence is agent text, and `:1` followed by a long run of spaces made the
+# backtracking versions cost the square of the text (docs/architecture.md, checks/). A line
+# number has at most 9 digits: 8,000 of them made int() raise.
 _WITH_LINE = re.compile(
-    r"[`'\"]?(?P<path>[^:`'\"]+?):(?P<line>\d+)(?:-(?P<end>\d+))?[`'\"]?"
-    r"(?:\s*[-\u2013\u2014:]\s*(?P<snip>.*))?",
+    r"[`'\"]?(?P<path>[^:`'\"]+?):(?P<line>\d{1,9}+)(?:-(?P<end>\d{1,9}+))?[`'\"]?"
+    r"(?:\s*+[-\u2013\u2014:]\s*(?P<snip>.*))?",
     re.DOTALL,
 )
-_NO_LINE = re.compile(r"(?P<path>.+?)(?:\s+[-\u2013\u2014]\s+(?P<snip>.*))?", re.DOTALL)
+# `path - snippet`: the first dash between spaces, found from the start of a run of spaces only
+# (a lazy `(.+?)\s+-` tried every split of a long run of spaces: quadratic).
+_DASH = re.compile(r"(?<!\s)\s++[-\u2013\u2014]\s+")
 _ELLIPSIS = re.compile(r"\.\.\.|\u2026")
 _QUOTES = "`'\""
 
@@ -51,9 +56,9 @@ def parse_citation(evidence: str) -> Citation:
             int(end) if end else None,
             _unquote(match.group("snip") or ""),
         )
-    match = _NO_LINE.fullmatch(text)
-    path, snip = (match.group("path"), match.group("snip")) if match else (text, None)
-    return Citation(_unquote(path), snippet=_unquote(snip or ""))
+    dash = _DASH.search(text, 1)
+    path, snip = (text[: dash.start()], text[dash.end() :]) if dash else (text, "")
+    return Citation(_unquote(path), snippet=_unquote(snip))
 
 
 def _unquote(text: str) -> str:

@@ -12,11 +12,12 @@ import re
 import secrets
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
 
 from selfcorrect import __version__
+from selfcorrect.cli.report import printable
 
 # The package page; change it here if the project gets a home page of its own.
 INFORMATION_URI = "https://pypi.org/project/selfcorrect/"
@@ -24,6 +25,7 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "selfcorrect/v1"
 GITHUB = {"error": "error", "warning": "warning", "note": "notice"}
 # Characters XML 1.0 cannot carry at all, not even as character references.
+_BREAKS = re.compile("([\r\n])")
 _XML_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -135,19 +137,35 @@ def _subject(subject: Mapping[str, Any], escalation: Mapping[str, Any] | None) -
     )
 
 
+def visible(text: str) -> str:
+    """Agent text with every control, C1, bidirectional-override and other invisible character
+    shown as an escape (`\\x1b`, `\\x202e`), so a CI log or a code-scanning page never obeys or
+    hides it (docs/ci.md: agent text is escaped for its format). Line breaks stay: each format
+    carries them its own way."""
+    return "".join(
+        part if part in ("\r", "\n") else printable(part) for part in _BREAKS.split(text)
+    )
+
+
+def _shown(item: Finding) -> Finding:
+    texts = {f.name: getattr(item, f.name) for f in fields(item)}
+    return replace(item, **{k: visible(v) for k, v in texts.items() if isinstance(v, str)})
+
+
 def findings(run: Mapping[str, Any], *, all_subjects: bool = False) -> list[Finding]:
-    """Every issue, then every subject that needs something (or all of them)."""
+    """Every issue, then every subject that needs something (or all of them), with agent text
+    made visible."""
     escalations = {_text(e.get("subject")): e for e in run.get("escalations") or []}
     found = [_issue(issue) for issue in run.get("issues") or []]
     for subject in run.get("subjects") or []:
         finding = _subject(subject, escalations.get(_text(subject.get("subject"), "?")))
         if finding.level or all_subjects:
             found.append(finding)
-    return found
+    return [_shown(item) for item in found]
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return visible(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

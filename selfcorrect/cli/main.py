@@ -18,6 +18,7 @@ from selfcorrect.cli.options import (
     folder_argument,
     format_option,
     make_common,
+    wait_option,
 )
 from selfcorrect.cli.report import printable
 from selfcorrect.errors import ExitCode, InputError, SelfcorrectError
@@ -104,6 +105,7 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
     is_flag=True,
     help="Run the validator once first, so the run starts from a fresh report.",
 )
+@wait_option
 @common_options
 def run(
     folder: Path,
@@ -111,6 +113,7 @@ def run(
     shadow: bool,
     max_cycles: int | None,
     validate_first: bool,
+    wait: float,
     policy: Path | None,
     color: str,
     verbose: int,
@@ -139,6 +142,12 @@ def run(
     --format github|sarif|junit print CI output to stdout (SARIF 2.1.0 for
     GitHub code scanning). Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml),
     2 invalid input, 3 PENDING (work handed to agents through recovery/).
+
+    \b
+    One writer per folder: a run holds DIR/.selfcorrect/folder.lock while it
+    works; a second run (or reset, validate, a watcher's run) waits for it up
+    to --wait seconds, then exits 2 naming the holder's pid. --shadow reads
+    without the lock and writes nothing.
     """
     from selfcorrect.cli.run_report import EXIT, show_run
     from selfcorrect.run import correction_run
@@ -151,6 +160,7 @@ def run(
         shadow=shadow,
         max_cycles=max_cycles,
         validate_first=validate_first,
+        wait=wait,
     )
     show_run(outcome, fmt, common, documents_display(folder))
     return EXIT[outcome.plan.result.value]
@@ -189,12 +199,14 @@ def status(
     help="Also re-check the file_exists / file_contains evidence cited by another "
     "validator's report against the project.",
 )
+@wait_option
 @common_options
 def validate(
     folder: Path,
     fmt: str,
     output: Path | None,
     recheck: Path | None,
+    wait: float,
     policy: Path | None,
     color: str,
     verbose: int,
@@ -215,7 +227,7 @@ def validate(
     from selfcorrect.validator import validate_folder
 
     common = make_common(policy, color, verbose, quiet)
-    result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck)
+    result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck, wait=wait)
     show_validation(result, fmt, common)
     return ExitCode.PASS if result.status == "PASS" else ExitCode.BLOCKED
 
@@ -461,6 +473,7 @@ def replay(
     "or a fresh report) and then applies the budget already spent.",
 )
 @format_option("text", "json")
+@wait_option
 @common_options
 def reset_command(
     folder: Path,
@@ -472,6 +485,7 @@ def reset_command(
     false_positive: bool,
     no_retry: bool,
     fmt: str,
+    wait: float,
     policy: Path | None,
     color: str,
     verbose: int,
@@ -528,7 +542,7 @@ def reset_command(
         false_positive=false_positive,
     )
     try:
-        outcome = reset(folder, request, policy_path=policy)
+        outcome = reset(folder, request, policy_path=policy, wait=wait)
     except UnknownTarget as exc:
         raise click.BadParameter(str(exc), param_hint=f"--{kind}") from exc
     if fmt == "json":

@@ -75,3 +75,16 @@ def format_option(*choices: str) -> Callable[[F], F]:
 folder_argument = click.argument(
     "folder", metavar="DIR", type=click.Path(path_type=Path, file_okay=False)
 )
+
+
+def wait_option(func: F) -> F:
+    """--wait S: how long to wait for another selfcorrect process holding the folder."""
+    return click.option(
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=60.0,
+        show_default=True,
+        metavar="S",
+        help="Seconds to wait while another run, watcher run, reset or validate holds DIR's "
+        "lock; past that, exit 2 naming its pid (nothing written).",
+    )(func)

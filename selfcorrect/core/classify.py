@@ -21,6 +21,8 @@ from selfcorrect.core.model import Issue, Verdict
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.text_caps import bounded_key
+from selfcorrect.core.text_window import search
 
 UNCLASSIFIED = "unclassified"
 BUILT_IN = frozenset({"restructure_to_template"})
@@ -78,8 +80,9 @@ class IssueDecision:
 
     @property
     def work_item(self) -> str:
-        """Where its directive and failed_items entry go: the task, else the fingerprint."""
-        return self.issue.task_id or self.fingerprint
+        """Where its directive and failed_items entry go: the task, else the fingerprint (both
+        bounded in length: core/text_caps.bounded_key)."""
+        return bounded_key(self.issue.task_id) if self.issue.task_id else self.fingerprint
 
 
 def _fold(text: str) -> str:
@@ -104,7 +107,7 @@ def fingerprint(issue: Issue, issue_type: str) -> str:
     )
     if words:  # several unmet criteria of one task are several issues
         text += "~" + hashlib.sha256(_fold(words).encode()).hexdigest()[:6]
-    return text
+    return bounded_key(text)
 
 
 class IssueClassifier:
@@ -132,7 +135,7 @@ class IssueClassifier:
         if issue.type:
             return issue.type, 1.0
         for name, pattern, confidence in self._patterns:
-            if pattern.search(issue.description):
+            if search(pattern, issue.description):
                 return name, confidence
         # No guess is made: the generic strategy applies with full confidence in "unknown".
         return UNCLASSIFIED, 1.0

@@ -6,7 +6,7 @@ text goes in as data and is rendered, never evaluated, by the sandbox in io/prom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from selfcorrect.core.classify import IssueDecision
@@ -15,6 +15,7 @@ from selfcorrect.core.ladder import SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_caps import cap_all
 
 SUMMARY_CHARS = 200
 COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
@@ -25,10 +26,43 @@ def short(text: str) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
+def _with_sources(
+    context: dict[str, Any], policy: Policy, workflow_dir: str, source: str
+) -> dict[str, Any]:
+    """The context with its agent text capped; task fields come from the coordination log."""
+    limit = int(policy.get("limits.max_text"))
+    task = context.pop("task")
+    result = cap_all(context, limit, f"{workflow_dir}/{source}")
+    result["task"] = cap_all(task, limit, f"{workflow_dir}/coordination_log.yaml")
+    return dict(result)
+
+
 def task_of(coordination: Coordination | None, task_id: str | None) -> Task | None:
     if coordination is None or not task_id:
         return None
     return next((t for t in coordination.tasks if t.task_id == task_id), None)
+
+
+# A path as an agent may be shown it: spelled relative to the project root, or None when it
+# leaves the project (the run passes io/project_paths.placer; docs/architecture.md).
+Place = Callable[[str], str | None]
+
+
+def as_given(path: str) -> str | None:
+    return path
+
+
+def placed(paths: Iterable[str], place: Place) -> tuple[list[str], list[str]]:
+    """(the paths inside the project, as shown; the paths that leave it, as written)."""
+    kept: list[str] = []
+    outside: list[str] = []
+    for path in paths:
+        spelled = place(path)
+        if spelled is None:
+            outside.append(path)
+        else:
+            kept.append(spelled)
+    return list(dict.fromkeys(kept)), list(dict.fromkeys(outside))
 
 
 def task_context(task: Task | None) -> dict[str, Any] | None:
@@ -79,8 +113,11 @@ def stuck_context(
     workflow_dir: str,
     *,
     worked_before: Sequence[str] = (),
+    place: Place = as_given,
 ) -> dict[str, Any]:
-    """`worked_before`: calibration sentences for this failure type, best first (§13)."""
+    """`worked_before`: calibration sentences for this failure type, best first (§13).
+    `place`: how a path is shown to an agent; paths that leave the project are dropped from
+    the scope and listed under `outside`."""
     step = ladder_step(policy, decision.ladder_step or 1)
     rule = policy.failure_type(decision.failure_type)
     if decision.reason.value == "LIMIT_DECOMPOSE":
@@ -95,7 +132,7 @@ def stuck_context(
         # Step 3 combines what worked: the TRY line itself names the best record we have.
         step = {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
     task = task_of(coordination, record.task_id)
-    scope = list(dict.fromkeys([*(task.files if task else ()), *record.files]))
+    scope, outside = placed([*(task.files if task else ()), *record.files], place)
     elsewhere = [
         p
         for other in records.values()
@@ -108,7 +145,7 @@ def stuck_context(
         if decision.epoch and decision.reason.value == "AWAITING_AGENT"
         else f"retry limit of {decision.failure_type} reached"
     ]
-    return {
+    context = {
         "work_item_id": record.task_id or decision.subject,
         "attempts": record.failures_total,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
@@ -137,6 +174,7 @@ def stuck_context(
             for f in decision.signals
         ],
         "scope": scope,
+        "outside": outside,
         "failure_type": decision.failure_type,
         "recovery": str(rule.definition.get("recovery", "")) if rule else "",
         "task": task_context(task),
@@ -144,6 +182,7 @@ def stuck_context(
         "worked_before": list(worked_before),
         "workflow_dir": workflow_dir,
     }
+    return _with_sources(context, policy, workflow_dir, "tool_failures.yaml")
 
 
 def directive_context(
@@ -155,6 +194,7 @@ def directive_context(
     installed: Callable[[str], bool],
     *,
     worked_before: Sequence[str] = (),
+    place: Place = as_given,
 ) -> dict[str, Any]:
     """The context of templates/strategies/<strategy>.md.j2 (§9.1, §12).
 
@@ -162,11 +202,12 @@ def directive_context(
     """
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
-    scope = [issue.target] if issue.target else list(task.files if task else ())
+    scope, outside = placed([issue.target] if issue.target else (task.files if task else ()), place)
+    target = place(issue.target) if issue.target else None
     # §12: an observe task gets no mutating tool and is asked for a report; an issue that names
     # no task is a fix to make.
     intent = infer_intent(task, policy) if task else Intent.CREATE
-    return {
+    context = {
         "intent": intent.value,
         "tools": repair_tools(policy, intent, installed),
         "issue": {
@@ -175,7 +216,8 @@ def directive_context(
             "type": decision.type,
             "severity": issue.severity.value.upper(),
             "description": issue.description,
-            "target": issue.target,
+            "target": target,
+            "outside": outside,
             "task_id": issue.task_id,
             "suggested_fix": issue.suggested_fix,
             "evidence": issue.evidence,
@@ -189,3 +231,4 @@ def directive_context(
         "task": task_context(task),
         "worked_before": list(worked_before),
     }
+    return _with_sources(context, policy, workflow_dir, "validation_report.yaml")

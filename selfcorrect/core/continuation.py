@@ -160,6 +160,21 @@ def _files(item: PendingItem) -> list[str]:
     return list(dict.fromkeys(f.split("#", 1)[0] for f in named if f.split("#", 1)[0]))
 
 
+def _placed_target(
+    target: str | None, place: Callable[[str], str | None]
+) -> tuple[str | None, str | None]:
+    """(the target as shown, or None; the target as written when it leaves the project)."""
+    if not target:
+        return None, None
+    path, anchor = target.split("#", 1) if "#" in target else (target, None)
+    if not path:  # "#section": an anchor in the task's own document
+        return target, None
+    spelled = place(path)
+    if spelled is None:
+        return None, target
+    return (f"{spelled}#{anchor}" if anchor is not None else spelled), None
+
+
 def _fold(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -169,23 +184,31 @@ def split(
     task: Task | None,
     size_of: Callable[[str], int | None],
     policy: Policy,
+    place: Callable[[str], str | None] = lambda path: path,
 ) -> list[MicroTask]:
-    """One micro-task per remaining item, never merged; all of them, even over the limit."""
+    """One micro-task per remaining item, never merged; all of them, even over the limit.
+
+    A target that leaves the project is dropped, and the description says so: a micro-task
+    never sends an agent outside the project (`place`, docs/architecture.md)."""
     budget = int(policy.get("continuation.microtask_tokens"))
     done = {_fold(c) for c in (incomplete.waypoint.completed if incomplete.waypoint else ())}
     remaining = [c for c in (task.acceptance_criteria if task else ()) if _fold(c) not in done]
     result: list[MicroTask] = []
     for n, item in enumerate(_remaining_work(incomplete, task), start=1):
+        target, dropped = _placed_target(item.target, place)
         description = item.description or " ".join(
-            part for part in (_VERB[item.kind], item.target or item.id) if part
+            part for part in (_VERB[item.kind], target or item.id) if part
         )
+        if dropped:
+            description += f' (target "{dropped}" dropped: it leaves the project)'
+
         chars = len(description) + sum(size_of(f) or 0 for f in _files(item))
         tokens = chars // 4
         result.append(
             MicroTask(
                 id=f"{incomplete.task_id}.{n}",
                 kind=item.kind.value,
-                target=item.target,
+                target=target,
                 description=description,
                 estimated_tokens=tokens,
                 acceptance_criteria=tuple(dict.fromkeys([*item.acceptance_criteria, *remaining])),

@@ -15,6 +15,7 @@ from selfcorrect.core.findings import Finding
 from selfcorrect.core.graph import elementary_cycles
 from selfcorrect.core.model import Coordination
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_window import search
 
 Problem = tuple[str, str, str, str | None]  # type, description (the evidence), fix, task id
 Keys = tuple[frozenset[str], frozenset[str]]  # significant words, paths
@@ -38,7 +39,9 @@ _STOP_TEXT = (
 )
 _STOP_WORDS = frozenset(_STOP_TEXT.split())
 _WORD = re.compile(r"[a-z]+")
-_PATH = re.compile(r"[\w./-]*\w/[\w./-]*|[\w-]+\.[a-z][a-z0-9]{0,4}\b")
+# Each branch starts only where a run of its characters starts, and takes the run possessively:
+# started anywhere inside "aaaa…", the old branches cost the square of the run.
+_PATH = re.compile(r"(?<![\w./-])[\w./-]*\w/[\w./-]*+|(?<![\w-])[\w-]++\.[a-z][a-z0-9]{0,4}\b")
 
 
 def coordination_findings(
@@ -88,7 +91,7 @@ def _question_problems(coordination: Coordination, policy: Policy) -> Iterator[P
         words = len(answer.split())
         if words < min_words:
             reasons.append(f"{words} word{'s' * (words != 1)}, fewer than {min_words}")
-        heard = [phrase for phrase, pattern in hedges if pattern.search(answer)]
+        heard = [phrase for phrase, pattern in hedges if search(pattern, answer)]
         if heard:
             reasons.append("hedges with " + ", ".join(_quote(h) for h in heard))
         if reasons:

@@ -37,6 +37,8 @@ class WorkInputs:
     task_states: Mapping[str, str]  # task_id -> last journaled state (split, consolidated, …)
     exists: Callable[[str], bool]
     size_of: Callable[[str], int | None]
+    # How a path is shown to an agent: project-relative, or None when it leaves the project.
+    place: Callable[[str], str | None] = lambda path: path
     decisions: Mapping[str, Sequence[Mapping[str, str]]] = field(default_factory=dict)
     # ^ task_id -> what selfcorrect decided for it before, from the journal: {decision, why}
 
@@ -83,7 +85,7 @@ def _plan_task(
             )
         )
         return
-    pieces = [] if existing else split(item, task, work.size_of, policy)
+    pieces = [] if existing else split(item, task, work.size_of, policy, work.place)
     limit = over_limit(task, len(listed) or len(pieces), policy)
     if limit is not None:
         plan.blocked.append(

@@ -12,6 +12,7 @@ from typing import Any
 
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_window import search
 
 
 @lru_cache(maxsize=256)
@@ -21,7 +22,7 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 def _matches(patterns: Iterable[Any], texts: Iterable[str]) -> bool:
     regexes = [_compiled(p) for p in patterns if isinstance(p, str)]
-    return any(r.search(text) for text in texts for r in regexes)
+    return any(search(r, text) for text in texts for r in regexes)
 
 
 def infer_intent(task: Task, policy: Policy) -> Intent:

@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# The closing `###` is cut by `_title`, not by a lazy `(.*?)` before `[ \t]*$`: that tried
+# every split of a long run of spaces in a heading line, the square of the line.
+HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 PLACEHOLDER = re.compile(r"\{\{?[^{}]*\}\}?")
 
@@ -27,10 +29,17 @@ def _scan(lines: list[str]) -> list[tuple[int, Heading]]:
         if mark and (not fence or mark.group(1).startswith(fence)):
             fence = "" if fence else mark.group(1)
         elif not fence and (heading := HEADING.match(line)):
-            found.append(
-                (number, (len(heading.group(1)), " ".join((heading.group(2) or "").split())))
-            )
+            found.append((number, (len(heading.group(1)), _title(heading.group(2) or ""))))
     return found
+
+
+def _title(rest: str) -> str:
+    """A heading's text, whitespace-folded, without its optional closing sequence (` ##`)."""
+    text = rest.rstrip(" \t")
+    bare = text.rstrip("#")
+    if bare != text and bare[-1:] in (" ", "\t"):
+        text = bare
+    return " ".join(text.split())
 
 
 def headings(text: str) -> list[Heading]:
@@ -39,9 +48,25 @@ def headings(text: str) -> list[Heading]:
 
 
 def matches(expected: Heading, seen: Heading) -> bool:
-    """Same level and text (any case); a `{placeholder}` in the template matches any text."""
-    pattern = ".+".join(re.escape(part) for part in PLACEHOLDER.split(expected[1]))
-    return expected[0] == seen[0] and re.fullmatch(pattern, seen[1], re.IGNORECASE) is not None
+    """Same level and text (any case); a `{placeholder}` in the template matches any text (at
+    least one character). Matched part by part, leftmost first: a regex of `.+` joins cost the
+    square of a long heading for two placeholders, and more for more."""
+    if expected[0] != seen[0]:
+        return False
+    first, *middle = (part.lower() for part in PLACEHOLDER.split(expected[1]))
+    text = seen[1].lower()
+    if not middle:
+        return text == first
+    *middle, last = middle
+    if not text.startswith(first):
+        return False
+    at = len(first)
+    for part in middle:
+        found = text.find(part, at + 1)  # the placeholder before it takes a character or more
+        if found < 0:
+            return False
+        at = found + len(part)
+    return text.endswith(last) and len(text) - len(last) > at
 
 
 def template_for(target: str, templates: Iterable[Mapping[str, Any]]) -> str | None:

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from selfcorrect.core.frozen import EMPTY, FrozenMap
+from selfcorrect.core.text_caps import MAX_KEY, bounded_key
 
 # --------------------------------------------------------------------------- enumerations
 
@@ -114,8 +115,10 @@ class Failure:
 
     @property
     def subject(self) -> str:
-        """What "the same work item" means: task_id, else file_path, else tool (SPEC §2.1)."""
-        return self.task_id or self.file_path or self.tool
+        """What "the same work item" means: task_id, else file_path, else tool (SPEC §2.1);
+        bounded in length (core/text_caps.bounded_key)."""
+        subject = self.task_id or self.file_path or self.tool
+        return subject if len(subject) <= MAX_KEY else bounded_key(subject)
 
 
 # --------------------------------------------------------------------------- validation_report.yaml

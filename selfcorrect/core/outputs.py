@@ -22,6 +22,7 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Report
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.text_caps import cap_text
 
 _RANK = {"recovered": 0, "recovering": 1, "skipped": 2, "blocked": 3}
 
@@ -88,6 +89,8 @@ class RunInputs:
     open_circuits: Sequence[tuple[str, str, str]] = ()  # (rule, version, reason) still open
     written: Mapping[str, str] = field(default_factory=dict)  # final_status last written
     task_epoch: Callable[[str], int] = lambda _task: 0  # resets per task (§11 escalations)
+    # How a path is shown to an agent: project-relative, or None when it leaves the project.
+    place: Callable[[str], str | None] = lambda path: path
 
 
 def escalation_id(key: str, epoch: int = 0) -> str:
@@ -163,4 +166,10 @@ def escalation(
         entry["fingerprint"] = fingerprint
     if step:
         entry["ladder_step"] = step
+    # Agent text (approaches, files, errors) is capped: the whole is in the workflow's inputs.
+    limit = int(run.policy.get("limits.max_text"))
+    source = "validation_report.yaml" if kind == "issue" else "tool_failures.yaml"
+    where = f"{run.workflow_dir}/{source}"
+    for key in ("error_chain", "tried", "files"):
+        entry[key] = [cap_text(str(text), limit, where) for text in entry[key]]
     return entry

@@ -203,6 +203,7 @@ def _plan_subject(
                     run.coordination,
                     run.workflow_dir,
                     worked_before=worked_before(run.calibration, decision.failure_type),
+                    place=run.place,
                 ),
             )
         )

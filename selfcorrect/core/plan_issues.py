@@ -89,6 +89,7 @@ def plan_issue(
                     run.policy,
                     run.installed,
                     worked_before=worked_before(run.calibration, decision.type),
+                    place=run.place,
                 ),
             )
         )

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.taxonomy import error_class, normalise_error
+from selfcorrect.core.text_window import search
 
 
 class Signal(StrEnum):
@@ -226,7 +227,7 @@ class StuckDetector:
             normalised = normalise_error(error) if error else ""
             # Empty (or blank) text is still a failure, but shares nothing with other errors.
             kind = error_class(error) if normalised else None
-            unable = bool(normalised) and any(rx.search(error) for rx in self._unable)
+            unable = bool(normalised) and any(search(rx, error) for rx in self._unable)
             known = (normalised, kind, unable)
             if len(self._texts) >= _CACHE_SIZE:
                 del self._texts[next(iter(self._texts))]

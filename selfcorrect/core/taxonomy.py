@@ -17,6 +17,7 @@ from typing import Any
 
 from selfcorrect.core.model import Failure
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_window import search, window
 
 UNKNOWN = "unknown"
 
@@ -85,7 +86,7 @@ class Taxonomy:
         key = (error, code)
         typed = self._cache.get(key)
         if typed is None:
-            index = self._first_match(f"{error} {code}" if code else error)
+            index = self._first_match(window(f"{error} {code}" if code else error))
             typed = _UNTYPED if index is None else self._typed[index]
             if len(self._cache) >= _CACHE_SIZE:  # bounded: drop the oldest entry
                 del self._cache[next(iter(self._cache))]
@@ -150,7 +151,11 @@ _QUOTED = re.compile(
     r"""(?<!\w)'[^'\n]*'(?!\w)|"[^"\n]*"|`[^`\n]*`|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019"""
 )
 _WINDOWS_PATH = re.compile(r"(?<![\w/\\])(?:[a-z]:[\\/]|\\\\)[^\s'\"`()<>,;]*")
-_UNIX_PATH = re.compile(r"(?<![\w/<])(?:~|\.{1,2})?(?:/[\w.@+~-]+)+/?|\b[\w.@+~-]+(?:/[\w.@+~-]+)+")
+# Possessive runs, and a second branch that starts only where a run of path characters starts:
+# "a.a.a…!/" made the lazy version try every dot (quadratic); these are linear.
+_UNIX_PATH = re.compile(
+    r"(?<![\w/<])(?:~|\.{1,2})?(?:/[\w.@+~-]++)+/?|(?<![\w.@+~-])[\w.@+~-]++(?:/[\w.@+~-]++)+"
+)
 # hex ids and numbers fold to one placeholder: an id's length must not matter either
 _IDS = re.compile(
     r"\b0x[0-9a-f]+\b"
@@ -167,7 +172,7 @@ def normalise_error(text: str) -> str:
     Quoted strings, file paths, hex ids and digits become placeholders; whitespace collapses
     and case folds: "TypeError at handler.ts:45" and "...:46" normalise equal.
     """
-    folded = text.lower()
+    folded = window(text).lower()
     if "'" in folded or '"' in folded or "`" in folded or "\u201c" in folded or "\u2018" in folded:
         folded = _QUOTED.sub("<str>", folded)
     # Paths hold no spaces: scanning only the words with a slash is several times faster.
@@ -183,7 +188,9 @@ def _fold_path(word: str) -> str:
 
 _HTTP_STATUS = (
     r"(?i:\bhttp(?:/\d(?:\.\d)?)?(?:\s*error)?|\bstatus(?:[ _-]?code)?|\bresponse(?:[ _-]?code)?"
-    r"|\bresponded\s+with)[\"']?\s*[:=]?\s*[\"']?([45]\d\d)\b(?![.,]\d)"
+    # `\s*(?:[:=]\s*)?`, never `\s*[:=]?\s*`: two runs of spaces that can trade characters
+    # cost the square of the spaces ("HTTP" and 30,000 spaces took 32 s).
+    r"|\bresponded\s+with)[\"']?\s*(?:[:=]\s*)?[\"']?([45]\d\d)\b(?![.,]\d)"
 )
 # errno names this platform knows, plus Node's own: an uppercase word is not a code by itself
 # ("EXPECTED", "ERROR").
@@ -211,7 +218,7 @@ _CLASS = re.compile(
 def error_class(text: str) -> str | None:
     """The first recognisable error name or code in `text` ('TypeError', 'ENOENT', 'TS2339',
     'HTTP 503'), else None."""
-    match = _CLASS.search(text)
+    match = search(_CLASS, text)
     if match is None:
         return None
     name, ts_code, compiler_code, code, status = match.groups()

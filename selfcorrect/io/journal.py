@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from selfcorrect.errors import Diagnostic
+from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
 
 JOURNAL = Path(".selfcorrect") / "journal.jsonl"
@@ -33,34 +35,99 @@ def read_journal(folder: Path, warnings: list[Diagnostic]) -> list[dict[str, Any
 
 
 def read_journal_file(path: Path, warnings: list[Diagnostic]) -> list[dict[str, Any]]:
-    """A journal anywhere (a copy kept for replay, say). Raises OSError when unreadable."""
-    raw = path.read_bytes()
+    """A journal anywhere (a copy kept for replay, say). FileNotFoundError when there is none;
+    InputError (exit 2, naming it) when it is not a regular file or cannot be read.
+
+    A record that cannot be used (torn, too long, nested too deep, the wrong types) is skipped
+    with a positioned warning: a tampered journal never stops a command, `reset` included
+    (docs/architecture.md: a torn line is a warning). No line longer than MAX_RECORD is ever
+    held in memory whole.
+    """
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
-            warnings.append(
-                Diagnostic(
-                    str(path),
-                    number,
-                    1,
-                    "unreadable journal line ignored (a run was interrupted mid-write?)",
-                    "warning",
-                )
-            )
-            continue
-        if not isinstance(record, dict):
-            continue
-        wrong = _wrong_field(record)
-        if wrong:  # a hand edit gone wrong: every fold below trusts these types
-            message = f"journal record ignored: `{wrong}` has the wrong type"
-            warnings.append(Diagnostic(str(path), number, 1, message, "warning"))
-            continue
-        records.append(record)
+    with _open_regular(path) as handle:
+        number = 0
+        while line := handle.readline(MAX_RECORD + 1):
+            number += 1
+            if len(line) > MAX_RECORD and not line.endswith(b"\n"):
+                while (rest := handle.readline(1 << 16)) and not rest.endswith(b"\n"):
+                    pass  # the rest of an overlong line, read and dropped piecewise
+                _skip(warnings, path, number, f"journal record ignored: over {MAX_RECORD} bytes")
+                continue
+            if line.strip():
+                record, problem = _parse(line)
+                if problem:
+                    _skip(warnings, path, number, problem)
+                elif record is not None:
+                    records.append(record)
     return records
+
+
+# A record is a few hundred bytes (agent text in it is capped, limits.max_text), but a reset
+# names every subject it covers: 16 MiB holds about 100,000 of them. A longer line is a
+# tampered one, and reading it whole once cost 4 bytes of memory for each of its bytes.
+MAX_RECORD = 16 << 20
+MAX_DEPTH = 32  # the deepest record selfcorrect writes is 4 levels
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _unreadable(path, "not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def _unreadable(path: Path, why: str) -> InputError:
+    return InputError(
+        Diagnostic(
+            display_path(path),
+            1,
+            1,
+            f"cannot read the journal: {why}; move it aside (selfcorrect starts a new one, "
+            "forgetting attempts and escalations it counted) or restore it from a backup",
+        )
+    )
+
+
+def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The record on a line, or why it is skipped."""
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        return None, f"journal record ignored: nested deeper than {MAX_DEPTH} levels"
+    except (ValueError, UnicodeDecodeError):
+        return None, "unreadable journal line ignored (a run was interrupted mid-write?)"
+    if not isinstance(record, dict):
+        return None, "journal record ignored: not a JSON object"
+    if _too_deep(record):
+        return None, f"journal record ignored: nested deeper than {MAX_DEPTH} levels"
+    wrong = _wrong_field(record)
+    if wrong:  # a hand edit gone wrong: every fold below trusts these types
+        return None, f"journal record ignored: `{wrong}` has the wrong type"
+    return record, ""
+
+
+def _too_deep(record: Any) -> bool:
+    level: list[Any] = [record]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for value in level
+            if isinstance(value, (dict, list))
+            for child in (value.values() if isinstance(value, dict) else value)
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _skip(warnings: list[Diagnostic], path: Path, number: int, message: str) -> None:
+    warnings.append(Diagnostic(str(path), number, 1, message, "warning"))
 
 
 # The fields the folds read, and the types they expect (None is always allowed).

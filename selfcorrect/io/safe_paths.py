@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from selfcorrect.errors import InputError
+from selfcorrect.errors import EnvironmentProblem, InputError
 
 # Relative to the workflow folder. Files selfcorrect rewrites (with their sidecar locks) ...
 STATE_FILES = (
@@ -62,13 +62,15 @@ def refusal(path: Path | str, what: str) -> InputError:
     return InputError(f"{_display(path)}: {what}")
 
 
-def environment_error(exc: OSError, path: Path | str | None = None) -> InputError | None:
+def environment_error(exc: OSError, path: Path | str | None = None) -> EnvironmentProblem | None:
     """`exc` as an input error naming the path, or None when it is not the environment's."""
     advice = _ADVICE.get(exc.errno or 0)
     if advice is None:
         return None
     named = path if path is not None else exc.filename
-    return refusal(named if named is not None else "(unknown path)", advice)
+    return EnvironmentProblem(
+        f"{_display(named if named is not None else '(unknown path)')}: {advice}"
+    )
 
 
 @contextlib.contextmanager

@@ -9,12 +9,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from selfcorrect.errors import ExitCode, SelfcorrectError
 from selfcorrect.io.documents import display_path
+from selfcorrect.io.folder_lock import holder, open_lock
 
 
 class FolderWatched(SelfcorrectError):
@@ -31,14 +31,13 @@ def lock_path(folder: Path) -> Path:
 def hold(folder: Path) -> Iterator[None]:
     """Hold the folder's watch lock for the block, or raise FolderWatched without waiting."""
     path = lock_path(folder)
-    path.parent.mkdir(exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)  # never a link's target
+    fd = open_lock(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise FolderWatched(
-                f"{display_path(folder)} is already watched by pid {_holder(fd)} "
+                f"{display_path(folder)} is already watched by pid {holder(fd)} "
                 f"(lock {display_path(path)})"
             ) from None
         os.ftruncate(fd, 0)
@@ -50,16 +49,6 @@ def hold(folder: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-
-
-def _holder(fd: int) -> str:
-    """The pid in a lock another watcher holds (it writes it right after locking)."""
-    for _ in range(50):
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        if text:
-            return text
-        time.sleep(0.01)  # locked a moment ago: the pid is on its way
-    return "unknown"
 
 
 __all__ = ["FolderWatched", "hold", "lock_path"]
