@@ -40,7 +40,22 @@ def score(issues: Iterable[Issue]) -> int:
 
 
 def in_scope(path: str, scope: Sequence[str]) -> bool:
-    return any(path == pattern or fnmatch.fnmatchcase(path, pattern) for pattern in scope)
+    """`path` matches a scope entry: `.`, the file itself, a folder it lies under, or a glob.
+
+    The one scope rule: the snapshot captures by it and verification judges by it, so a folder
+    entry (`src`) covers `src/a.py` in both (docs/policy.md, `scope`).
+    """
+    return any(
+        pattern == "."
+        or path == pattern
+        or path.startswith(pattern.rstrip("/") + "/")
+        or (is_glob(pattern) and fnmatch.fnmatchcase(path, pattern))
+        for pattern in scope
+    )
+
+
+def is_glob(value: str) -> bool:
+    return any(ch in value for ch in "*?[")
 
 
 def verify_fix(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from selfcorrect.core.linecount import numstat
+from selfcorrect.core.verification import in_scope, is_glob
 from selfcorrect.errors import WorkspaceError
 from selfcorrect.io import git_tree
 from selfcorrect.io.atomic import _fsync_dir, _write_temp
@@ -52,18 +53,19 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def resolve_inside(root: Path, value: str) -> Path | None:
-    """`value` (a placeholder or target) as a resolved path inside `root`, or None if refused.
+def resolve_inside(root: Path, value: str, *, argument: bool = True) -> Path | None:
+    """`value` (a placeholder, target or cited path) resolved inside `root`, or None if refused.
 
-    Refused: empty, leading '-' (would read as an option), absolute, control characters
-    (NUL included), over PATH_MAX, or resolving (after symlinks) outside `root`. Never raises.
+    The project's one path guard (the checks use it too). Refused: empty, absolute (`\\x` too),
+    control characters (NUL included), over PATH_MAX, or resolving (after symlinks) outside
+    `root`; with `argument`, also a leading '-' (it would read as an option). Never raises.
     """
     if not isinstance(value, str) or not value or len(value) > _MAX_VALUE:
         return None
-    if value.startswith("-") or any(ch < " " or ch == "\x7f" for ch in value):
+    if (argument and value.startswith("-")) or any(ch < " " or ch == "\x7f" for ch in value):
         return None
     try:
-        if os.path.isabs(value):
+        if os.path.isabs(value) or value.startswith("\\"):
             return None
         base = Path(root).resolve()
         path = (base / value).resolve()
@@ -99,11 +101,7 @@ class Snapshot:
 
     def covers(self, rel: str) -> bool:
         """True when `rel` matches a scope entry: a file, a folder it lies under, or a glob."""
-        from fnmatch import fnmatchcase
-
-        return "." in self.scope or any(
-            fnmatchcase(rel, s) if _is_glob(s) else _under(rel, [s]) for s in self.scope
-        )
+        return in_scope(rel, self.scope)
 
 
 @dataclass(frozen=True)
@@ -171,10 +169,6 @@ def _walk(root: Path, start: str, exclude: tuple[str, ...]) -> Iterator[str]:
                 yield child
 
 
-def _is_glob(value: str) -> bool:
-    return any(ch in value for ch in "*?[")
-
-
 def _glob_base(pattern: str) -> str:
     """The folder a glob's matches all lie under ('' for the root)."""
     cut = min((i for i in map(pattern.find, "*?[") if i >= 0), default=len(pattern))
@@ -186,7 +180,7 @@ def _rel_entries(root: Path, values: Iterable[str], what: str) -> tuple[str, ...
     out = set()
     for value in map(str, values):
         pattern = value.removeprefix("./")
-        if _is_glob(value) and ".." not in pattern.split("/"):
+        if is_glob(value) and ".." not in pattern.split("/"):
             # The glob's matches lie under its literal folder, so that folder must be inside.
             if resolve_inside(root, value) and resolve_inside(root, _glob_base(pattern) or "."):
                 out.add(pattern)
@@ -199,7 +193,7 @@ def _rel_entries(root: Path, values: Iterable[str], what: str) -> tuple[str, ...
 
 
 def _scope_files(root: Path, entry: str, exclude: tuple[str, ...]) -> Iterable[str]:
-    if _is_glob(entry):
+    if is_glob(entry):
         from fnmatch import fnmatchcase
 
         return (r for r in _walk(root, _glob_base(entry), exclude) if fnmatchcase(r, entry))
