@@ -22,7 +22,8 @@ from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
 from selfcorrect.io import atomic, workspace
-from selfcorrect.io.process import Completed, run_argv
+from selfcorrect.io.process import Completed
+from selfcorrect.io.process_tree import run_contained
 
 Record = Callable[[dict[str, Any]], None]
 
@@ -161,7 +162,7 @@ def apply_fix(
         argv[0] = locate(argv[0]) or argv[0]  # the same program `installed` found
     step("preflight", "remediating", argv=argv, scope=scope)  # fsynced before the effect
     timeout = float(fixer.get("timeout_s") or policy.get("remediation.step_timeout_s"))
-    done = _restructure(root, argv[1], argv[2]) if built_in else run_argv(argv, root, timeout)
+    done = _restructure(root, argv[1], argv[2]) if built_in else run_contained(argv, root, timeout)
     changed = workspace.changes(snap)
     step(
         "remediating",

@@ -1,0 +1,226 @@
+"""Hostile fixers are contained: process tree, output, hidden files, `.git`, the folder (§9.4).
+
+Each test builds the attack as it was reported: a real git project in tmp_path, a real fixer
+script configured as the policy's fix command, and a real `selfcorrect run`. After the run the
+project is byte for byte its snapshot outside the scope, HEAD is where it was, and no process of
+the fixer is alive. Nothing is mocked, and no outcome is waited for by sleeping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfcorrect.core.verification import in_scope
+from selfcorrect.io.process_tree import OUTPUT_CAP, run_contained
+
+SRC = {"src/a.py": "a = 1\n", "src/b.py": "b = 1\n", "src/c.py": "c = 1\n"}
+EDITS = {"src/a.py": "a = 1\n# my edit\n", "src/b.py": "b = 1\n# mine too\n"}
+IGNORED = {".env": "TOKEN=1\n", "build/out.txt": "built\n", "node_modules/m/index.js": "m\n"}
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def hostile_project(tmp_path: Path, fixer: str, target: str = "src/a.py", scope: str = "") -> Path:
+    """A git project whose linting fixer is `fixer` (sh), with uncommitted edits and ignored files.
+
+    The issue is already in the report (the validator writes nothing), so a run goes straight
+    to the fix.
+    """
+    repo = tmp_path / "repo"
+    (repo / "workflow").mkdir(parents=True)
+    for rel, text in {**SRC, "README.md": "readme\n", ".gitignore": "\n".join(IGNORED)}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (repo / ".gitignore").write_text(".env\nbuild/\nnode_modules/\n")
+    (repo / "fixer.sh").write_text("#!/bin/sh\n" + fixer)
+    (repo / "fixer.sh").chmod(0o755)
+    (repo / "validate.py").write_text("pass\n")
+    scope_line = f"        scope: [{scope}]\n" if scope else ""
+    (repo / "workflow" / "selfcorrect.yaml").write_text(
+        f"validator:\n  command: [{sys.executable}, validate.py]\n"
+        "issue_types:\n  linting_errors:\n    fix:\n      - command: [sh, fixer.sh, '{target}']\n"
+        "        applies_to: ['*']\n        timeout_s: 20\n" + scope_line
+    )
+    (repo / "workflow" / "validation_report.yaml").write_text(
+        json.dumps(
+            {
+                "status": "FIXABLE",
+                "issues": [
+                    {
+                        "type": "linting_errors",
+                        "severity": "MAJOR",
+                        "description": "E1 lint",
+                        "target": target,
+                    }
+                ],
+            }
+        )
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "start")
+    for rel, text in {**EDITS, **IGNORED}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (repo / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    return repo
+
+
+def project_digest(repo: Path, scope: tuple[str, ...] = ("src/a.py",)) -> dict[str, str]:
+    """Every file a fixer could touch, outside its scope: ignored files, `.git` refs, config,
+    hooks and HEAD, the policy. Not the run's own outputs (journal, prompts, failed_items)."""
+    out: dict[str, str] = {}
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if rel in scope or rel.startswith(("workflow/", ".git/objects/", ".git/logs/")):
+            continue
+        if rel in (".git/index", ".git/COMMIT_EDITMSG", ".git/ORIG_HEAD"):
+            continue
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif path.is_dir():
+            out[rel + "/"] = "dir"
+    out["workflow/selfcorrect.yaml"] = (repo / "workflow" / "selfcorrect.yaml").read_text()
+    return out
+
+
+def transitions(repo: Path) -> list[dict]:
+    path = repo / "workflow" / ".selfcorrect" / "journal.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [r for r in records if r.get("event") == "transition"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_for(path: Path) -> int:
+    """The pid a fixer's child wrote (it writes the file before it can act)."""
+    assert path.exists(), f"{path.name} was never written"
+    return int(path.read_text().split()[0])
+
+
+# --- item 4: the whole process tree ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("detach", ["&", "setsid"])
+def test_a_detached_child_of_the_fixer_is_dead_before_changes_are_measured(
+    tmp_path: Path, run_line, detach: str
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    spawn = "sh -c 'echo $$ > {p}; sleep 30; echo evil >> README.md' &"
+    if detach == "setsid":
+        spawn = "setsid sh -c 'echo $$ > {p}; sleep 30; echo evil >> README.md' &"
+    spawn = spawn.format(p=pidfile)
+    fixer = f'echo fix >> "$1"\n{spawn}\nwhile [ ! -s {pidfile} ]; do :; done\nexit 0\n'
+    repo = hostile_project(tmp_path, fixer)
+    before = project_digest(repo)
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    pid = wait_for(pidfile)
+    assert not alive(pid), "the fixer's detached child outlived the run"
+    assert project_digest(repo) == before
+    steps = transitions(repo)
+    assert ("remediating", "verifying") in [(s["from"], s["to"]) for s in steps]
+
+
+def test_a_setsid_grandchild_is_ended_with_a_timed_out_fixer(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    script = tmp_path / "fixer.sh"
+    script.write_text(
+        f"#!/bin/sh\nsetsid sh -c 'echo $$ > {pidfile}; exec sleep 600' &\n"
+        f"while [ ! -s {pidfile} ]; do :; done\nexec sleep 600\n"
+    )
+    script.chmod(0o755)
+
+    done = run_contained([str(script)], tmp_path, 1.0)
+
+    assert done.timed_out
+    assert not alive(wait_for(pidfile))
+
+
+def test_a_fixer_that_is_not_installed_is_reported_not_found(tmp_path: Path) -> None:
+    done = run_contained(["selfcorrect-no-such-fixer"], tmp_path, 5.0)
+    assert done.not_found and "not found" in done.describe(5.0)
+
+
+# --- item 11a: output is capped, streaming ----------------------------------------------------
+
+
+def test_a_fixer_printing_without_end_keeps_only_the_last_mebibyte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    # 64 MiB of output then a last line: far more than the cap, bounded so the test ends.
+    script = tmp_path / "flood.py"
+    script.write_text(
+        "import sys\nline = b'x' * 1023 + b'\\n'\n"
+        "for _ in range(64 * 1024):\n    sys.stdout.buffer.write(line)\n"
+        "sys.stdout.buffer.write(b'the last line\\n')\n"
+    )
+
+    done = run_contained([sys.executable, str(script)], tmp_path, 120.0)
+
+    assert done.ok
+    assert len(done.output) == OUTPUT_CAP
+    assert done.output.endswith(b"the last line\n") and done.tail.endswith("the last line")
+    assert list(temp.iterdir()) == []  # nothing spooled to disk
+
+
+# --- item 13c: a folder in scope covers its files ---------------------------------------------
+
+
+def test_a_folder_scope_covers_the_files_under_it() -> None:
+    assert in_scope("src/a.py", ["src"]) and in_scope("src/deep/a.py", ["src/"])
+    assert not in_scope("srcx/a.py", ["src"]) and not in_scope("other.py", ["src"])
+    assert in_scope("anything", ["."]) and in_scope("src/a.py", ["src/*.py"])
+
+
+def test_a_fix_within_a_folder_scope_is_not_a_violation(tmp_path: Path, run_line) -> None:
+    repo = hostile_project(tmp_path, 'echo fix >> src/b.py\necho fix >> "$1"\n', scope="src")
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    verdicts = [s["evidence"].get("verdict") for s in transitions(repo)]
+    assert "SCOPE_VIOLATION" not in verdicts
+    assert (repo / "src" / "b.py").read_text().endswith("fix\n")
+
+
+def test_no_fixer_process_is_left_after_many_runs(tmp_path: Path) -> None:
+    """Strays would still run `sleep 31.4159`; zombies would show up as our children."""
+    for _ in range(5):
+        done = run_contained(
+            ["sh", "-c", "sleep 31.4159 & setsid sleep 31.4159 & exit 0"], tmp_path, 5.0
+        )
+        assert done.ok
+    strays, zombies = [], []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            fields = Path(f"/proc/{name}/stat").read_bytes().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if cmdline == b"sleep\x0031.4159\x00":
+            strays.append(name)
+        if fields[1] == str(os.getpid()).encode() and fields[0] == b"Z":
+            zombies.append(name)
+    assert (strays, zombies) == ([], [])
