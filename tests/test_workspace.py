@@ -198,7 +198,7 @@ def test_restore_reports_a_failed_write(project: Path, monkeypatch: pytest.Monke
     write(project / "src" / "a.txt", b"fixer\n")
     found = changes(snap)
 
-    def refuse(src: object, dst: object) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError("read-only file system")
 
     monkeypatch.setattr(ws.os, "replace", refuse)
@@ -213,8 +213,10 @@ def test_restore_verifies_what_it_wrote(project: Path, monkeypatch: pytest.Monke
     snap = snapshot(project, ["src/a.txt"])
     write(project / "src" / "a.txt", b"fixer\n")
     found = changes(snap)
-    real = ws._write_temp
-    monkeypatch.setattr(ws, "_write_temp", lambda path, data, mode: real(path, data[:-1], mode))
+    real = ws._write_new
+    monkeypatch.setattr(
+        ws, "_write_new", lambda fd, name, data, mode: real(fd, name, data[:3], mode)
+    )
     assert restore(snap, found).failed == ["src/a.txt"]
 
 
@@ -224,7 +226,7 @@ def test_restore_refuses_changes_pointing_outside(project: Path, tmp_path: Path)
     victim.write_bytes(b"keep\n")
     image = snapshot(project, ["other.txt"]).images["other.txt"]
     hostile = [Change(rel, 1, 0, image, "absent") for rel in ("../victim.txt", "/etc/x", "")]
-    assert restore(snap, hostile).failed == ["../victim.txt", "/etc/x", ""]
+    assert sorted(restore(snap, hostile).failed) == ["", "../victim.txt", "/etc/x"]
     assert victim.read_bytes() == b"keep\n"
 
 
@@ -261,7 +263,7 @@ def test_a_dirty_file_the_fixer_reverts_to_head_is_seen(tmp_path: Path) -> None:
     write(root / "other.txt", b"uncommitted work\n")
     snap = snapshot(root, [])
     git(root, "checkout", "--", "other.txt")  # now clean: git status no longer lists it
-    assert [c.rel for c in changes(snap)] == ["other.txt"]
+    assert [c.rel for c in changes(snap)] == [".git/index", "other.txt"]  # the index too
     restore(snap, changes(snap))
     assert (root / "other.txt").read_bytes() == b"uncommitted work\n"
 
@@ -274,12 +276,16 @@ def test_a_fixer_that_commits_is_still_seen_and_undone(tmp_path: Path) -> None:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "x")
     snap = snapshot(root, [])
+    head = git(root, "rev-parse", "HEAD")
     write(root / "src" / "a.txt", b"committed by the fixer\n")
     git(root, "commit", "-q", "-am", "fixer")
     found = changes(snap)
-    assert [c.rel for c in found] == ["src/a.txt"]
-    assert restore(snap, found).restored == ["src/a.txt"]
+    assert "src/a.txt" in [c.rel for c in found]
+    assert {".git/index", ".git/COMMIT_EDITMSG"} <= {c.rel for c in found}  # `.git` counts
+    assert not restore(snap, found).failed
     assert (root / "src" / "a.txt").read_bytes() == TEXT
+    assert git(root, "rev-parse", "HEAD") == head  # the commit is undone: HEAD moved back
+    assert git(root, "status", "--porcelain") == ""
 
 
 def test_unignoring_a_file_never_gets_it_deleted(tmp_path: Path) -> None:
@@ -293,14 +299,13 @@ def test_unignoring_a_file_never_gets_it_deleted(tmp_path: Path) -> None:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "x")
     snap = snapshot(root, [".gitignore"])
-    assert snap.ignored == ("build/", "run.log")
+    assert {"build", "run.log"} <= set(snap.areas)
+    assert snap.images["build/out.txt"].data == b"a person's build output\n"  # kept: small
     write(root / ".gitignore", b"")  # the fixer un-ignores them: they look created
     found = by_rel(changes(snap))
-    assert list(found) == [".gitignore", "build/out.txt", "run.log"]
-    assert found["build/out.txt"].before.mode == 0  # existed, bytes unknown
+    assert list(found) == [".gitignore"]  # their bytes were kept, and are the same
     report = restore(snap, found.values())
     assert report.restored == [".gitignore"]
-    assert sorted(report.failed) == ["build/out.txt", "run.log"]
     assert (root / "build" / "out.txt").read_bytes() == b"a person's build output\n"
 
 
@@ -330,15 +335,24 @@ def test_glob_scope_outside_is_refused(project: Path, scope: str) -> None:
         snapshot(project, [scope])
 
 
-def test_excluded_folders_are_never_reported(project: Path) -> None:
+def test_an_excluded_folder_is_out_of_scope_but_watched(project: Path) -> None:
     snap = snapshot(project, ["src/a.txt", "workflow/coordination_log.yaml"], exclude=["workflow"])
-    assert "workflow/coordination_log.yaml" not in snap.images
+    assert snap.scope == ("src/a.txt",)  # never in scope, whatever the scope says
     assert not any(rel.startswith("workflow/") for rel in snap.tree)
     write(project / "workflow" / "coordination_log.yaml", b"tasks: [edited]\n")
     write(project / "workflow" / "recovery" / "t1.md", b"# directive\n")
-    write(project / "workflow" / ".selfcorrect" / "journal", b"{}\n")
     write(project / "src" / "__pycache__" / "a.pyc", b"\0junk")
-    assert changes(snap) == []
+    found = [c.rel for c in changes(snap) if not c.rel.startswith(".git/")]
+    assert found == [
+        "src/__pycache__/a.pyc",
+        "workflow/coordination_log.yaml",
+        "workflow/recovery/t1.md",
+    ]
+    restore(snap, changes(snap))
+    assert (project / "workflow" / "coordination_log.yaml").read_bytes() == b"tasks: []\n"
+    assert not (project / "workflow" / "recovery").exists() or not any(
+        (project / "workflow" / "recovery").iterdir()
+    )
 
 
 def test_outside_git_a_huge_tree_is_refused(

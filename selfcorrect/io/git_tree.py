@@ -117,3 +117,17 @@ def head_blob(tree: Any, top_rel: str, now_mode: int | None) -> tuple[bytes | No
     if now_mode and stat.S_ISREG(now_mode) and bool(now_mode & 0o100) == executable:
         mode = now_mode
     return blob.data_stream.read(), mode
+
+
+def others(repo: Repo, prefix: str, *, ignored: bool) -> list[str]:
+    """Untracked (or ignored) files and folders under the root; a whole folder once, no '/'."""
+    args: tuple[str, ...] = ("-z", "--others", "--exclude-standard", "--directory")
+    args += ("--ignored",) if ignored else ()
+    paths = git_paths(repo, "listing untracked files", "ls-files", *args)
+    return [p[len(prefix) :].rstrip("/") for p in paths if p.startswith(prefix)]
+
+
+def git_dir_in(repo: Repo, root: Path) -> str | None:
+    """The repository's `.git` folder relative to `root`, when it lies inside it."""
+    path = Path(repo.git_dir).resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else None
