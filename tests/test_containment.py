@@ -8,7 +8,6 @@ the fixer is alive. Nothing is mocked, and no outcome is waited for by sleeping.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 
 from selfcorrect.core.verification import in_scope
 from selfcorrect.io.process_tree import OUTPUT_CAP, run_contained
+from tests.hardening import project_digest
 
 SRC = {"src/a.py": "a = 1\n", "src/b.py": "b = 1\n", "src/c.py": "c = 1\n"}
 EDITS = {"src/a.py": "a = 1\n# my edit\n", "src/b.py": "b = 1\n# mine too\n"}
@@ -76,26 +76,6 @@ def hostile_project(tmp_path: Path, fixer: str, target: str = "src/a.py", scope:
     return repo
 
 
-def project_digest(repo: Path, scope: tuple[str, ...] = ("src/a.py",)) -> dict[str, str]:
-    """Every file a fixer could touch, outside its scope: ignored files, `.git` refs, config,
-    hooks and HEAD, the policy. Not the run's own outputs (journal, prompts, failed_items)."""
-    out: dict[str, str] = {}
-    for path in sorted(repo.rglob("*")):
-        rel = path.relative_to(repo).as_posix()
-        if rel in scope or rel.startswith(("workflow/", ".git/objects/", ".git/logs/")):
-            continue
-        if rel in (".git/index", ".git/COMMIT_EDITMSG", ".git/ORIG_HEAD"):
-            continue
-        if path.is_symlink():
-            out[rel] = "link:" + os.readlink(path)
-        elif path.is_file():
-            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        elif path.is_dir():
-            out[rel + "/"] = "dir"
-    out["workflow/selfcorrect.yaml"] = (repo / "workflow" / "selfcorrect.yaml").read_text()
-    return out
-
-
 def transitions(repo: Path) -> list[dict]:
     path = repo / "workflow" / ".selfcorrect" / "journal.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -130,13 +110,13 @@ def test_a_detached_child_of_the_fixer_is_dead_before_changes_are_measured(
     spawn = spawn.format(p=pidfile)
     fixer = f'echo fix >> "$1"\n{spawn}\nwhile [ ! -s {pidfile} ]; do :; done\nexit 0\n'
     repo = hostile_project(tmp_path, fixer)
-    before = project_digest(repo)
+    before = project_digest(repo, ["src/a.py"])
 
     run_line(["run", repo / "workflow", "--format", "json"])
 
     pid = wait_for(pidfile)
     assert not alive(pid), "the fixer's detached child outlived the run"
-    assert project_digest(repo) == before
+    assert project_digest(repo, ["src/a.py"]) == before
     steps = transitions(repo)
     assert ("remediating", "verifying") in [(s["from"], s["to"]) for s in steps]
 

@@ -43,7 +43,7 @@ def in_scope(path: str, scope: Sequence[str]) -> bool:
     """`path` matches a scope entry: `.`, the file itself, a folder it lies under, or a glob.
 
     The one scope rule: the snapshot captures by it and verification judges by it, so a folder
-    entry (`src`) covers `src/a.py` in both (docs/policy.md, `scope`).
+    entry (`src`) covers `src/a.py` in both (docs/containment.md, "Scope").
     """
     return any(
         pattern == "."

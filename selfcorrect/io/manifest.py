@@ -1,4 +1,4 @@
-"""What `git status` does not show, watched cheaply: an lstat manifest (docs/integration.md).
+"""What `git status` does not show, watched cheaply: an lstat manifest (docs/containment.md).
 
 A fixer can touch far more than tracked files: git-ignored files (`.env`, `build/`,
 `node_modules/`), `.git` itself (HEAD, refs, the index, config, hooks) and the workflow folder
@@ -27,6 +27,7 @@ are not a scope violation: they are discarded (restored when kept, else deleted)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterable, Mapping
@@ -53,23 +54,30 @@ def take(
     and a new entry.
     """
     out: dict[str, Signature] = {}
-    stack = sorted(set(areas))
-    while stack:
+    stack = []
+    for area in sorted(set(areas)):
+        with contextlib.suppress(OSError):
+            st = os.lstat(os.path.join(root, area))
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(area)
+            else:
+                out[area] = signature(st)
+    while stack:  # scandir: a folder costs no stat call (d_type), a file one lstat
         rel = stack.pop()
-        path = os.path.join(root, rel)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            out[rel] = signature(st)
-            continue
         if folders is not None:
             folders.add(rel)
         try:
-            stack.extend(f"{rel}/{name}" for name in os.listdir(path))
+            with os.scandir(os.path.join(root, rel)) as listing:
+                entries = list(listing)
         except OSError:
             continue
+        for entry in entries:
+            child = f"{rel}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(child)
+                continue
+            with contextlib.suppress(OSError):  # gone meanwhile: not there
+                out[child] = signature(entry.stat(follow_symlinks=False))
     return out
 
 

@@ -1,4 +1,4 @@
-"""A fixer's whole process tree, contained: nothing it starts outlives it (docs/integration.md).
+"""A fixer's whole process tree, contained: nothing it starts outlives it (docs/containment.md).
 
 A fixer is the project's own code run on the project, and a hostile or careless one can detach
 (`cmd &`, `setsid cmd`, a double fork) so that a child edits files after the changes were

@@ -4,8 +4,8 @@ A fixer can replace a folder with a symlink (`rm -rf src; ln -s /elsewhere src`)
 that link, `src/a.py` is some other file; written through it, a restore would change a file
 outside the project and lose the project's own. So every read and write here walks the path
 one folder at a time from the project root with `O_NOFOLLOW | O_DIRECTORY` (openat), and a
-symlink or a file in the place of a folder means the file is not there (docs/integration.md,
-"What a fixer may touch").
+symlink or a file in the place of a folder means the file is not there (docs/containment.md,
+"Undoing a fix").
 """
 
 from __future__ import annotations

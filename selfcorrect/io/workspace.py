@@ -6,9 +6,9 @@ touch; `changes` diffs the work tree against it, and `restore` puts back exactly
 changed, never what someone changed after it. Git is reached only through io/git_tree.py.
 
 What git does not show (ignored files, `.git` itself, the workflow folder) is watched through an
-lstat manifest (io/manifest.py, where the cost trade-off is explained). Every file is read and
-restored through real folders only (io/real_paths.py): a folder a fixer swapped for a symlink
-gets its files back in a real folder, and nothing is written through the link.
+lstat manifest (io/manifest.py; docs/containment.md explains the cost trade-off). Every file is
+read and restored through real folders only (io/real_paths.py): a folder a fixer swapped for a
+symlink gets its files back in a real folder, and nothing is written through the link.
 """
 
 from __future__ import annotations
