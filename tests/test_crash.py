@@ -121,7 +121,7 @@ elif behaviour == "flood":
 LATE = "import pathlib, time; time.sleep(60); pathlib.Path('README.md').write_text('evil')"
 # What a round's fixer does besides its fix (SPEC §19: a hostile fixer changes nothing).
 BEHAVIOURS = ("slow", "detach", "commit", "ignored", "symlink", "flood")
-HOSTILE_RUNS = int(os.environ.get("SELFCORRECT_HOSTILE_RUNS", "2"))  # up to 5: one each
+HOSTILE_RUNS = int(os.environ.get("SELFCORRECT_HOSTILE_RUNS", "1"))  # up to 5: one each
 # The validator writes its report atomically, from a scratch folder outside the project: a
 # killed validator must not be what tears a file.
 VALIDATOR = """

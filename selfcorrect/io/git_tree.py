@@ -119,11 +119,10 @@ def head_blob(tree: Any, top_rel: str, now_mode: int | None) -> tuple[bytes | No
     return blob.data_stream.read(), mode
 
 
-def others(repo: Repo, prefix: str, *, ignored: bool) -> list[str]:
-    """Untracked (or ignored) files and folders under the root; a whole folder once, no '/'."""
-    args: tuple[str, ...] = ("-z", "--others", "--exclude-standard", "--directory")
-    args += ("--ignored",) if ignored else ()
-    paths = git_paths(repo, "listing untracked files", "ls-files", *args)
+def ignored(repo: Repo, prefix: str) -> list[str]:
+    """Ignored files and folders under the root (a whole ignored folder once, without '/')."""
+    args = ("-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    paths = git_paths(repo, "listing ignored files", "ls-files", *args)
     return [p[len(prefix) :].rstrip("/") for p in paths if p.startswith(prefix)]
 
 

@@ -107,10 +107,13 @@ def end_tree(group):
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
 blocked = {signal.SIGTERM, signal.SIGINT}
+# The fixer gets default dispositions (Python ignores SIGPIPE), and never the status pipe.
+default = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+os.set_inheritable(status_fd, False)
 try:
     if os.getppid() != parent:
         raise Stop
-    pid = os.posix_spawnp(argv[0], argv, os.environ, setpgroup=0, setsigdef=blocked)
+    pid = os.posix_spawnp(argv[0], argv, os.environ, setpgroup=0, setsigdef=default)
 except Stop:
     report("stopped")
     sys.exit(0)

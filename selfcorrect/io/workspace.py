@@ -169,6 +169,22 @@ def _under(rel: str, prefixes: Iterable[str]) -> bool:
     return any(rel == p or rel.startswith(p + "/") for p in prefixes)
 
 
+def _noting(skipped: set[str]) -> git_tree.Skip:
+    """`_skipped`, noting each SKIP_DIRS folder it skips (`node_modules`, `src/__pycache__`)."""
+
+    def skip(rel: str, exclude: tuple[str, ...]) -> bool:
+        if _under(rel, exclude):
+            return True
+        parts = rel.split("/")[:-1]
+        for n, part in enumerate(parts):
+            if part in SKIP_DIRS:
+                skipped.add("/".join(parts[: n + 1]))
+                return True
+        return False
+
+    return skip
+
+
 def _skipped(rel: str, exclude: tuple[str, ...]) -> bool:
     return _under(rel, exclude) or not SKIP_DIRS.isdisjoint(rel.split("/")[:-1])
 
@@ -259,11 +275,11 @@ def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -
     with git_tree.open_repo(root) as found:
         if found is not None:
             repo, prefix = found
-            tree = {
-                rel: capture(rel).digest for rel in git_tree.dirty(repo, prefix, skip, _skipped)
-            }
+            untracked: set[str] = set()
+            dirty = git_tree.dirty(repo, prefix, skip, _noting(untracked))
+            tree = {rel: capture(rel).digest for rel in dirty}
             tree[HEAD_KEY] = git_tree.head(repo)
-            areas = _hidden_areas(root, repo, prefix, skip)
+            areas = _hidden_areas(root, repo, prefix, skip) | untracked
         else:
             skipped: list[str] = []
             tree = {rel: capture(rel).digest for rel in _walk(root, "", skip, skipped)}
@@ -290,12 +306,11 @@ def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -
 
 def _hidden_areas(root: Path, repo: Any, prefix: str, exclude: Iterable[str]) -> set[str]:
     """What `git status` does not show: ignored entries, `.git` itself, the excluded folders."""
-    areas = {*git_tree.others(repo, prefix, ignored=True), *exclude}
-    # Untracked trees `git status` is not asked about (SKIP_DIRS: node_modules, __pycache__, …)
-    untracked = git_tree.others(repo, prefix, ignored=False)
-    areas.update(rel for rel in untracked if not SKIP_DIRS.isdisjoint(rel.split("/")))
+    areas = {*git_tree.ignored(repo, prefix), *exclude}
     if (git_dir := git_tree.git_dir_in(repo, root)) is not None:
         areas.add(git_dir)
+    if os.path.lexists(root / ".git"):  # a worktree's `.git` file names where its repository is
+        areas.add(".git")
     return areas
 
 
@@ -315,11 +330,13 @@ def recapture(snap: Snapshot, rels: Iterable[str]) -> Snapshot:
     """The snapshot with `rels` taken again: files selfcorrect itself wrote since (the journal)."""
     images, hidden = dict(snap.images), dict(snap.hidden)
     for rel in rels:
-        images[rel] = _image(snap.root, rel)
-        if (sig := _signature(snap.root, rel)) is not None:
+        sig = _signature(snap.root, rel)
+        images.pop(rel, None)
+        hidden.pop(rel, None)
+        if sig is not None:
             hidden[rel] = sig
-        else:
-            hidden.pop(rel, None)
+        if sig is None or manifest.capturable(rel, sig):  # as the snapshot would keep it
+            images[rel] = _image(snap.root, rel)
     return dataclasses.replace(snap, images=images, hidden=hidden)
 
 
@@ -335,11 +352,12 @@ def changes(snap: Snapshot) -> list[Change]:
                 raise WorkspaceError(f"{root} is no longer inside a git repository")
             repo, prefix = found
             then = snap.tree.get(HEAD_KEY, "")
-            rels = set(git_tree.dirty(repo, prefix, snap.exclude, _skipped))
+            untracked: set[str] = set()
+            rels = set(git_tree.dirty(repo, prefix, snap.exclude, _noting(untracked)))
             rels.update(
                 git_tree.moved(repo, then, git_tree.head(repo), prefix, snap.exclude, _skipped)
             )
-            areas |= _hidden_areas(root, repo, prefix, snap.exclude)
+            areas |= _hidden_areas(root, repo, prefix, snap.exclude) | untracked
             import git
 
             try:
