@@ -166,6 +166,29 @@ def test_a_fixer_printing_without_end_keeps_only_the_last_mebibyte(
     assert list(temp.iterdir()) == []  # nothing spooled to disk
 
 
+def test_a_flooding_fixer_in_a_run_never_spools_its_output_to_disk(
+    tmp_path: Path, run_line
+) -> None:
+    # The fixer looks at where its own output goes: a pipe that selfcorrect drains, never a
+    # file that grows with everything it printed (the reported attack grew /tmp by 2.9 GB).
+    seen = tmp_path / "stdout.txt"
+    fixer = (
+        'echo fix >> "$1"\n'
+        "head -c 16777216 /dev/zero\n"
+        f"{sys.executable} -c 'import os, stat, sys; s = os.fstat(1); "
+        'open(sys.argv[1], "w").write(f"{stat.S_ISREG(s.st_mode)} {s.st_size}")\' '
+        f"{seen}\n"
+    )
+    repo = hostile_project(tmp_path, fixer)
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    regular, size = seen.read_text().split()
+    assert regular == "False" and int(size) <= OUTPUT_CAP
+    outcome = next(s for s in transitions(repo) if s["from"] == "remediating")["evidence"]
+    assert outcome["exit"] == 0
+
+
 # --- item 13c: a folder in scope covers its files ---------------------------------------------
 
 
