@@ -490,3 +490,28 @@ def test_no_git_processes_are_left_behind(tmp_path: Path) -> None:
         found = by_rel(changes(snap))
         assert found["other.txt"].before.data == b"untouched\n"
     assert _git_children() == before == []
+
+
+def test_a_file_the_fixer_turned_into_a_folder_comes_back(project: Path) -> None:
+    snap = snapshot(project, ["notes.md"])
+    (project / "notes.md").unlink()
+    write(project / "notes.md" / "inside.txt", b"x\n")
+    report = restore(snap, changes(snap))
+    assert (report.failed, report.skipped) == ([], [])
+    assert (project / "notes.md").read_bytes() == b"no trailing newline"
+
+
+def test_a_folder_swapped_for_a_symlink_is_restored_through_real_folders(
+    project: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere / "a.txt", b"not the project's\n")
+    write(project / "src" / "a.txt", b"uncommitted\n")
+    snap = snapshot(project, ["src/a.txt"])
+    subprocess.run(["rm", "-rf", str(project / "src")], check=True)
+    (project / "src").symlink_to(elsewhere)
+    report = restore(snap, changes(snap))
+    assert (report.failed, report.skipped) == ([], [])
+    assert not (project / "src").is_symlink()
+    assert (project / "src" / "a.txt").read_bytes() == b"uncommitted\n"
+    assert (elsewhere / "a.txt").read_bytes() == b"not the project's\n"

@@ -421,9 +421,12 @@ def _put_back(root: Path, change: Change) -> bool:
         else:
             _write_new(fd, tmp, before.data, stat.S_IMODE(before.mode or 0o100644))
         try:
-            if _image(root, change.rel).digest != change.after_digest:  # compare-and-swap
+            now = _image(root, change.rel)
+            if now.digest != change.after_digest:  # compare-and-swap
                 os.unlink(tmp, dir_fd=fd)
                 return False
+            if stat.S_ISDIR(now.mode or 0):  # the file became a folder; its files went first
+                os.rmdir(name, dir_fd=fd)
             os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -467,6 +470,7 @@ def restore(snap: Snapshot, changed: Iterable[Change]) -> RestoreReport:
     """
     report = RestoreReport()
     ordered = sorted(changed, key=_restore_order)
+    keep = snap.folders | {c.rel for c in ordered}  # a file that became a folder: put back next
     for change in ordered:
         rel = change.rel
         if not _safe_rel(snap.root, rel):
@@ -482,17 +486,18 @@ def restore(snap: Snapshot, changed: Iterable[Change]) -> RestoreReport:
         ok = _image(snap.root, rel).digest == change.before.digest
         (report.restored if ok else report.failed).append(rel)
         if ok and change.before.data is None:
-            _prune(snap, rel)
+            _prune(snap.root, rel, keep)
     return report
 
 
-def _prune(snap: Snapshot, rel: str) -> None:
+def _prune(root: Path, rel: str, keep: Iterable[str]) -> None:
     """Remove the folders the fixer made for a file it created, once empty (never one that
-    existed then, or that holds anything)."""
+    existed then, one in `keep`, or one that holds anything)."""
+    keep = set(keep)
     folder = rel.rpartition("/")[0]
-    while folder and folder not in snap.folders:
+    while folder and folder not in keep:
         try:
-            with parent_dir(snap.root, folder) as (fd, name):
+            with parent_dir(root, folder) as (fd, name):
                 os.rmdir(name, dir_fd=fd)
         except OSError:
             return  # not empty, or not a real folder: leave it
@@ -515,5 +520,5 @@ def discard(snap: Snapshot, changed: Iterable[Change]) -> list[str]:
             if _safe_rel(snap.root, change.rel) and _put_back(snap.root, change):
                 done.append(change.rel)
                 if change.before.data is None:
-                    _prune(snap, change.rel)
+                    _prune(snap.root, change.rel, snap.folders)
     return done
