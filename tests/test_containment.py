@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,19 @@ def alive(pid: int) -> bool:
     return True
 
 
+def running(pid: int, within: float = 0.0) -> bool:
+    """Still running (not a zombie) after at most `within` seconds of polling."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state == b"Z" or time.monotonic() >= deadline:
+            return state != b"Z"
+        time.sleep(0.01)
+
+
 def wait_for(path: Path) -> int:
     """The pid a fixer's child wrote (it writes the file before it can act)."""
     assert path.exists(), f"{path.name} was never written"
@@ -134,6 +148,18 @@ def test_a_setsid_grandchild_is_ended_with_a_timed_out_fixer(tmp_path: Path) -> 
 
     assert done.timed_out
     assert not alive(wait_for(pidfile))
+
+
+def test_a_fixer_that_kills_its_keeper_still_loses_its_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = tmp_path / "fixer.sh"
+    script.write_text(f"#!/bin/sh\nsleep 600 &\necho $! > {pidfile}\nkill -9 $PPID\nwait\n")
+    script.chmod(0o755)
+
+    done = run_contained([str(script)], tmp_path, 20.0)
+
+    assert not done.ok and "keeper" in (done.error or "")
+    assert not running(wait_for(pidfile), within=20.0)
 
 
 def test_a_fixer_that_is_not_installed_is_reported_not_found(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ def stop(signum, frame):
     raise Stop
 
 def report(text):
-    os.write(status_fd, text.encode("utf-8", "replace")[:4000])
+    os.write(status_fd, (text + "\n").encode("utf-8", "replace")[:4000])
 
 def descendants(me):
     children = {}
@@ -114,6 +114,7 @@ try:
     if os.getppid() != parent:
         raise Stop
     pid = os.posix_spawnp(argv[0], argv, os.environ, setpgroup=0, setsigdef=default)
+    report("group %d" % pid)  # if the keeper itself is killed, selfcorrect ends this group
 except Stop:
     report("stopped")
     sys.exit(0)
@@ -166,6 +167,11 @@ def run_contained(argv: Sequence[str], cwd: Path, timeout: float) -> Completed:
         os.close(out_r)
         os.close(status_r)
     text = tail_of(bytes(kept))
+    lines = status.splitlines() or [""]
+    status = lines[-1]
+    if status.startswith("group "):  # the keeper died before its report (the fixer killed it?)
+        with contextlib.suppress(OSError, ValueError):
+            os.killpg(int(status.split()[1]), signal.SIGKILL)
     if status.startswith("notfound"):
         return Completed(None, "", not_found=True)
     if status.startswith("error "):
