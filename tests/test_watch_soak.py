@@ -107,7 +107,7 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
         for n in range(1, ROUNDS + 1):
             if n % 50 == 0:
                 (repo / f"mod_{n}.py").write_text("import os\nprint(1)\n")
-                (folder / "validation_report.yaml").write_text(
+                (tmp_path / "report.tmp").write_text(
                     json.dumps(
                         {
                             "status": "FIXABLE",
@@ -122,7 +122,11 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
                         }
                     )
                 )
+                # Atomically, as a validator should: the watcher (5 ms debounce) must never
+                # wake up to the truncated file that write_text leaves for a moment.
+                os.replace(tmp_path / "report.tmp", folder / "validation_report.yaml")
                 run = watch.run_for("validation_report.yaml", timeout=60)
+                assert "cycles" in run, run
                 fixed += run["cycles"]
             else:
                 with (folder / "tool_failures.yaml").open("a") as log:
