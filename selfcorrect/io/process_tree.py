@@ -46,6 +46,10 @@ _GRACE_S = 10.0  # after SIGTERM, how long the keeper gets to end the tree befor
 _KEEPER = r"""
 import ctypes, os, signal, sys
 status_fd, argv = int(sys.argv[1]), sys.argv[2:]
+# Signals are taken one at a time with sigwaitinfo, never by a handler: no moment where a
+# SIGTERM could cut the cleanup short. Blocked first, before anything can send one.
+watched = {signal.SIGTERM, signal.SIGINT, signal.SIGCHLD}
+signal.pthread_sigmask(signal.SIG_BLOCK, watched)
 parent = os.getppid()
 subreaper = False
 if sys.platform.startswith("linux"):
@@ -55,12 +59,6 @@ if sys.platform.startswith("linux"):
         libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: selfcorrect went away
     except (OSError, AttributeError):
         pass
-
-class Stop(Exception):
-    pass
-
-def stop(signum, frame):
-    raise Stop
 
 def report(text):
     os.write(status_fd, (text + "\n").encode("utf-8", "replace")[:4000])
@@ -95,43 +93,39 @@ def end_tree(group):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
+        if group:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except OSError:
+                pass
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
 
-signal.signal(signal.SIGTERM, stop)
-signal.signal(signal.SIGINT, stop)
-blocked = {signal.SIGTERM, signal.SIGINT}
-# The fixer gets default dispositions (Python ignores SIGPIPE), and never the status pipe.
+# The fixer gets default dispositions and an empty mask (Python ignores SIGPIPE; we block
+# three), and never the status pipe.
 default = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 os.set_inheritable(status_fd, False)
-try:
-    if os.getppid() != parent:
-        raise Stop
-    pid = os.posix_spawnp(argv[0], argv, os.environ, setpgroup=0, setsigdef=default)
+pid, outcome = None, "stopped"
+if os.getppid() == parent:
+    try:
+        pid = os.posix_spawnp(
+            argv[0], argv, os.environ, setpgroup=0, setsigdef=default, setsigmask=()
+        )
+    except FileNotFoundError:
+        outcome = "notfound"
+    except OSError as exc:
+        outcome = "error " + (exc.strerror or str(exc))
+if pid is not None:
     report("group %d" % pid)  # if the keeper itself is killed, selfcorrect ends this group
-except Stop:
-    report("stopped")
-    sys.exit(0)
-except FileNotFoundError:
-    report("notfound")
-    sys.exit(0)
-except OSError as exc:
-    report("error " + (exc.strerror or str(exc)))
-    sys.exit(0)
-outcome = "stopped"
-try:
-    status = os.waitpid(pid, 0)[1]
-    code = os.waitstatus_to_exitcode(status)
-    outcome = "exit %d" % code
-except Stop:
-    pass
-signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            outcome = "exit %d" % os.waitstatus_to_exitcode(status)
+            break
+        if signal.sigwaitinfo(watched).si_signo != signal.SIGCHLD:
+            break  # SIGTERM: the timeout, or selfcorrect is gone
 end_tree(pid)
 report(outcome + (" contained" if subreaper else " group-only"))
 """
