@@ -162,6 +162,30 @@ def test_a_fixer_that_kills_its_keeper_still_loses_its_process_group(tmp_path: P
     assert not running(wait_for(pidfile), within=20.0)
 
 
+def test_selfcorrect_killed_mid_fix_takes_the_fixer_tree_with_it(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    script = tmp_path / "fixer.sh"
+    script.write_text(
+        f"#!/bin/sh\nsetsid sh -c 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; "
+        "exec sleep 600' &\nexec sleep 600\n"
+    )
+    script.chmod(0o755)
+    code = (
+        "import pathlib, sys\nfrom selfcorrect.io.process_tree import run_contained\n"
+        f"run_contained([{str(script)!r}], pathlib.Path({str(tmp_path)!r}), 600)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    grandchild = wait_for(pidfile)
+
+    runner.kill()  # SIGKILL: selfcorrect gets no chance to clean up; the keeper must
+    runner.wait()
+
+    assert not running(grandchild, within=20.0)
+
+
 def test_a_fixer_that_is_not_installed_is_reported_not_found(tmp_path: Path) -> None:
     done = run_contained(["selfcorrect-no-such-fixer"], tmp_path, 5.0)
     assert done.not_found and "not found" in done.describe(5.0)
