@@ -26,6 +26,7 @@ from selfcorrect.io.process import Completed
 from selfcorrect.io.process_tree import run_contained
 
 Record = Callable[[dict[str, Any]], None]
+LISTED = 100  # paths named per list in a journal record
 
 
 @dataclass
@@ -177,8 +178,8 @@ def apply_fix(
         "verifying",
         exit=done.returncode,
         outcome=done.describe(timeout),
-        changed=[c.rel for c in changed if c not in caches],
-        **({"discarded": discarded} if discarded else {}),
+        **_listed("changed", [c.rel for c in changed if c not in caches]),
+        **(_listed("discarded", discarded) if discarded else {}),
     )
     changed = [c for c in changed if c not in caches]
     limit = int(fixer.get("max_changed_lines") or policy.get("remediation.max_changed_lines"))
@@ -207,6 +208,14 @@ def _refuse_protected(files: Sequence[str], exclude: Sequence[str]) -> str | Non
                 "folder as its target"
             )
     return None
+
+
+def _listed(name: str, paths: list[str]) -> dict[str, Any]:
+    """`paths` for a journal record: the first LISTED, and how many there were when more (a
+    fixer that runs `npm install` changes 50,000 files; one record must stay readable)."""
+    if len(paths) <= LISTED:
+        return {name: paths}
+    return {name: paths[:LISTED], f"{name}_total": len(paths)}
 
 
 def _restructure(root: Path, target: str, template: str) -> Completed:
@@ -248,8 +257,8 @@ def compensate(
     step(
         "compensating",
         target,
-        restored=report.restored,
-        skipped=report.skipped,
-        failed=report.failed,
+        **_listed("restored", report.restored),
+        **_listed("skipped", report.skipped),
+        **_listed("failed", report.failed),
     )
     return report

@@ -397,3 +397,21 @@ def test_a_target_in_git_or_the_workflow_folder_is_refused_before_the_fixer_runs
     assert (
         refused and "never gets `.git` or the workflow folder" in refused[0]["evidence"]["reason"]
     )
+
+
+def test_a_fixer_that_creates_many_files_is_undone_and_journaled_in_brief(
+    tmp_path: Path, run_line
+) -> None:
+    fixer = (
+        'echo fix >> "$1"\nmkdir -p node_modules/big\n'
+        "for i in $(seq 500); do : > node_modules/big/$i.js; done\n"
+    )
+    repo = hostile_project(tmp_path, fixer)
+    before = project_digest(repo)
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert project_digest(repo) == before and not (repo / "node_modules" / "big").exists()
+    undo = compensation(repo)
+    assert undo["to"] == "escalated" and undo["restored_total"] == 501  # and src/a.py
+    assert len(undo["restored"]) == 100
