@@ -515,3 +515,23 @@ def test_a_folder_swapped_for_a_symlink_is_restored_through_real_folders(
     assert not (project / "src").is_symlink()
     assert (project / "src" / "a.txt").read_bytes() == b"uncommitted\n"
     assert (elsewhere / "a.txt").read_bytes() == b"not the project's\n"
+
+
+def test_a_commit_in_a_worktree_whose_repository_lies_outside_fails_loudly(
+    tmp_path: Path,
+) -> None:
+    main = tmp_path / "main"
+    main.mkdir()
+    populate(main)
+    git(main, "init", "-q")
+    git(main, "add", "-A")
+    git(main, "commit", "-q", "-m", "x")
+    tree = tmp_path / "tree"
+    git(main, "worktree", "add", "-q", "-b", "side", str(tree))
+    snap = snapshot(tree, ["src/a.txt"])
+    write(tree / "src" / "a.txt", b"committed by the fixer\n")
+    git(tree, "commit", "-q", "-am", "fixer")
+    found = by_rel(changes(snap))
+    assert HEAD_KEY in found  # its HEAD lives in main/.git/worktrees: not put back from here
+    report = restore(snap, found.values())
+    assert HEAD_KEY in report.failed and "src/a.txt" in report.restored

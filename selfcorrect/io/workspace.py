@@ -346,17 +346,20 @@ def changes(snap: Snapshot) -> list[Change]:
     befores = dict(snap.images)
     now: dict[str, FileImage] = {}
     areas = set(snap.areas)
+    moved_head: Change | None = None
     with git_tree.open_repo(root) as found:
         if snap.in_git:
             if found is None:
                 raise WorkspaceError(f"{root} is no longer inside a git repository")
             repo, prefix = found
-            then = snap.tree.get(HEAD_KEY, "")
+            then, head_now = snap.tree.get(HEAD_KEY, ""), git_tree.head(repo)
             untracked: set[str] = set()
             rels = set(git_tree.dirty(repo, prefix, snap.exclude, _noting(untracked)))
-            rels.update(
-                git_tree.moved(repo, then, git_tree.head(repo), prefix, snap.exclude, _skipped)
-            )
+            rels.update(git_tree.moved(repo, then, head_now, prefix, snap.exclude, _skipped))
+            if head_now != then and git_tree.git_dir_in(repo, root) is None:
+                # The repository lies outside the project (a worktree, a sub-folder): its
+                # HEAD cannot be put back from here. Seen, and its restore fails loudly.
+                moved_head = Change(HEAD_KEY, 0, 0, FileImage(HEAD_KEY, None, 0), head_now)
             areas |= _hidden_areas(root, repo, prefix, snap.exclude) | untracked
             import git
 
@@ -386,7 +389,7 @@ def changes(snap: Snapshot) -> list[Change]:
             unknown.add(rel)
             existed = rel in snap.hidden
             befores[rel] = FileImage(rel, None, UNKNOWN_MODE if existed else None)
-    result = []
+    result = [moved_head] if moved_head else []
     for rel in sorted(befores.keys() - same):
         if rel in unknown and snap.hidden.get(rel) == _signature(root, rel):
             continue  # changed, then put back as it was (a touch -r cannot fake ctime)
