@@ -54,6 +54,16 @@ def files(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
+def committed(root: Path) -> Path:
+    """`root`, populated and committed as a new git repository."""
+    root.mkdir()
+    populate(root)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "x")
+    return root
+
+
 def populate(root: Path) -> None:
     write(root / "src" / "a.txt", TEXT)
     write(root / "src" / "tool.sh", b"#!/bin/sh\necho hi\n", 0o755)
@@ -231,12 +241,7 @@ def test_restore_refuses_changes_pointing_outside(project: Path, tmp_path: Path)
 
 
 def test_already_dirty_file_restores_to_its_dirty_bytes(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     write(root / "other.txt", b"uncommitted work\n", 0o600)
     write(root / "scratch.txt", b"untracked work\n")
     snap = snapshot(root, ["src/a.txt"])
@@ -254,12 +259,7 @@ def test_already_dirty_file_restores_to_its_dirty_bytes(tmp_path: Path) -> None:
 
 
 def test_a_dirty_file_the_fixer_reverts_to_head_is_seen(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     write(root / "other.txt", b"uncommitted work\n")
     snap = snapshot(root, [])
     git(root, "checkout", "--", "other.txt")  # now clean: git status no longer lists it
@@ -269,12 +269,7 @@ def test_a_dirty_file_the_fixer_reverts_to_head_is_seen(tmp_path: Path) -> None:
 
 
 def test_a_fixer_that_commits_is_still_seen_and_undone(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     snap = snapshot(root, [])
     head = git(root, "rev-parse", "HEAD")
     write(root / "src" / "a.txt", b"committed by the fixer\n")
@@ -472,12 +467,7 @@ def _git_children() -> list[int]:
 
 
 def test_no_git_processes_are_left_behind(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     first = git(root, "rev-parse", "HEAD").strip()
     write(root / "other.txt", b"second commit\n")
     git(root, "commit", "-q", "-am", "y")
@@ -520,12 +510,7 @@ def test_a_folder_swapped_for_a_symlink_is_restored_through_real_folders(
 def test_a_commit_in_a_worktree_whose_repository_lies_outside_fails_loudly(
     tmp_path: Path,
 ) -> None:
-    main = tmp_path / "main"
-    main.mkdir()
-    populate(main)
-    git(main, "init", "-q")
-    git(main, "add", "-A")
-    git(main, "commit", "-q", "-m", "x")
+    main = committed(tmp_path / "main")
     tree = tmp_path / "tree"
     git(main, "worktree", "add", "-q", "-b", "side", str(tree))
     snap = snapshot(tree, ["src/a.txt"])
