@@ -144,7 +144,7 @@ def test_a_setsid_grandchild_is_ended_with_a_timed_out_fixer(tmp_path: Path) -> 
     )
     script.chmod(0o755)
 
-    done = run_contained([str(script)], tmp_path, 1.0)
+    done = run_contained([str(script)], tmp_path, 3.0)
 
     assert done.timed_out
     assert not alive(wait_for(pidfile))

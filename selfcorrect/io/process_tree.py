@@ -118,7 +118,6 @@ if os.getppid() == parent:
     except OSError as exc:
         outcome = "error " + (exc.strerror or str(exc))
 if pid is not None:
-    report("group %d" % pid)  # if the keeper itself is killed, selfcorrect ends this group
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -161,11 +160,8 @@ def run_contained(argv: Sequence[str], cwd: Path, timeout: float) -> Completed:
         os.close(out_r)
         os.close(status_r)
     text = tail_of(bytes(kept))
-    lines = status.splitlines() or [""]
-    status = lines[-1]
-    if status.startswith("group "):  # the keeper died before its report (the fixer killed it?)
-        with contextlib.suppress(OSError, ValueError):
-            os.killpg(int(status.split()[1]), signal.SIGKILL)
+    if not status:  # the keeper died before its report (the fixer killed it?)
+        _kill_session(keeper.pid)
     if status.startswith("notfound"):
         return Completed(None, "", not_found=True)
     if status.startswith("error "):
@@ -215,7 +211,23 @@ def _collect(
                 kept += chunk
                 del kept[:-OUTPUT_CAP]
     del kept[:-OUTPUT_CAP]
-    return kept, status.decode("utf-8", "replace"), timed_out
+    return kept, status.decode("utf-8", "replace").strip(), timed_out
+
+
+def _kill_session(sid: int) -> None:
+    """Kill every process of the keeper's session: the fixer and all it started that did not
+    call setsid. A session's id stays reserved while it has members, so none is a stranger."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    fields = handle.read().rpartition(b")")[2].split()
+                if int(fields[3]) == sid:
+                    os.kill(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                continue
 
 
 def _stop(keeper: subprocess.Popen[bytes]) -> None:
