@@ -22,10 +22,12 @@ from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
 from selfcorrect.errors import InputError
-from selfcorrect.io import atomic, workspace
-from selfcorrect.io.process import Completed, run_argv
+from selfcorrect.io import atomic, journal, manifest, workspace
+from selfcorrect.io.process import Completed
+from selfcorrect.io.process_tree import run_contained
 
 Record = Callable[[dict[str, Any]], None]
+LISTED = 100  # paths named per list in a journal record
 
 
 @dataclass
@@ -149,10 +151,12 @@ def apply_fix(
         )
     else:
         argv = build_argv(fixer.get("command") or (), target, files, root)
+    exclude = [workspace.relative_to_root(folder, root)]
+    if not isinstance(argv, str):
+        argv = _refuse_protected(files, exclude) or argv
     if isinstance(argv, str):
         step("preflight", "escalated", reason=argv)
         return FixOutcome(decision, None, f"preflight refused the fix: {argv}")
-    exclude = [workspace.relative_to_root(folder, root)]
     try:
         snap = workspace.snapshot(root, scope, exclude=exclude)
     except workspace.SnapshotTooLarge as exc:
@@ -161,29 +165,85 @@ def apply_fix(
     if not built_in:
         argv[0] = locate(argv[0]) or argv[0]  # the same program `installed` found
     step("preflight", "remediating", argv=argv, scope=scope)  # fsynced before the effect
+    journal_rel = workspace.relative_to_root(journal.journal_path(folder), root)
+    snap = workspace.recapture(snap, [journal_rel])  # with the record just appended
     timeout = float(fixer.get("timeout_s") or policy.get("remediation.step_timeout_s"))
-    done = _restructure(root, argv[1], argv[2]) if built_in else run_argv(argv, root, timeout)
-    changed = workspace.changes(snap)
+    done = _restructure(root, argv[1], argv[2]) if built_in else run_contained(argv, root, timeout)
+    changed = _not_by_hooks(workspace.changes(snap), root, exclude[0])
+    # Bytes a fixer put in the journal come out before our next record goes in after them.
+    own = workspace.restore(snap, [c for c in changed if c.rel == journal_rel])
+    caches = [c for c in changed if manifest.is_cache(c.rel)]
+    discarded = workspace.discard(snap, caches)
     step(
         "remediating",
         "verifying",
         exit=done.returncode,
         outcome=done.describe(timeout),
-        changed=[c.rel for c in changed],
+        **_listed("changed", [c.rel for c in changed if c not in caches]),
+        **(_listed("discarded", discarded) if discarded else {}),
     )
+    changed = [c for c in changed if c not in caches]
     limit = int(fixer.get("max_changed_lines") or policy.get("remediation.max_changed_lines"))
     measured = [Measured(c.rel, c.added, c.removed) for c in changed]
-    verdict, detail = verify_fix(done.ok, measured, scope, limit)
+    verdict, detail = verify_fix(done.ok, measured, scope, limit, never=(*exclude, ".git"))
     if not done.ok:
         detail = f"{detail}: {done.describe(timeout)}"
-    outcome = FixOutcome(decision, verdict, detail, argv, snap, changed)
+    rest = [c for c in changed if c.rel != journal_rel]
+    outcome = FixOutcome(decision, verdict, detail, argv, snap, rest)
     if verdict is FixVerdict.OK:
         return outcome  # verified locally; the re-validation decides recovered or degraded
     if changed:
-        compensate(outcome, step)
+        compensate(outcome, step, own)
     else:
         step("verifying", "escalated", verdict=verdict.value, detail=detail)
     return outcome
+
+
+HOOK_LOG = "tool_failures.yaml"  # the agents' hooks append to it at any moment
+
+
+def _not_by_hooks(
+    changed: list[workspace.Change], root: Path, folder_rel: str
+) -> list[workspace.Change]:
+    """The changes, less entries the agents' hooks appended to the failure log meanwhile.
+
+    Agents keep working while a fix runs, and their hooks append failures to the log. An
+    append (the old bytes intact, more after them) is theirs: undoing it would lose their
+    entries, so it is neither restored nor a violation. Any other change to the log is.
+    """
+    log = f"{folder_rel}/{HOOK_LOG}" if folder_rel not in ("", ".") else HOOK_LOG
+    kept = []
+    for change in changed:
+        before = change.before.data
+        if change.rel == log and before is not None:
+            try:
+                now = (root / log).read_bytes()
+            except OSError:
+                now = b""
+            if len(now) > len(before) and now.startswith(before):
+                continue
+        kept.append(change)
+    return kept
+
+
+def _refuse_protected(files: Sequence[str], exclude: Sequence[str]) -> str | None:
+    """A target in `.git` or the workflow folder is never handed to a fixer."""
+    for value in files:
+        rel = normal_target(value) or ""
+        if ".git" in rel.split("/") or any(rel == e or rel.startswith(e + "/") for e in exclude):
+            return (
+                f"refused the path {value[:80]!r}: a fixer never gets `.git` or the workflow "
+                "folder as its target"
+            )
+    return None
+
+
+def _listed(name: str, paths: list[str]) -> dict[str, Any]:
+    """`paths` for a journal record: the first LISTED, and how many there were when more (a
+    fixer that runs `npm install` changes 50,000 files; one record must stay readable)."""
+    if len(paths) <= LISTED:
+        return {name: paths}
+    return {name: paths[:LISTED], f"{name}_total": len(paths)}
 
 
 def _restructure(root: Path, target: str, template: str) -> Completed:
@@ -197,9 +257,19 @@ def _restructure(root: Path, target: str, template: str) -> Completed:
     return Completed(0, "")
 
 
-def compensate(outcome: FixOutcome, step: Callable[..., None]) -> workspace.RestoreReport | None:
-    """Restore exactly the files the fix changed, verify, and never touch others' edits."""
-    if outcome.snapshot is None or not outcome.changes:
+def compensate(
+    outcome: FixOutcome,
+    step: Callable[..., None],
+    already: workspace.RestoreReport | None = None,
+) -> workspace.RestoreReport | None:
+    """Restore exactly the files the fix changed, verify, and never touch others' edits.
+
+    `already`: what was put back before this step could be recorded (the journal itself).
+    """
+    done_before = already or workspace.RestoreReport()
+    if outcome.snapshot is None or not (
+        outcome.changes or done_before.restored or done_before.failed or done_before.skipped
+    ):
         return None
     step(
         "verifying",
@@ -208,12 +278,15 @@ def compensate(outcome: FixOutcome, step: Callable[..., None]) -> workspace.Rest
         detail=outcome.detail,
     )
     report = workspace.restore(outcome.snapshot, outcome.changes)
+    report.restored[:0] = done_before.restored
+    # Nobody else writes our journal mid-fix: bytes of the fixer's left in it are a failure.
+    report.failed[:0] = done_before.failed + done_before.skipped
     target = "escalated" if not report.failed else "circuit_open"
     step(
         "compensating",
         target,
-        restored=report.restored,
-        skipped=report.skipped,
-        failed=report.failed,
+        **_listed("restored", report.restored),
+        **_listed("skipped", report.skipped),
+        **_listed("failed", report.failed),
     )
     return report

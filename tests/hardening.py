@@ -10,6 +10,7 @@ byte. The concurrency test also traces selfcorrect's own reads and writes (TRACE
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -126,6 +127,28 @@ def sigkill(proc: subprocess.Popen[bytes], how: str) -> Kill | None:
     else:
         os.kill(proc.pid, signal.SIGKILL)
     return Kill(proc.pid, children, how)
+
+
+def project_digest(repo: Path, scope: Iterable[str] = ()) -> dict[str, str]:
+    """Every file a fixer could touch outside its `scope`: ignored files, `.git` refs, config,
+    hooks and HEAD, the policy; symlinks as links, folders as folders. Not the run's own outputs
+    (the rest of workflow/), nor what git itself rewrites (objects, reflogs, the index)."""
+    out: dict[str, str] = {}
+    skip = set(scope)
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if rel in skip or rel.startswith(("workflow/", ".git/objects/", ".git/logs/")):
+            continue
+        if rel in (".git/index", ".git/COMMIT_EDITMSG", ".git/ORIG_HEAD"):
+            continue
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif path.is_dir():
+            out[rel + "/"] = "dir"
+    out["workflow/selfcorrect.yaml"] = (repo / "workflow" / "selfcorrect.yaml").read_text()
+    return out
 
 
 def temp_files(root: Path) -> list[Path]:

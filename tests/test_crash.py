@@ -72,6 +72,7 @@ from tests.hardening import (
     kind,
     load,
     missing_lines,
+    project_digest,
     sigkill,
     temp_files,
     temp_pid,
@@ -90,17 +91,37 @@ HUMAN_FILES = ("coordination_log.yaml", "selfcorrect.yaml", "tool_failures.yaml"
 DECISIONS = ("coordination_log", "escalations", "selfcorrect")
 
 FIXER = """
-import os, pathlib, random, sys, time
-log = pathlib.Path({log!r})
-target = pathlib.Path(sys.argv[1])
+import os, pathlib, random, shutil, subprocess, sys, time
+scratch = pathlib.Path({scratch!r})
+log, target = scratch / "fixer.log", pathlib.Path(sys.argv[1])
+behaviour = (scratch / "behaviour").read_text().strip()
 with log.open("a") as out:
     out.write(f"start {{sys.argv[1]}} {{os.getpid()}}\\n")
+if behaviour == "detach":  # a child in its own session, that would write after the fix
+    child = subprocess.Popen([sys.executable, "-c", {late!r}], start_new_session=True)
+    with (scratch / "pids").open("a") as out:
+        out.write(f"{{child.pid}}\\n")
 lines = target.read_text().splitlines(keepends=True)
 for n in range(len(lines)):  # one write per line, a random pause before each
     time.sleep(random.uniform(0, 0.2))
     kept = [line for i, line in enumerate(lines) if i > n or "import os" not in line]
     target.write_text("".join(kept))
+if behaviour == "commit":
+    subprocess.run(["git", "commit", "-qam", "the fixer commits"], capture_output=True)
+elif behaviour == "ignored":
+    with open(".env", "a") as out:
+        out.write("TOKEN=stolen\\n")
+elif behaviour == "symlink":  # the folder becomes a link to somewhere else
+    shutil.rmtree("pkg", ignore_errors=True)
+    os.symlink(scratch / "elsewhere", "pkg")
+elif behaviour == "flood":
+    for _ in range(100):
+        sys.stdout.write("x" * 65535 + "\\n")
 """
+LATE = "import pathlib, time; time.sleep(60); pathlib.Path('README.md').write_text('evil')"
+# What a round's fixer does besides its fix (SPEC §19: a hostile fixer changes nothing).
+BEHAVIOURS = ("slow", "detach", "commit", "ignored", "symlink", "flood")
+HOSTILE_RUNS = int(os.environ.get("SELFCORRECT_HOSTILE_RUNS", "1"))  # up to 5: one each
 # The validator writes its report atomically, from a scratch folder outside the project: a
 # killed validator must not be what tears a file.
 VALIDATOR = """
@@ -159,31 +180,40 @@ failures:
 """
 
 
-def build(tmp_path: Path) -> tuple[Path, Path]:
+def build(tmp_path: Path, subjects: int = SUBJECTS) -> tuple[Path, Path]:
     """The repository (committed) and its workflow folder; a scratch folder beside them."""
     repo, scratch = tmp_path / "repo", tmp_path / "scratch"
     folder = repo / "workflow"
     folder.mkdir(parents=True)
     scratch.mkdir()
-    (repo / "fix.py").write_text(FIXER.format(log=str(scratch / "fixer.log")))
+    (repo / "fix.py").write_text(FIXER.format(scratch=str(scratch), late=LATE))
+    (scratch / "behaviour").write_text("slow")
+    (scratch / "elsewhere").mkdir()
+    (repo / "README.md").write_text("# the project\n")
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "util.py").write_text("X = 1\n")
+    (repo / ".gitignore").write_text(".env\n")
+    (repo / ".env").write_text("TOKEN=mine\n")
     (repo / "validate.py").write_text(VALIDATOR.format(scratch=str(scratch)))
     (folder / "selfcorrect.yaml").write_text(POLICY.format(python=sys.executable))
     (folder / "coordination_log.yaml").write_text(COORDINATION)
-    entries = [failure_entry(n, n // 3) for n in range(3 * SUBJECTS)]  # three each: stuck
-    entries.insert(SUBJECTS, "  # a person: the entries below came in during the outage\n")
+    entries = [failure_entry(n, n // 3) for n in range(3 * subjects)]  # three each: stuck
+    entries.insert(subjects, "  # a person: the entries below came in during the outage\n")
     (folder / "tool_failures.yaml").write_text(LOG_HEADER + "".join(entries))
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start"]):
         subprocess.run(["git", *command], cwd=repo, check=True, capture_output=True)
     return repo, folder
 
 
-def add_work(repo: Path, folder: Path, rng: random.Random, round_no: int) -> None:
+def add_work(
+    repo: Path, folder: Path, rng: random.Random, round_no: int, subjects: int = SUBJECTS
+) -> None:
     """What agents do between runs: new failures for stuck subjects, a new lint issue."""
     log = folder / "tool_failures.yaml"
     count = log.read_text().count("  - id: TF-")
     with log.open("a") as out:
         for n in range(count, count + rng.randint(1, 2)):
-            out.write(failure_entry(n, rng.randrange(SUBJECTS)))
+            out.write(failure_entry(n, rng.randrange(subjects)))
     (repo / f"mod_{round_no}.py").write_text(f"import os  # 1\nimport os  # 2\nx = {round_no}\n")
 
 
@@ -220,13 +250,19 @@ def kill_rounds(tmp_path: Path) -> None:
     killed: set[int] = set()
     orphans: Counter[str] = Counter()  # "kill shape: program" that kept running after a kill
     torn = finished = 0
+    scratch = tmp_path / "scratch"
     for round_no in range(RUNS):
         tag = f"seed {SEED}, round {round_no}"
         add_work(repo, folder, rng, round_no)
+        (scratch / "behaviour").write_text(rng.choice(BEHAVIOURS))
         overlap = rng.random() < 1 / 3  # the next run starts while the orphans still run
+        head = git_head(repo)
         kill = run_and_kill(repo, folder, rng)
+        detached = wait_pids_gone(scratch / "pids", ORPHAN_S)
+        assert not detached, f"{tag}: a fixer's detached child outlived its run: {detached}"
         if kill is None:
             finished += 1  # the run ended before its kill: the next round judges it
+            assert git_head(repo) == head, f"{tag}: a completed run left the fixer's commit"
             continue
         killed.add(kill.pid)
         orphans.update(f"{kill.how}: {kind(p)}" for p in kill.spared())
@@ -242,9 +278,11 @@ def kill_rounds(tmp_path: Path) -> None:
     assert not stuck, f"seed {SEED}: processes of killed runs still running: {stuck}"
     print(f"seed {SEED}: {RUNS} rounds, {finished} ended before the kill; spared: {orphans}")
 
+    head = git_head(repo)
     final = subprocess.run(
         [*run_argv(folder), "--format", "json"], cwd=repo, capture_output=True, timeout=180
     )
+    assert git_head(repo) == head, f"seed {SEED}: the final run left the fixer's commit"
     assert final.returncode in (0, 1, 3), f"seed {SEED}: final run: {final.stderr[-2000:]!r}"
     json.loads(final.stdout)
     check_files(repo, folder, human, killed, f"seed {SEED}, final run")
@@ -283,6 +321,56 @@ def test_a_kill_while_escalations_yaml_is_created_leaves_a_readable_file(tmp_pat
     assert died.returncode == -9
     document = load_decision(path, "escalations")  # strict: InputError if torn or empty
     assert [e["id"] for e in document.data["escalations"]] == ["ESC-1"]
+
+
+def test_hostile_fixers_leave_the_project_as_it_was(tmp_path: Path) -> None:
+    """Completed runs with fixers drawn from the hostile behaviours (SPEC §19): the project
+    is byte for byte its snapshot outside the fixes' targets, HEAD is where it was, and no
+    process of a fixer is alive."""
+    rng = random.Random(SEED)
+    repo, folder = build(tmp_path, subjects=1)  # the fixes are what is tested: a quick run
+    scratch = tmp_path / "scratch"
+    human = {name: human_lines((folder / name).read_text()) for name in HUMAN_FILES}
+    for round_no, behaviour in enumerate(rng.sample(BEHAVIOURS[1:], HOSTILE_RUNS)):
+        tag = f"seed {SEED}, {behaviour} fixer"
+        add_work(repo, folder, rng, round_no, subjects=1)
+        (scratch / "behaviour").write_text(behaviour)
+        targets = [p.name for p in repo.glob("mod_*.py")]
+        before, head = project_digest(repo, targets), git_head(repo)
+        argv = [*run_argv(folder), "--validate-first", "--format", "json"]
+        done = subprocess.run(argv, cwd=repo, capture_output=True, timeout=180)
+        assert done.returncode in (0, 1, 3), f"{tag}: {done.stderr[-2000:]!r}"
+        assert fixer_starts(repo) > 0, f"{tag}: no fixer ran"
+        assert project_digest(repo, targets) == before, f"{tag}: the project changed"
+        assert git_head(repo) == head, f"{tag}: HEAD moved"
+        assert not wait_pids_gone(scratch / "pids", 0), f"{tag}: a detached child lives"
+        assert not working_in(repo), f"{tag}: processes left in the project"
+        check_files(repo, folder, human, set(), tag)
+
+
+def git_head(repo: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def wait_pids_gone(pidfile: Path, timeout: float) -> list[int]:
+    """The pids listed in `pidfile` (a fixer's detached children) still alive after `timeout`."""
+    pids = [int(p) for p in pidfile.read_text().split()] if pidfile.exists() else []
+    deadline = time.monotonic() + timeout
+    while True:
+        living = [pid for pid in pids if pid_alive(pid)]
+        if not living or time.monotonic() >= deadline:
+            return living
+        time.sleep(0.02)
+
+
+def pid_alive(pid: int) -> bool:
+    """Running, not a zombie (a zombie has finished; its parent just has not reaped it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != b"Z"
 
 
 def run_and_kill(repo: Path, folder: Path, rng: random.Random) -> Kill | None:

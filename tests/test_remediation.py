@@ -134,10 +134,8 @@ def test_a_fixer_outside_its_scope_is_undone_and_escalated(tmp_path: Path, run_l
     assert result.exit_code == 1, result.stdout + result.stderr
     assert (repo / "app.py").read_text() == UNUSED  # byte for byte
     assert (repo / "other.py").read_text() == "x = 1\n"
-    # The person's edit to the workflow folder during the fix is not the fixer's to undo.
-    assert (repo / "workflow" / "coordination_log.yaml").read_text().count(
-        "# a person wrote this\n"
-    ) == 1
+    # The fixer's write to the workflow folder is a violation too, and undone.
+    assert "# a person wrote this" not in (repo / "workflow" / "coordination_log.yaml").read_text()
     escalations = yaml.load(
         (repo / "workflow" / "escalations.yaml").read_text(), Loader=FastLoader
     )["escalations"]

@@ -133,6 +133,7 @@ def test_a_thousand_runs_leave_no_process_and_no_growth(tmp_path: Path) -> None:
                     ),
                 )
                 run = watch.run_for("validation_report.yaml", timeout=60)
+                assert "cycles" in run, run
                 fixed += run["cycles"]
             else:
                 with (folder / "tool_failures.yaml").open("a") as log:

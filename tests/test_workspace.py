@@ -54,6 +54,16 @@ def files(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
+def committed(root: Path) -> Path:
+    """`root`, populated and committed as a new git repository."""
+    root.mkdir()
+    populate(root)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "x")
+    return root
+
+
 def populate(root: Path) -> None:
     write(root / "src" / "a.txt", TEXT)
     write(root / "src" / "tool.sh", b"#!/bin/sh\necho hi\n", 0o755)
@@ -198,7 +208,7 @@ def test_restore_reports_a_failed_write(project: Path, monkeypatch: pytest.Monke
     write(project / "src" / "a.txt", b"fixer\n")
     found = changes(snap)
 
-    def refuse(src: object, dst: object) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError("read-only file system")
 
     monkeypatch.setattr(ws.os, "replace", refuse)
@@ -213,8 +223,10 @@ def test_restore_verifies_what_it_wrote(project: Path, monkeypatch: pytest.Monke
     snap = snapshot(project, ["src/a.txt"])
     write(project / "src" / "a.txt", b"fixer\n")
     found = changes(snap)
-    real = ws._write_temp
-    monkeypatch.setattr(ws, "_write_temp", lambda path, data, mode: real(path, data[:-1], mode))
+    real = ws._write_new
+    monkeypatch.setattr(
+        ws, "_write_new", lambda fd, name, data, mode: real(fd, name, data[:3], mode)
+    )
     assert restore(snap, found).failed == ["src/a.txt"]
 
 
@@ -224,17 +236,12 @@ def test_restore_refuses_changes_pointing_outside(project: Path, tmp_path: Path)
     victim.write_bytes(b"keep\n")
     image = snapshot(project, ["other.txt"]).images["other.txt"]
     hostile = [Change(rel, 1, 0, image, "absent") for rel in ("../victim.txt", "/etc/x", "")]
-    assert restore(snap, hostile).failed == ["../victim.txt", "/etc/x", ""]
+    assert sorted(restore(snap, hostile).failed) == ["", "../victim.txt", "/etc/x"]
     assert victim.read_bytes() == b"keep\n"
 
 
 def test_already_dirty_file_restores_to_its_dirty_bytes(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     write(root / "other.txt", b"uncommitted work\n", 0o600)
     write(root / "scratch.txt", b"untracked work\n")
     snap = snapshot(root, ["src/a.txt"])
@@ -252,34 +259,28 @@ def test_already_dirty_file_restores_to_its_dirty_bytes(tmp_path: Path) -> None:
 
 
 def test_a_dirty_file_the_fixer_reverts_to_head_is_seen(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     write(root / "other.txt", b"uncommitted work\n")
     snap = snapshot(root, [])
     git(root, "checkout", "--", "other.txt")  # now clean: git status no longer lists it
-    assert [c.rel for c in changes(snap)] == ["other.txt"]
+    assert [c.rel for c in changes(snap)] == [".git/index", "other.txt"]  # the index too
     restore(snap, changes(snap))
     assert (root / "other.txt").read_bytes() == b"uncommitted work\n"
 
 
 def test_a_fixer_that_commits_is_still_seen_and_undone(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     snap = snapshot(root, [])
+    head = git(root, "rev-parse", "HEAD")
     write(root / "src" / "a.txt", b"committed by the fixer\n")
     git(root, "commit", "-q", "-am", "fixer")
     found = changes(snap)
-    assert [c.rel for c in found] == ["src/a.txt"]
-    assert restore(snap, found).restored == ["src/a.txt"]
+    assert "src/a.txt" in [c.rel for c in found]
+    assert {".git/index", ".git/COMMIT_EDITMSG"} <= {c.rel for c in found}  # `.git` counts
+    assert not restore(snap, found).failed
     assert (root / "src" / "a.txt").read_bytes() == TEXT
+    assert git(root, "rev-parse", "HEAD") == head  # the commit is undone: HEAD moved back
+    assert git(root, "status", "--porcelain") == ""
 
 
 def test_unignoring_a_file_never_gets_it_deleted(tmp_path: Path) -> None:
@@ -293,14 +294,13 @@ def test_unignoring_a_file_never_gets_it_deleted(tmp_path: Path) -> None:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "x")
     snap = snapshot(root, [".gitignore"])
-    assert snap.ignored == ("build/", "run.log")
+    assert {"build", "run.log"} <= set(snap.areas)
+    assert snap.images["build/out.txt"].data == b"a person's build output\n"  # kept: small
     write(root / ".gitignore", b"")  # the fixer un-ignores them: they look created
     found = by_rel(changes(snap))
-    assert list(found) == [".gitignore", "build/out.txt", "run.log"]
-    assert found["build/out.txt"].before.mode == 0  # existed, bytes unknown
+    assert list(found) == [".gitignore"]  # their bytes were kept, and are the same
     report = restore(snap, found.values())
     assert report.restored == [".gitignore"]
-    assert sorted(report.failed) == ["build/out.txt", "run.log"]
     assert (root / "build" / "out.txt").read_bytes() == b"a person's build output\n"
 
 
@@ -330,15 +330,24 @@ def test_glob_scope_outside_is_refused(project: Path, scope: str) -> None:
         snapshot(project, [scope])
 
 
-def test_excluded_folders_are_never_reported(project: Path) -> None:
+def test_an_excluded_folder_is_out_of_scope_but_watched(project: Path) -> None:
     snap = snapshot(project, ["src/a.txt", "workflow/coordination_log.yaml"], exclude=["workflow"])
-    assert "workflow/coordination_log.yaml" not in snap.images
+    assert snap.scope == ("src/a.txt",)  # never in scope, whatever the scope says
     assert not any(rel.startswith("workflow/") for rel in snap.tree)
     write(project / "workflow" / "coordination_log.yaml", b"tasks: [edited]\n")
     write(project / "workflow" / "recovery" / "t1.md", b"# directive\n")
-    write(project / "workflow" / ".selfcorrect" / "journal", b"{}\n")
     write(project / "src" / "__pycache__" / "a.pyc", b"\0junk")
-    assert changes(snap) == []
+    found = [c.rel for c in changes(snap) if not c.rel.startswith(".git/")]
+    assert found == [
+        "src/__pycache__/a.pyc",
+        "workflow/coordination_log.yaml",
+        "workflow/recovery/t1.md",
+    ]
+    restore(snap, changes(snap))
+    assert (project / "workflow" / "coordination_log.yaml").read_bytes() == b"tasks: []\n"
+    assert not (project / "workflow" / "recovery").exists() or not any(
+        (project / "workflow" / "recovery").iterdir()
+    )
 
 
 def test_outside_git_a_huge_tree_is_refused(
@@ -458,12 +467,7 @@ def _git_children() -> list[int]:
 
 
 def test_no_git_processes_are_left_behind(tmp_path: Path) -> None:
-    root = tmp_path / "p"
-    root.mkdir()
-    populate(root)
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+    root = committed(tmp_path / "p")
     first = git(root, "rev-parse", "HEAD").strip()
     write(root / "other.txt", b"second commit\n")
     git(root, "commit", "-q", "-am", "y")
@@ -476,3 +480,43 @@ def test_no_git_processes_are_left_behind(tmp_path: Path) -> None:
         found = by_rel(changes(snap))
         assert found["other.txt"].before.data == b"untouched\n"
     assert _git_children() == before == []
+
+
+def test_a_file_the_fixer_turned_into_a_folder_comes_back(project: Path) -> None:
+    snap = snapshot(project, ["notes.md"])
+    (project / "notes.md").unlink()
+    write(project / "notes.md" / "inside.txt", b"x\n")
+    report = restore(snap, changes(snap))
+    assert (report.failed, report.skipped) == ([], [])
+    assert (project / "notes.md").read_bytes() == b"no trailing newline"
+
+
+def test_a_folder_swapped_for_a_symlink_is_restored_through_real_folders(
+    project: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere / "a.txt", b"not the project's\n")
+    write(project / "src" / "a.txt", b"uncommitted\n")
+    snap = snapshot(project, ["src/a.txt"])
+    subprocess.run(["rm", "-rf", str(project / "src")], check=True)
+    (project / "src").symlink_to(elsewhere)
+    report = restore(snap, changes(snap))
+    assert (report.failed, report.skipped) == ([], [])
+    assert not (project / "src").is_symlink()
+    assert (project / "src" / "a.txt").read_bytes() == b"uncommitted\n"
+    assert (elsewhere / "a.txt").read_bytes() == b"not the project's\n"
+
+
+def test_a_commit_in_a_worktree_whose_repository_lies_outside_fails_loudly(
+    tmp_path: Path,
+) -> None:
+    main = committed(tmp_path / "main")
+    tree = tmp_path / "tree"
+    git(main, "worktree", "add", "-q", "-b", "side", str(tree))
+    snap = snapshot(tree, ["src/a.txt"])
+    write(tree / "src" / "a.txt", b"committed by the fixer\n")
+    git(tree, "commit", "-q", "-am", "fixer")
+    found = by_rel(changes(snap))
+    assert HEAD_KEY in found  # its HEAD lives in main/.git/worktrees: not put back from here
+    report = restore(snap, found.values())
+    assert HEAD_KEY in report.failed and "src/a.txt" in report.restored

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import unicodedata
@@ -10,6 +9,7 @@ from pathlib import Path
 
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
+from selfcorrect.io.workspace import resolve_inside
 
 SEVERITIES = ("CRITICAL", "MAJOR", "MINOR")
 # The issue types these checks report (SPEC §3 table).
@@ -39,15 +39,11 @@ def clean(text: str) -> str:
 
 
 def inside(root: Path, rel: str) -> Path | None:
-    """`rel` resolved under `root`; None when absolute or leaving the project (`..`, symlinks)."""
-    if not rel or "\x00" in rel or os.path.isabs(rel) or rel.startswith("\\"):
-        return None
-    base = root.resolve()
-    try:
-        path = (base / rel).resolve()
-    except (OSError, RuntimeError):  # symlink loops: RuntimeError before 3.13
-        return None
-    return path if path.is_relative_to(base) else None
+    """`rel` resolved under `root`; None when absolute or leaving the project (`..`, symlinks).
+
+    A cited path is read, never passed as an argument, so a leading '-' is allowed here.
+    """
+    return resolve_inside(root, rel, argument=False)
 
 
 def refused(type_: str, severity: str, what: str, value: str) -> Finding:

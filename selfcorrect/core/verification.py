@@ -40,16 +40,44 @@ def score(issues: Iterable[Issue]) -> int:
 
 
 def in_scope(path: str, scope: Sequence[str]) -> bool:
-    return any(path == pattern or fnmatch.fnmatchcase(path, pattern) for pattern in scope)
+    """`path` matches a scope entry: `.`, the file itself, a folder it lies under, or a glob.
+
+    The one scope rule: the snapshot captures by it and verification judges by it, so a folder
+    entry (`src`) covers `src/a.py` in both (docs/containment.md, "Scope").
+    """
+    return any(
+        pattern == "."
+        or path == pattern
+        or path.startswith(pattern.rstrip("/") + "/")
+        or (is_glob(pattern) and fnmatch.fnmatchcase(path, pattern))
+        for pattern in scope
+    )
+
+
+def _protected(path: str, never: Sequence[str]) -> bool:
+    parts = path.split("/")
+    return ".git" in parts[:-1] or any(path == n or path.startswith(n + "/") for n in never)
+
+
+def is_glob(value: str) -> bool:
+    return any(ch in value for ch in "*?[")
 
 
 def verify_fix(
-    exit_ok: bool, changed: Sequence[Measured], scope: Sequence[str], max_changed_lines: int
+    exit_ok: bool,
+    changed: Sequence[Measured],
+    scope: Sequence[str],
+    max_changed_lines: int,
+    never: Sequence[str] = (".git",),
 ) -> tuple[FixVerdict, str]:
-    """The verdict on one fixer run, and the evidence in words."""
+    """The verdict on one fixer run, and the evidence in words.
+
+    `never`: folders no scope reaches (`.git`, the workflow folder), whatever it says: a `.`
+    or `*` scope still does not hand a fixer the repository or selfcorrect's own files.
+    """
     if not exit_ok:
         return FixVerdict.FIXER_FAILED, "the fixer did not exit 0"
-    outside = [c.path for c in changed if not in_scope(c.path, scope)]
+    outside = [c.path for c in changed if not in_scope(c.path, scope) or _protected(c.path, never)]
     if outside:
         return FixVerdict.SCOPE_VIOLATION, (
             f"changed {len(outside)} file(s) outside its scope ({', '.join(scope)}): "

@@ -117,3 +117,16 @@ def head_blob(tree: Any, top_rel: str, now_mode: int | None) -> tuple[bytes | No
     if now_mode and stat.S_ISREG(now_mode) and bool(now_mode & 0o100) == executable:
         mode = now_mode
     return blob.data_stream.read(), mode
+
+
+def ignored(repo: Repo, prefix: str) -> list[str]:
+    """Ignored files and folders under the root (a whole ignored folder once, without '/')."""
+    args = ("-z", "--others", "--ignored", "--exclude-standard", "--directory")
+    paths = git_paths(repo, "listing ignored files", "ls-files", *args)
+    return [p[len(prefix) :].rstrip("/") for p in paths if p.startswith(prefix)]
+
+
+def git_dir_in(repo: Repo, root: Path) -> str | None:
+    """The repository's `.git` folder relative to `root`, when it lies inside it."""
+    path = Path(repo.git_dir).resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else None

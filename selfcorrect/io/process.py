@@ -27,6 +27,7 @@ class Completed:
     timed_out: bool = False
     not_found: bool = False
     error: str | None = None  # why it could not start
+    output: bytes = b""  # a fixer's kept output (io/process_tree.py: at most its last 1 MiB)
 
     @property
     def ok(self) -> bool:
@@ -92,5 +93,10 @@ def tail(out: IO[bytes]) -> str:
     """The last lines (at most TAIL_LINES lines, TAIL_CHARS characters) of the output file."""
     size = out.seek(0, os.SEEK_END)
     out.seek(max(0, size - 8 * TAIL_CHARS))
-    lines = out.read().decode("utf-8", "replace").rstrip().split("\n")
+    return tail_of(out.read())
+
+
+def tail_of(output: bytes) -> str:
+    """The last lines (at most TAIL_LINES lines, TAIL_CHARS characters) of `output`."""
+    lines = output[-8 * TAIL_CHARS :].decode("utf-8", "replace").rstrip().split("\n")
     return "\n".join(lines[-TAIL_LINES:])[-TAIL_CHARS:]

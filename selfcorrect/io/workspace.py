@@ -4,23 +4,30 @@ Paths inside documents are relative to the project root: the git work tree conta
 folder, or the folder's parent when there is none. A snapshot captures the bytes a fix may
 touch; `changes` diffs the work tree against it, and `restore` puts back exactly what the fixer
 changed, never what someone changed after it. Git is reached only through io/git_tree.py.
+
+What git does not show (ignored files, `.git` itself, the workflow folder) is watched through an
+lstat manifest (io/manifest.py; docs/containment.md explains the cost trade-off). Every file is
+read and restored through real folders only (io/real_paths.py): a folder a fixer swapped for a
+symlink gets its files back in a real folder, and nothing is written through the link.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect.core.linecount import numstat
+from selfcorrect.core.verification import in_scope, is_glob
 from selfcorrect.errors import WorkspaceError
-from selfcorrect.io import git_tree
-from selfcorrect.io.atomic import _fsync_dir, _write_temp
+from selfcorrect.io import git_tree, manifest
 from selfcorrect.io.atomic import digest as sha256
+from selfcorrect.io.real_paths import NotAFolder, fsync_dir, parent_dir
 
 if TYPE_CHECKING:
     pass
@@ -52,18 +59,19 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def resolve_inside(root: Path, value: str) -> Path | None:
-    """`value` (a placeholder or target) as a resolved path inside `root`, or None if refused.
+def resolve_inside(root: Path, value: str, *, argument: bool = True) -> Path | None:
+    """`value` (a placeholder, target or cited path) resolved inside `root`, or None if refused.
 
-    Refused: empty, leading '-' (would read as an option), absolute, control characters
-    (NUL included), over PATH_MAX, or resolving (after symlinks) outside `root`. Never raises.
+    The project's one path guard (the checks use it too). Refused: empty, absolute (`\\x` too),
+    control characters (NUL included), over PATH_MAX, or resolving (after symlinks) outside
+    `root`; with `argument`, also a leading '-' (it would read as an option). Never raises.
     """
     if not isinstance(value, str) or not value or len(value) > _MAX_VALUE:
         return None
-    if value.startswith("-") or any(ch < " " or ch == "\x7f" for ch in value):
+    if (argument and value.startswith("-")) or any(ch < " " or ch == "\x7f" for ch in value):
         return None
     try:
-        if os.path.isabs(value):
+        if os.path.isabs(value) or value.startswith("\\"):
             return None
         base = Path(root).resolve()
         path = (base / value).resolve()
@@ -95,15 +103,13 @@ class Snapshot:
     tree: Mapping[str, str]
     in_git: bool
     exclude: tuple[str, ...] = ()
-    ignored: tuple[str, ...] = ()  # git-ignored then ('dir/' for whole folders): bytes unknown
+    hidden: Mapping[str, manifest.Signature] = field(default_factory=dict)  # see io/manifest.py
+    areas: tuple[str, ...] = ()  # where `hidden` was taken: ignored entries, `.git`, `exclude`
+    folders: frozenset[str] = frozenset()  # folders known to exist then: a restore keeps them
 
     def covers(self, rel: str) -> bool:
         """True when `rel` matches a scope entry: a file, a folder it lies under, or a glob."""
-        from fnmatch import fnmatchcase
-
-        return "." in self.scope or any(
-            fnmatchcase(rel, s) if _is_glob(s) else _under(rel, [s]) for s in self.scope
-        )
+        return in_scope(rel, self.scope)
 
 
 @dataclass(frozen=True)
@@ -122,37 +128,72 @@ class RestoreReport:
     failed: list[str] = field(default_factory=list)
 
 
+UNKNOWN_MODE = 0  # FileImage(rel, None, 0): it existed, its bytes were not kept
+
+
 def _image(root: Path, rel: str) -> FileImage:
-    path = root / rel
+    """`rel` as it is at its real path; a symlink on the way means it is not there."""
     try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
+        with parent_dir(root, rel) as (fd, name):
+            try:
+                st = os.lstat(name, dir_fd=fd)
+            except (FileNotFoundError, NotADirectoryError):
+                return FileImage(rel, None, None)
+            try:
+                if stat.S_ISLNK(st.st_mode):  # captured as the link itself, never followed
+                    return FileImage(rel, os.fsencode(os.readlink(name, dir_fd=fd)), st.st_mode)
+                if stat.S_ISREG(st.st_mode):
+                    flags = os.O_RDONLY | os.O_NOFOLLOW
+                    with os.fdopen(os.open(name, flags, dir_fd=fd), "rb") as handle:
+                        return FileImage(rel, handle.read(), os.fstat(handle.fileno()).st_mode)
+            except FileNotFoundError:
+                return FileImage(rel, None, None)
+            except OSError:
+                pass  # unreadable: its presence counts, its bytes cannot be captured
+            return FileImage(rel, None, st.st_mode)
+    except (FileNotFoundError, NotADirectoryError, NotAFolder):
         return FileImage(rel, None, None)
     except OSError:
-        return FileImage(rel, None, 0)
+        return FileImage(rel, None, UNKNOWN_MODE)
+
+
+def _signature(root: Path, rel: str) -> manifest.Signature | None:
     try:
-        if stat.S_ISLNK(st.st_mode):  # captured as the link itself, never followed
-            return FileImage(rel, os.fsencode(os.readlink(path)), st.st_mode)
-        if stat.S_ISREG(st.st_mode):
-            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
-                return FileImage(rel, handle.read(), os.fstat(handle.fileno()).st_mode)
-    except FileNotFoundError:
-        return FileImage(rel, None, None)
+        with parent_dir(root, rel) as (fd, name):
+            return manifest.signature(os.lstat(name, dir_fd=fd))
     except OSError:
-        pass  # unreadable: its presence counts, its bytes cannot be captured
-    return FileImage(rel, None, st.st_mode)
+        return None
 
 
 def _under(rel: str, prefixes: Iterable[str]) -> bool:
     return any(rel == p or rel.startswith(p + "/") for p in prefixes)
 
 
+def _noting(skipped: set[str]) -> git_tree.Skip:
+    """`_skipped`, noting each SKIP_DIRS folder it skips (`node_modules`, `src/__pycache__`)."""
+
+    def skip(rel: str, exclude: tuple[str, ...]) -> bool:
+        if _under(rel, exclude):
+            return True
+        parts = rel.split("/")[:-1]
+        for n, part in enumerate(parts):
+            if part in SKIP_DIRS:
+                skipped.add("/".join(parts[: n + 1]))
+                return True
+        return False
+
+    return skip
+
+
 def _skipped(rel: str, exclude: tuple[str, ...]) -> bool:
     return _under(rel, exclude) or not SKIP_DIRS.isdisjoint(rel.split("/")[:-1])
 
 
-def _walk(root: Path, start: str, exclude: tuple[str, ...]) -> Iterator[str]:
-    """Files and symlinks under `start` ('' for all), skipping SKIP_DIRS and `exclude`."""
+def _walk(
+    root: Path, start: str, exclude: tuple[str, ...], skipped: list[str] | None = None
+) -> Iterator[str]:
+    """Files and symlinks under `start` ('' for all), skipping SKIP_DIRS (listed in `skipped`)
+    and `exclude`."""
     stack = [start]
     while stack:
         rel = stack.pop()
@@ -167,12 +208,10 @@ def _walk(root: Path, start: str, exclude: tuple[str, ...]) -> Iterator[str]:
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIP_DIRS:
                     stack.append(child)
+                elif skipped is not None:
+                    skipped.append(child)
             elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
                 yield child
-
-
-def _is_glob(value: str) -> bool:
-    return any(ch in value for ch in "*?[")
 
 
 def _glob_base(pattern: str) -> str:
@@ -186,7 +225,7 @@ def _rel_entries(root: Path, values: Iterable[str], what: str) -> tuple[str, ...
     out = set()
     for value in map(str, values):
         pattern = value.removeprefix("./")
-        if _is_glob(value) and ".." not in pattern.split("/"):
+        if is_glob(value) and ".." not in pattern.split("/"):
             # The glob's matches lie under its literal folder, so that folder must be inside.
             if resolve_inside(root, value) and resolve_inside(root, _glob_base(pattern) or "."):
                 out.add(pattern)
@@ -199,7 +238,7 @@ def _rel_entries(root: Path, values: Iterable[str], what: str) -> tuple[str, ...
 
 
 def _scope_files(root: Path, entry: str, exclude: tuple[str, ...]) -> Iterable[str]:
-    if _is_glob(entry):
+    if is_glob(entry):
         from fnmatch import fnmatchcase
 
         return (r for r in _walk(root, _glob_base(entry), exclude) if fnmatchcase(r, entry))
@@ -233,20 +272,72 @@ def snapshot(root: Path, scope: Iterable[str], *, exclude: Iterable[str] = ()) -
     for entry in scope_rels:
         for rel in _scope_files(root, entry, skip):
             capture(rel)
-    ignored_rels: tuple[str, ...] = ()
     with git_tree.open_repo(root) as found:
         if found is not None:
             repo, prefix = found
-            tree = {
-                rel: capture(rel).digest for rel in git_tree.dirty(repo, prefix, skip, _skipped)
-            }
+            untracked: set[str] = set()
+            dirty = git_tree.dirty(repo, prefix, skip, _noting(untracked))
+            tree = {rel: capture(rel).digest for rel in dirty}
             tree[HEAD_KEY] = git_tree.head(repo)
-            args = ("-z", "--others", "--ignored", "--exclude-standard", "--directory")
-            ignored = git_tree.git_paths(repo, "listing ignored files", "ls-files", *args)
-            ignored_rels = tuple(p[len(prefix) :] for p in ignored if p.startswith(prefix))
+            areas = _hidden_areas(root, repo, prefix, skip) | untracked
         else:
-            tree = {rel: capture(rel).digest for rel in _walk(root, "", skip)}
-    return Snapshot(root, scope_rels, images, tree, found is not None, skip, ignored_rels)
+            skipped: list[str] = []
+            tree = {rel: capture(rel).digest for rel in _walk(root, "", skip, skipped)}
+            areas = {*skipped, *skip}
+    folders: set[str] = set()
+    hidden = manifest.take(root, areas, folders)
+    _keep_hidden(root, hidden, images)
+    for rel in (*images, *tree, *hidden):
+        while "/" in rel:
+            rel = rel.rpartition("/")[0]
+            folders.add(rel)
+    return Snapshot(
+        root,
+        scope_rels,
+        images,
+        tree,
+        found is not None,
+        skip,
+        hidden,
+        tuple(sorted(areas)),
+        frozenset(folders),
+    )
+
+
+def _hidden_areas(root: Path, repo: Any, prefix: str, exclude: Iterable[str]) -> set[str]:
+    """What `git status` does not show: ignored entries, `.git` itself, the excluded folders."""
+    areas = {*git_tree.ignored(repo, prefix), *exclude}
+    if (git_dir := git_tree.git_dir_in(repo, root)) is not None:
+        areas.add(git_dir)
+    if os.path.lexists(root / ".git"):  # a worktree's `.git` file names where its repository is
+        areas.add(".git")
+    return areas
+
+
+def _keep_hidden(
+    root: Path, hidden: Mapping[str, manifest.Signature], images: dict[str, FileImage]
+) -> None:
+    """The bytes of the hidden files worth keeping (io/manifest.py), within their own budget."""
+    budget = manifest.KEEP_TOTAL_MAX
+    for rel, sig in sorted(hidden.items(), key=lambda item: item[1][1]):  # smallest first
+        if rel in images or not manifest.capturable(rel, sig) or sig[1] > budget:
+            continue
+        images[rel] = image = _image(root, rel)
+        budget -= len(image.data or b"")
+
+
+def recapture(snap: Snapshot, rels: Iterable[str]) -> Snapshot:
+    """The snapshot with `rels` taken again: files selfcorrect itself wrote since (the journal)."""
+    images, hidden = dict(snap.images), dict(snap.hidden)
+    for rel in rels:
+        sig = _signature(snap.root, rel)
+        images.pop(rel, None)
+        hidden.pop(rel, None)
+        if sig is not None:
+            hidden[rel] = sig
+        if sig is None or manifest.capturable(rel, sig):  # as the snapshot would keep it
+            images[rel] = _image(snap.root, rel)
+    return dataclasses.replace(snap, images=images, hidden=hidden)
 
 
 def changes(snap: Snapshot) -> list[Change]:
@@ -254,79 +345,111 @@ def changes(snap: Snapshot) -> list[Change]:
     root = snap.root
     befores = dict(snap.images)
     now: dict[str, FileImage] = {}
+    areas = set(snap.areas)
+    moved_head: Change | None = None
     with git_tree.open_repo(root) as found:
         if snap.in_git:
             if found is None:
                 raise WorkspaceError(f"{root} is no longer inside a git repository")
             repo, prefix = found
-            then = snap.tree.get(HEAD_KEY, "")
-            rels = set(git_tree.dirty(repo, prefix, snap.exclude, _skipped))
-            rels.update(
-                git_tree.moved(repo, then, git_tree.head(repo), prefix, snap.exclude, _skipped)
-            )
+            then, head_now = snap.tree.get(HEAD_KEY, ""), git_tree.head(repo)
+            untracked: set[str] = set()
+            rels = set(git_tree.dirty(repo, prefix, snap.exclude, _noting(untracked)))
+            rels.update(git_tree.moved(repo, then, head_now, prefix, snap.exclude, _skipped))
+            if head_now != then and git_tree.git_dir_in(repo, root) is None:
+                # The repository lies outside the project (a worktree, a sub-folder): its
+                # HEAD cannot be put back from here. Seen, and its restore fails loudly.
+                moved_head = Change(HEAD_KEY, 0, 0, FileImage(HEAD_KEY, None, 0), head_now)
+            areas |= _hidden_areas(root, repo, prefix, snap.exclude) | untracked
             import git
 
             try:
                 tree = repo.commit(then).tree if then else None
-                for rel in rels - befores.keys():
+                for rel in rels - befores.keys() - snap.hidden.keys():
                     now[rel] = _image(root, rel)
                     before = FileImage(rel, None, None)
                     if tree is not None:
                         before = FileImage(
                             rel, *git_tree.head_blob(tree, prefix + rel, now[rel].mode)
                         )
-                    if before.mode is None and _was_ignored(snap, rel):
-                        # It existed, unseen: report it, but restore must never delete it.
-                        before = FileImage(rel, None, 0)
                     befores[rel] = before
             except (git.GitError, ValueError) as exc:
                 raise git_tree.git_error("reading files of the head commit", exc) from exc
         else:
-            for rel in _walk(root, "", snap.exclude):
+            skipped: list[str] = []
+            for rel in _walk(root, "", snap.exclude, skipped):
                 befores.setdefault(rel, FileImage(rel, None, None))
-    result = []
-    for rel in sorted(befores):
+            areas.update(skipped)
+    moved_hidden = manifest.differ(snap.hidden, manifest.take(root, areas))
+    unknown = set()  # hidden files whose bytes were not kept: judged by their signature
+    # A kept hidden file with the same signature is unchanged: not read again.
+    same = snap.hidden.keys() - set(moved_hidden) - now.keys() - snap.tree.keys()
+    for rel in moved_hidden:
+        if rel not in befores:
+            unknown.add(rel)
+            existed = rel in snap.hidden
+            befores[rel] = FileImage(rel, None, UNKNOWN_MODE if existed else None)
+    result = [moved_head] if moved_head else []
+    for rel in sorted(befores.keys() - same):
+        if rel in unknown and snap.hidden.get(rel) == _signature(root, rel):
+            continue  # changed, then put back as it was (a touch -r cannot fake ctime)
         after = now.get(rel) or _image(root, rel)
         before = befores[rel]
-        if after.digest != before.digest:
+        if after.digest != before.digest or (rel in unknown and before.data is None):
             added, removed = numstat(before.data, after.data)
             result.append(Change(rel, added, removed, before, after.digest))
     return result
 
 
-def _was_ignored(snap: Snapshot, rel: str) -> bool:
-    return any(rel == i or (i.endswith("/") and rel.startswith(i)) for i in snap.ignored)
-
-
 def _put_back(root: Path, change: Change) -> bool:
-    """Write `change.before` over the fixer's result; False when someone changed it since."""
-    path, before = root / change.rel, change.before
-    if before.data is None:
-        if before.mode is not None:
-            raise OSError(f"{change.rel} was not a regular file before the fix")
-        if _image(root, change.rel).digest != change.after_digest:
-            return False
-        if os.path.lexists(path):
-            os.unlink(path)
-            _fsync_dir(path.parent)
-        return True
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if stat.S_ISLNK(before.mode or 0):
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        os.symlink(os.fsdecode(before.data), tmp)
-    else:
-        tmp = _write_temp(path, before.data, stat.S_IMODE(before.mode or 0o100644))
-    try:
-        if _image(root, change.rel).digest != change.after_digest:  # compare-and-swap
-            tmp.unlink()
-            return False
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
+    """Write `change.before` over the fixer's result; False when someone changed it since.
+
+    Through real folders only: a folder the fixer replaced is made again, and a symlink or a
+    file still standing where a folder should be raises NotAFolder (the restore failed).
+    """
+    before = change.before
+    if before.data is None and before.mode is not None:
+        raise OSError(f"{change.rel} was not a regular file before the fix, or was not kept")
+    with parent_dir(root, change.rel, create=before.data is not None) as (fd, name):
+        if before.data is None:
+            if _image(root, change.rel).digest != change.after_digest:
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=fd)
+            fsync_dir(fd)
+            return True
+        tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"[-255:]
+        if stat.S_ISLNK(before.mode or 0):
+            os.symlink(os.fsdecode(before.data), tmp, dir_fd=fd)
+        else:
+            _write_new(fd, tmp, before.data, stat.S_IMODE(before.mode or 0o100644))
+        try:
+            now = _image(root, change.rel)
+            if now.digest != change.after_digest:  # compare-and-swap
+                os.unlink(tmp, dir_fd=fd)
+                return False
+            if stat.S_ISDIR(now.mode or 0):  # the file became a folder; its files went first
+                os.rmdir(name, dir_fd=fd)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+        fsync_dir(fd)
     return True
+
+
+def _write_new(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    out = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view) :]
+        os.fchmod(out, mode)
+        os.fsync(out)
+    finally:
+        os.close(out)
 
 
 def _safe_rel(root: Path, rel: str) -> bool:
@@ -341,9 +464,17 @@ def _safe_rel(root: Path, rel: str) -> bool:
 
 
 def restore(snap: Snapshot, changed: Iterable[Change]) -> RestoreReport:
-    """Put back exactly `changed` files as the snapshot had them, then verify each one."""
+    """Put back exactly `changed` files as the snapshot had them, then verify each one.
+
+    Files the fixer created go first, deepest first (a symlink that replaced a folder is one),
+    then the files it changed or deleted, shallowest first, so each is written into a real
+    folder. A file that cannot be put back is `failed`; `skipped` is only for a file someone
+    changed again after the fixer, which is theirs.
+    """
     report = RestoreReport()
-    for change in changed:
+    ordered = sorted(changed, key=_restore_order)
+    keep = snap.folders | {c.rel for c in ordered}  # a file that became a folder: put back next
+    for change in ordered:
         rel = change.rel
         if not _safe_rel(snap.root, rel):
             report.failed.append(rel)  # a Change read back from a journal is input too
@@ -357,4 +488,40 @@ def restore(snap: Snapshot, changed: Iterable[Change]) -> RestoreReport:
             continue
         ok = _image(snap.root, rel).digest == change.before.digest
         (report.restored if ok else report.failed).append(rel)
+        if ok and change.before.data is None:
+            _prune(snap.root, rel, keep)
     return report
+
+
+def _prune(root: Path, rel: str, keep: Iterable[str]) -> None:
+    """Remove the folders the fixer made for a file it created, once empty (never one that
+    existed then, one in `keep`, or one that holds anything)."""
+    keep = set(keep)
+    folder = rel.rpartition("/")[0]
+    while folder and folder not in keep:
+        try:
+            with parent_dir(root, folder) as (fd, name):
+                os.rmdir(name, dir_fd=fd)
+        except OSError:
+            return  # not empty, or not a real folder: leave it
+        folder = folder.rpartition("/")[0]
+
+
+def _restore_order(change: Change) -> tuple[bool, int, str]:
+    created = change.before.digest == "absent"
+    depth = change.rel.count("/")
+    return (not created, -depth if created else depth, change.rel)
+
+
+def discard(snap: Snapshot, changed: Iterable[Change]) -> list[str]:
+    """Undo changes to tool caches (io/manifest.py): put back when kept, else delete."""
+    done = []
+    for change in changed:
+        if change.before.data is None and change.before.mode is not None:
+            change = dataclasses.replace(change, before=FileImage(change.rel, None, None))
+        with contextlib.suppress(OSError):
+            if _safe_rel(snap.root, change.rel) and _put_back(snap.root, change):
+                done.append(change.rel)
+                if change.before.data is None:
+                    _prune(snap.root, change.rel, snap.folders)
+    return done
