@@ -58,13 +58,22 @@ class InputError(SelfcorrectError):
     def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str) -> None:
         if isinstance(diagnostics, str):
             self.diagnostics: list[Diagnostic] = []
-            text = diagnostics
+            self.lines = [diagnostics]
         else:
             if isinstance(diagnostics, Diagnostic):
                 diagnostics = [diagnostics]
             self.diagnostics = sorted(diagnostics)
-            text = "\n".join(str(d) for d in self.diagnostics)
-        super().__init__(text)
+            self.lines = [str(d) for d in self.diagnostics]
+        super().__init__("\n".join(self.lines))
+
+    @classmethod
+    def combined(cls, errors: list[InputError]) -> InputError:
+        """Several problems found at once, each printed on its own line (a line of agent text
+        is still escaped as one: a newline inside it never starts a line of output)."""
+        error = cls([d for e in errors for d in e.diagnostics])
+        error.lines = sorted(line for e in errors for line in e.lines)
+        error.args = ("\n".join(error.lines),)
+        return error
 
 
 class EnvironmentProblem(InputError):

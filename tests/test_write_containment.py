@@ -480,3 +480,20 @@ def test_a_fifo_in_an_input_file_s_place_is_an_error_not_a_hang(
 
     assert done.returncode == 2, done.stdout + done.stderr
     assert re.search(rf"{name}(:1:1)?: is not a regular file", done.stdout + done.stderr)
+
+
+def test_every_refused_path_is_named_on_a_line_of_its_own(tmp_path: Path, run_line) -> None:
+    """Two links at once: two lines, each `path: what is wrong, what to do` (the message of
+    several refusals is never one line with escaped newlines in it)."""
+    folder = stuck_folder(tmp_path)
+    outside = outside_tree(tmp_path)
+    (folder / "recovery").symlink_to(outside / "dir", target_is_directory=True)
+    (folder / "handoffs").symlink_to(outside / "dir", target_is_directory=True)
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert [line.split(": ")[0].rsplit("/", 1)[-1] for line in lines] == ["handoffs", "recovery"]
+    assert all("is a symbolic link" in line for line in lines)
+    assert "\\x0a" not in result.stderr

@@ -588,8 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     except SelfcorrectError as exc:
         # File names and keys in a message come from agents too: one escaped line each.
-        diagnostics = exc.diagnostics if isinstance(exc, InputError) else []
-        lines = [str(d) for d in diagnostics] or [str(exc)]
+        lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
         click.echo("\n".join(printable(line) for line in lines), err=True)
         return int(exc.exit_code)
     except OSError as exc:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 
@@ -73,12 +74,23 @@ def take(
             continue
         for entry in entries:
             child = f"{rel}/{entry.name}"
+            if _lock_file(child):
+                continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append(child)
                 continue
             with contextlib.suppress(OSError):  # gone meanwhile: not there
                 out[child] = signature(entry.stat(follow_symlinks=False))
     return out
+
+
+_LOCKS = re.compile(r"(?:^|/)(?:\.selfcorrect/(?:watch|folder)\.lock|\.[^/]+\.yaml\.lock)$")
+
+
+def _lock_file(rel: str) -> bool:
+    """selfcorrect's own lock files: a watcher starting, or an editor that takes the sidecar
+    lock, creates one while a fix runs, and undoing that would break their lock."""
+    return _LOCKS.search(rel) is not None
 
 
 def differ(before: Mapping[str, Signature], after: Mapping[str, Signature]) -> list[str]:

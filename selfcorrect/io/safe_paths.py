@@ -142,7 +142,7 @@ def preflight(folder: Path) -> None:
             elif name == IN_PLACE and entry.is_file(follow_symlinks=False):
                 problems.extend(_shared(entry.path, entry.stat(follow_symlinks=False).st_nlink))
     if problems:
-        raise InputError("\n".join(sorted(str(p) for p in problems)))
+        raise InputError.combined(problems)
 
 
 def _shared(path: Path | str, links: int) -> list[InputError]:
