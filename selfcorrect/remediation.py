@@ -22,7 +22,7 @@ from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
 from selfcorrect.errors import InputError
-from selfcorrect.io import atomic, journal, manifest, workspace
+from selfcorrect.io import atomic, journal, manifest, safe_paths, workspace
 from selfcorrect.io.process import Completed
 from selfcorrect.io.process_tree import run_contained
 
@@ -193,7 +193,7 @@ def apply_fix(
     if verdict is FixVerdict.OK:
         return outcome  # verified locally; the re-validation decides recovered or degraded
     if changed:
-        compensate(outcome, step, own)
+        compensate(outcome, step, own, folder)
     else:
         step("verifying", "escalated", verdict=verdict.value, detail=detail)
     return outcome
@@ -261,10 +261,13 @@ def compensate(
     outcome: FixOutcome,
     step: Callable[..., None],
     already: workspace.RestoreReport | None = None,
+    folder: Path | None = None,
 ) -> workspace.RestoreReport | None:
     """Restore exactly the files the fix changed, verify, and never touch others' edits.
 
     `already`: what was put back before this step could be recorded (the journal itself).
+    `folder`: the workflow folder; a document people edit there that the undo puts back is
+    copied first (see `_keep_undone`).
     """
     done_before = already or workspace.RestoreReport()
     if outcome.snapshot is None or not (
@@ -277,6 +280,7 @@ def compensate(
         verdict=outcome.verdict.value if outcome.verdict else None,
         detail=outcome.detail,
     )
+    kept = _keep_undone(outcome, folder) if folder is not None else []
     report = workspace.restore(outcome.snapshot, outcome.changes)
     report.restored[:0] = done_before.restored
     # Nobody else writes our journal mid-fix: bytes of the fixer's left in it are a failure.
@@ -288,5 +292,38 @@ def compensate(
         **_listed("restored", report.restored),
         **_listed("skipped", report.skipped),
         **_listed("failed", report.failed),
+        **(_listed("kept", kept) if kept else {}),
     )
     return report
+
+
+PEOPLE_EDIT = ("coordination_log.yaml", "selfcorrect.yaml", "escalations.yaml", "microtasks/")
+UNDONE = Path(".selfcorrect") / "undone"
+
+
+def _keep_undone(outcome: FixOutcome, folder: Path) -> list[str]:
+    """Copy the documents people edit that the undo is about to put back.
+
+    Editors do not take the folder's lock, so a person's save that lands while a fixer runs
+    looks like the fixer's change and is undone with it. Their bytes are kept under
+    `.selfcorrect/undone/` (named in the journal's `compensating` record), never lost.
+    """
+    snap = outcome.snapshot
+    if snap is None:
+        return []
+    prefix = workspace.relative_to_root(folder, snap.root).rstrip("/") + "/"
+    kept = []
+    for change in outcome.changes:
+        inner = change.rel[len(prefix) :] if change.rel.startswith(prefix) else None
+        if inner is None or not any(inner == p or inner.startswith(p) for p in PEOPLE_EDIT):
+            continue
+        try:
+            data = (snap.root / change.rel).read_bytes()
+        except OSError:
+            continue  # gone, or a folder now: nothing of anyone's to keep
+        # Named by content: the same bytes undone twice are one copy.
+        copy = folder / UNDONE / f"{inner.replace('/', '_')}.{atomic.digest(data)[:12]}"
+        safe_paths.ensure_dir(copy.parent)
+        atomic.write_new(copy, data)
+        kept.append(workspace.relative_to_root(copy, snap.root))
+    return kept

@@ -458,3 +458,25 @@ def test_a_failure_log_rewritten_during_a_fix_is_a_violation_and_restored(
     assert log.read_text() == "failures:\n" + HOOK_ENTRY
     verifying = [s for s in transitions(repo) if s["from"] == "verifying"]
     assert verifying[0]["evidence"]["verdict"] == "SCOPE_VIOLATION"
+
+
+def test_a_people_edited_document_an_undo_puts_back_is_kept_first(tmp_path: Path, run_line) -> None:
+    """Editors take no lock: a person's save of coordination_log.yaml that lands while a
+    fixer runs looks like the fixer's change and is undone with it. Its bytes are kept under
+    .selfcorrect/undone/ and named in the journal, never lost (here the fixer's own run
+    stands in for the person's save, at the same moment)."""
+    saved = "# a person's note, saved during the fix\ncontroller: lead\n"
+    repo = hostile_project(
+        tmp_path,
+        f'echo fix >> "$1"\nprintf %s {shlex.quote(saved)} > workflow/coordination_log.yaml\n',
+    )
+    log = repo / "workflow" / "coordination_log.yaml"
+    log.write_text("controller: lead\n")
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert log.read_text().startswith("controller: lead\n")  # the undo put the file back
+    (kept,) = (repo / "workflow" / ".selfcorrect" / "undone").iterdir()
+    assert kept.read_text() == saved
+    undo = compensation(repo)
+    assert undo["kept"] == [f"workflow/.selfcorrect/undone/{kept.name}"]
