@@ -10,7 +10,9 @@ reconciles (re-validates) before any retry, and an attempt is never counted twic
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,7 +187,10 @@ def apply_fix(
     changed = [c for c in changed if c not in caches]
     limit = int(fixer.get("max_changed_lines") or policy.get("remediation.max_changed_lines"))
     measured = [Measured(c.rel, c.added, c.removed) for c in changed]
-    verdict, detail = verify_fix(done.ok, measured, scope, limit, never=(*exclude, ".git"))
+    # A link that leads out of the project is never a fix, whatever the scope says.
+    escaping = [c.rel for c in changed if _leads_outside(root, c.rel)]
+    never = (*exclude, ".git", *escaping)
+    verdict, detail = verify_fix(done.ok, measured, scope, limit, never=never)
     if not done.ok:
         detail = f"{detail}: {done.describe(timeout)}"
     rest = [c for c in changed if c.rel != journal_rel]
@@ -215,15 +220,37 @@ def _not_by_hooks(
     kept = []
     for change in changed:
         before = change.before.data
-        if change.rel == log and before is not None:
-            try:
-                now = (root / log).read_bytes()
-            except OSError:
-                now = b""
-            if len(now) > len(before) and now.startswith(before):
-                continue
+        if change.rel == log and before is not None and _appended_to(root / log, before):
+            continue
         kept.append(change)
     return kept
+
+
+def _leads_outside(root: Path, rel: str) -> bool:
+    """`rel` is now a symlink whose target resolves outside the project root."""
+    path = root / rel
+    if not path.is_symlink():
+        return False
+    try:
+        return not path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return True  # a loop, or unreadable: not a fix either
+
+
+def _appended_to(path: Path, before: bytes) -> bool:
+    """`path` is a regular file (not a link, not a FIFO) that starts with `before` and has
+    more after it; only the first len(before) bytes are read, whatever its size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= len(before):
+            return False
+        return os.pread(fd, len(before), 0) == before
+    finally:
+        os.close(fd)
 
 
 def _refuse_protected(files: Sequence[str], exclude: Sequence[str]) -> str | None:
@@ -297,32 +324,33 @@ def compensate(
     return report
 
 
-PEOPLE_EDIT = ("coordination_log.yaml", "selfcorrect.yaml", "escalations.yaml", "microtasks/")
 UNDONE = Path(".selfcorrect") / "undone"
 
 
 def _keep_undone(outcome: FixOutcome, folder: Path) -> list[str]:
-    """Copy the documents people edit that the undo is about to put back.
+    """Copy every file the undo is about to put back or delete, as it is now.
 
-    Editors do not take the folder's lock, so a person's save that lands while a fixer runs
-    looks like the fixer's change and is undone with it. Their bytes are kept under
-    `.selfcorrect/undone/` (named in the journal's `compensating` record), never lost.
+    People and agents take no lock: a person's save (of coordination_log.yaml, of a source
+    file) or a validator's fresh report that lands while a fixer runs looks like the fixer's
+    change and is undone with it. Their bytes are kept under `.selfcorrect/undone/` (named in
+    the journal's `compensating` record), never lost. Up to manifest.KEEP_FILE_MAX a file and
+    KEEP_TOTAL_MAX in all, as for the snapshot's hidden files.
     """
     snap = outcome.snapshot
     if snap is None:
         return []
-    prefix = workspace.relative_to_root(folder, snap.root).rstrip("/") + "/"
-    kept = []
+    kept: list[str] = []
+    budget = manifest.KEEP_TOTAL_MAX
     for change in outcome.changes:
-        inner = change.rel[len(prefix) :] if change.rel.startswith(prefix) else None
-        if inner is None or not any(inner == p or inner.startswith(p) for p in PEOPLE_EDIT):
+        image = workspace.current_image(snap.root, change.rel)
+        data = image.data
+        if data is None or image.mode is None or not stat.S_ISREG(image.mode):
+            continue  # gone, a link, a folder, or too large to hold: nothing to copy
+        if len(data) > min(manifest.KEEP_FILE_MAX, budget):
             continue
-        try:
-            data = (snap.root / change.rel).read_bytes()
-        except OSError:
-            continue  # gone, or a folder now: nothing of anyone's to keep
+        budget -= len(data)
         # Named by content: the same bytes undone twice are one copy.
-        copy = folder / UNDONE / f"{inner.replace('/', '_')}.{atomic.digest(data)[:12]}"
+        copy = folder / UNDONE / f"{change.rel.replace('/', '_')}.{atomic.digest(data)[:12]}"
         safe_paths.ensure_dir(copy.parent)
         atomic.write_new(copy, data)
         kept.append(workspace.relative_to_root(copy, snap.root))

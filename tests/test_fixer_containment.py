@@ -476,7 +476,56 @@ def test_a_people_edited_document_an_undo_puts_back_is_kept_first(tmp_path: Path
     run_line(["run", repo / "workflow", "--format", "json"])
 
     assert log.read_text().startswith("controller: lead\n")  # the undo put the file back
-    (kept,) = (repo / "workflow" / ".selfcorrect" / "undone").iterdir()
+    undone = repo / "workflow" / ".selfcorrect" / "undone"
+    (kept,) = undone.glob("workflow_coordination_log.yaml.*")
     assert kept.read_text() == saved
+    assert (undone / next(undone.glob("src_a.py.*")).name).read_text().endswith("fix\n")
     undo = compensation(repo)
-    assert undo["kept"] == [f"workflow/.selfcorrect/undone/{kept.name}"]
+    assert f"workflow/.selfcorrect/undone/{kept.name}" in undo["kept"]
+
+
+def test_a_fixer_that_grows_a_file_to_20_gb_is_seen_without_reading_it(
+    tmp_path: Path, run_line
+) -> None:
+    """A sparse 20 GB file costs nothing to make; reading it whole cost selfcorrect 10 GB of
+    memory. It is seen as changed, its bytes are never read, and the fix is undone."""
+    repo = hostile_project(tmp_path, 'echo fix >> "$1"\ntruncate -s 20G src/b.py\n')
+
+    result = run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert result.exit_code in (1, 3), result.stderr
+    assert "internal error" not in result.stderr
+    assert (repo / "src" / "b.py").stat().st_size < 1024  # put back
+    verifying = [s for s in transitions(repo) if s["from"] == "verifying"]
+    assert verifying[0]["evidence"]["verdict"] == "SCOPE_VIOLATION"
+
+
+def test_a_fixer_that_puts_a_fifo_in_place_of_the_failure_log_hangs_nothing(
+    tmp_path: Path, run_line
+) -> None:
+    repo = hostile_project(
+        tmp_path,
+        'echo fix >> "$1"\nrm workflow/tool_failures.yaml\nmkfifo workflow/tool_failures.yaml\n',
+    )
+    (repo / "workflow" / "tool_failures.yaml").write_text("failures:\n" + HOOK_ENTRY)
+
+    result = run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert "internal error" not in result.stderr
+    assert (repo / "workflow" / "tool_failures.yaml").read_text() == "failures:\n" + HOOK_ENTRY
+
+
+def test_a_fix_that_turns_its_target_into_a_link_out_of_the_project_is_undone(
+    tmp_path: Path, run_line
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not the project's\n")
+    repo = hostile_project(tmp_path, f'rm "$1"\nln -s {victim} "$1"\n')
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    assert not (repo / "src" / "a.py").is_symlink()
+    assert (repo / "src" / "a.py").read_text() == EDITS["src/a.py"]
+    assert victim.read_text() == "not the project's\n"
+    verifying = [s for s in transitions(repo) if s["from"] == "verifying"]
+    assert verifying[0]["evidence"]["verdict"] == "SCOPE_VIOLATION"

@@ -496,3 +496,24 @@ def test_template_names_cannot_leave_the_template_folders(name: str) -> None:
     assert not has_template(name)
     with pytest.raises(InputError):
         render(name, {})
+
+
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_an_override_reached_through_a_symlink_is_refused(tmp_path: Path, linked: str) -> None:
+    """A link in the overrides folder to a file outside (/etc/shadow, say) would have been
+    rendered into a prompt that agents read."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:$6$hash\n")
+    overrides = tmp_path / "templates"
+    if linked == "file":
+        (overrides / "strategies").mkdir(parents=True)
+        (overrides / "strategies" / "targeted_fix.md.j2").symlink_to(secret)
+    else:
+        (tmp_path / "outside" / "strategies").mkdir()
+        (tmp_path / "outside" / "strategies" / "targeted_fix.md.j2").write_text("{{ 1 }}\n")
+        overrides.symlink_to(tmp_path / "outside", target_is_directory=True)
+    context = strategy_context("targeted_fix", description="d")
+
+    with pytest.raises(InputError, match="through a symbolic link"):
+        render("strategies/targeted_fix.md.j2", context, overrides=overrides)

@@ -84,7 +84,9 @@ def take(
     return out
 
 
-_LOCKS = re.compile(r"(?:^|/)(?:\.selfcorrect/(?:watch|folder)\.lock|\.[^/]+\.yaml\.lock)$")
+_LOCKS = re.compile(
+    r"(?:^|/)(?:\.selfcorrect/(?:watch|folder)\.lock|\.(?:coordination_log|escalations)\.yaml\.lock)$"
+)
 
 
 def _lock_file(rel: str) -> bool:

@@ -124,6 +124,8 @@ def _layered_loader(layers: list[FileSystemLoader]) -> BaseLoader:
                     source, filename, uptodate = layer.get_source(environment, template)
                 except TemplateNotFound:
                     continue
+                if index < len(layers) - 1:  # the user's overrides; the shipped ones are ours
+                    _refuse_linked(layer.searchpath[0], pieces)
                 shadows = [
                     os.path.join(folder, *pieces)
                     for earlier in layers[:index]
@@ -140,6 +142,20 @@ def _layered_loader(layers: list[FileSystemLoader]) -> BaseLoader:
             raise TemplateNotFound(template)
 
     return Layered(layers)
+
+
+def _refuse_linked(folder: str, pieces: list[str]) -> None:
+    """A template reached through a symlink is refused: a link to /etc/shadow in the overrides
+    folder would otherwise be rendered into a prompt that agents read."""
+    from selfcorrect.io.safe_paths import refusal
+
+    expected = os.path.join(os.path.realpath(folder), *pieces)
+    if os.path.islink(folder) or os.path.realpath(os.path.join(folder, *pieces)) != expected:
+        raise refusal(
+            os.path.join(folder, *pieces),
+            "is reached through a symbolic link; a template must be a regular file in the "
+            "templates folder: copy it there instead of linking it",
+        )
 
 
 def _input_error(

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 SKIP_DIRS = frozenset({".git", ".selfcorrect", "__pycache__", "node_modules", ".venv"})
 MAX_CAPTURE = 200 * 1024 * 1024
+# One file's bytes held at most: a fixer that grows a file to 20 GB must not make selfcorrect
+# read 20 GB. A larger file is seen as changed, and its bytes are not kept.
+MAX_IMAGE = 64 * 1024 * 1024
 HEAD_KEY = "/HEAD"  # Snapshot.tree key of the head commit; no relative path can collide with it
 _MAX_VALUE = 4096  # PATH_MAX: longer placeholder values are refused, not resolved
 
@@ -131,6 +134,11 @@ class RestoreReport:
 UNKNOWN_MODE = 0  # FileImage(rel, None, 0): it existed, its bytes were not kept
 
 
+def current_image(root: Path, rel: str) -> FileImage:
+    """`rel` as it is now, read through real folders and bounded (see `_image`)."""
+    return _image(root, rel)
+
+
 def _image(root: Path, rel: str) -> FileImage:
     """`rel` as it is at its real path; a symlink on the way means it is not there."""
     try:
@@ -142,10 +150,13 @@ def _image(root: Path, rel: str) -> FileImage:
             try:
                 if stat.S_ISLNK(st.st_mode):  # captured as the link itself, never followed
                     return FileImage(rel, os.fsencode(os.readlink(name, dir_fd=fd)), st.st_mode)
-                if stat.S_ISREG(st.st_mode):
-                    flags = os.O_RDONLY | os.O_NOFOLLOW
+                if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_IMAGE:
+                    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
                     with os.fdopen(os.open(name, flags, dir_fd=fd), "rb") as handle:
-                        return FileImage(rel, handle.read(), os.fstat(handle.fileno()).st_mode)
+                        info = os.fstat(handle.fileno())
+                        data = handle.read(MAX_IMAGE + 1) if stat.S_ISREG(info.st_mode) else None
+                        if data is not None and len(data) <= MAX_IMAGE:
+                            return FileImage(rel, data, info.st_mode)
             except FileNotFoundError:
                 return FileImage(rel, None, None)
             except OSError:
