@@ -70,6 +70,7 @@ from tests.test_watch import Watch
 EDITS = int(os.environ.get("SELFCORRECT_EDITS", "200"))
 SEED = int(os.environ.get("SELFCORRECT_EDITS_SEED") or random.SystemRandom().randrange(10**6))
 PAUSE_S = 0.02  # mean pause between a person's edits
+BURST, BREAK_S = 20, 0.5  # a pause after every BURST edits
 FEED_S = 0.03  # mean pause between appended failures
 QUESTIONS = 4
 LOG = "coordination_log.yaml"
@@ -202,6 +203,11 @@ def test_human_edits_survive_a_writing_watcher(
             for k in range(EDITS):
                 edits.append(_edit(path, k, rng, cooperative))
                 time.sleep(rng.uniform(0, 2 * PAUSE_S))
+                if k % BURST == BURST - 1:
+                    # People edit in bursts. Between bursts the watcher gets its turn, however
+                    # slow a loaded machine makes its runs: without these pauses a plain editor
+                    # saving every 20 ms can out-write it all along (3 writes in 200 edits).
+                    time.sleep(BREAK_S)
         while watch.runs_within(2.0):  # until the watcher has caught up and is quiet
             pass
         watch.proc.terminate()
