@@ -164,7 +164,7 @@ def analyze(
         escalations, escalation_doc, coordination, state, ledger.records, policy, digest, warnings
     )
     if human:
-        history = [*history, *(r.record for r in human)]
+        history = [*history, *(r.record.to_json() for r in human)]
         state = derive(history)
     circuits = fold_circuits(history)
     trips = circuits.trips(policy)

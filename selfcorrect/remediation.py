@@ -20,6 +20,7 @@ from typing import Any
 
 from selfcorrect.analysis import locate
 from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.journal_records import TransitionEvent
 from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
@@ -111,19 +112,17 @@ def transition_writer(
     """`step(source, target, **evidence)`: one journal record per transition (§9.2)."""
 
     def step(source: str, target: str, **evidence: Any) -> None:
-        entry = {
-            "event": "transition",
-            "fingerprint": decision.fingerprint,
-            "from": source,
-            "to": target,
-            "rule": decision.rule,
-            "rule_version": decision.rule_version,
-            "attempt": decision.attempts,
-            "evidence": evidence,
-        }
-        if key:
-            entry["attempt_key"] = key
-        record(entry)
+        entry = TransitionEvent(
+            fingerprint=decision.fingerprint,
+            source=source,
+            target=target,
+            rule=decision.rule,
+            rule_version=decision.rule_version,
+            attempt=decision.attempts,
+            evidence=evidence,
+            attempt_key=key or None,
+        )
+        record(entry.to_json())
 
     return step
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ def _reset(
         analysis.report_digest,
     )
     now = stamp(clock)
-    record = {**resolved.record, "at": now, "run": "reset"}
+    record = replace(resolved.record, at=now, run="reset")
     max_bytes = int(analysis.policy.get("limits.max_bytes"))
     written: list[str] = []
     path = folder / "escalations.yaml"
@@ -98,13 +98,16 @@ def _reset(
     listed = _existing(analysis, entries) if log.exists() else []
     if listed and documents.update_failed_items(log, listed, max_bytes=max_bytes):
         written.append(documents.display_path(log))
-    record["written"] = {e["task_id"]: e["final_status"] for e in listed}
+    record = replace(
+        record,
+        written={e["task_id"]: e["final_status"] for e in listed},
+        escalation=record.escalation or next(iter(resolved.escalations), None),
+        escalations=resolved.escalations,
+    )
     # Last: the hand edits above would be journaled by the next run, were we to die here.
-    record["escalation"] = record.get("escalation") or next(iter(resolved.escalations), None)
-    record["escalations"] = resolved.escalations
-    journal.append(folder, [record])
+    journal.append(folder, [record.to_json()])
     written.append(documents.display_path(journal.journal_path(folder)))
-    return ResetOutcome(record, resolved.escalations, resolved.work_items, written)
+    return ResetOutcome(record.to_json(), resolved.escalations, resolved.work_items, written)
 
 
 def _existing(analysis: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

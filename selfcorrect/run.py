@@ -21,6 +21,7 @@ from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason, capped
+from selfcorrect.core.journal_records import AgentEvent, IssueEvent, ValidatedEvent
 from selfcorrect.core.outputs import Plan, Prompt, Result, RunInputs
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
@@ -263,13 +264,12 @@ def _run_agent(
         argv = [str(part) for part in command] + [str(prompt)]
         done = run_argv(argv, root, timeout)
         record(
-            {
-                "event": "agent",
-                "prompt": documents.display_path(prompt),
-                "argv": argv,
-                "exit": done.returncode,
-                "outcome": done.describe(timeout),
-            }
+            AgentEvent(
+                prompt=documents.display_path(prompt),
+                argv=argv,
+                exit=done.returncode,
+                outcome=done.describe(timeout),
+            ).to_json()
         )
 
 
@@ -282,13 +282,9 @@ def _validate(folder: Path, policy: Policy, root: Path, trace: str, clock: Clock
         journal.append(
             folder,
             [
-                {
-                    "event": "validated",
-                    "at": now,
-                    "run": trace,
-                    "actor": "selfcorrect",
-                    "detail": checked.detail,
-                }
+                ValidatedEvent(
+                    at=now, run=trace, actor="selfcorrect", detail=checked.detail
+                ).to_json()
             ],
         )
     return checked
@@ -325,23 +321,22 @@ def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) ->
     journal.append(
         folder,
         [
-            {
-                "event": "issue",
-                "fingerprint": o.decision.fingerprint,
-                "work_item": o.decision.work_item,
-                "type": o.decision.type,
-                "status": "fixed",
-                "attempt": o.decision.attempts,
-                "report_digest": inputs.report_digest,
-                "validations": inputs.validations,
-                "reason": "VERIFIED",
-                "rule": o.decision.rule,
-                "rule_version": o.decision.rule_version,
-                "at": inputs.now,
-                "run": inputs.run_id,
-                "actor": "selfcorrect",
-                "evidence": {"detail": o.detail, "changed": [c.rel for c in o.changes]},
-            }
+            IssueEvent(
+                fingerprint=o.decision.fingerprint,
+                work_item=o.decision.work_item,
+                type=o.decision.type,
+                status="fixed",
+                attempt=o.decision.attempts,
+                report_digest=inputs.report_digest,
+                validations=inputs.validations,
+                reason="VERIFIED",
+                rule=o.decision.rule,
+                rule_version=o.decision.rule_version,
+                at=inputs.now,
+                run=inputs.run_id,
+                actor="selfcorrect",
+                evidence={"detail": o.detail, "changed": [c.rel for c in o.changes]},
+            ).to_json()
             for o in applied
         ],
     )

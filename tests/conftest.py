@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import shutil
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from selfcorrect.cli.main import main
+from selfcorrect.io.resources import data_file
 
 REPO = Path(__file__).resolve().parents[1]
 # A real cAgents session folder, copied unmodified into the repository. It doubles as a replay
@@ -20,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "replay" / "cagents-session"
 LABELS = "expected.yaml"
 EXAMPLES = Path(__file__).resolve().parent / "examples"
+JOURNAL_SCHEMA = data_file("schemas", "journal.schema.json")  # shipped: through the package
 # pip's download cache lives under the real home; tests that install packages reuse it.
 PIP_CACHE = Path(os.environ.get("PIP_CACHE_DIR") or Path.home() / ".cache" / "pip")
 
@@ -37,6 +43,76 @@ def _keep_off_home(
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Author")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "author@example.com")
     monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _journals_match_the_schema(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every journal line a test made selfcorrect write is a record the schema describes.
+
+    No production hook: after the test, every `.selfcorrect/journal.jsonl` under its tmp_path
+    is checked. A test that writes a hostile journal on purpose says so with
+    `@pytest.mark.tampered_journal`; one that only tears lines (a kill mid-append) with
+    `@pytest.mark.tampered_journal(torn_lines=True)`, and its whole records are still checked.
+    """
+    yield
+    tmp = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+    marker = request.node.get_closest_marker("tampered_journal")
+    if tmp is None or (marker is not None and not marker.kwargs.get("torn_lines")):
+        return
+    torn = marker is not None
+    problems = [p for path in _journals_under(Path(tmp)) for p in journal_problems(path, torn)]
+    if problems:
+        pytest.fail("journal records outside schemas/journal.schema.json:\n" + "\n".join(problems))
+
+
+JOURNAL_LINES_CHECKED = [0]  # reported at the end of the session
+
+
+@functools.cache
+def _journal_validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(JOURNAL_SCHEMA.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def journal_problems(path: Path, torn_lines: bool = False) -> list[str]:
+    """Each line of a journal that is not a record of schemas/journal.schema.json, and why.
+    With `torn_lines`, a line that is not JSON at all (a torn append) is no problem."""
+    validator = _journal_validator()
+    problems: list[str] = []
+    try:
+        data = path.read_bytes()
+    except OSError:  # a test made it unreadable on purpose; the reader's tests cover that
+        return []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        JOURNAL_LINES_CHECKED[0] += 1
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            if not torn_lines:
+                problems.append(f"{path}:{number}: not a JSON record ({exc})")
+            continue
+        for error in validator.iter_errors(record):
+            where = "/".join(str(p) for p in error.absolute_path) or "(record)"
+            problems.append(f"{path}:{number}: {where}: {error.message}")
+    return problems
+
+
+def _journals_under(root: Path) -> Iterator[Path]:
+    """Regular journal files only: a test may leave a FIFO or a symlink where one would be."""
+    for top, _dirs, files in os.walk(root):
+        if Path(top).name == ".selfcorrect" and "journal.jsonl" in files:
+            path = Path(top) / "journal.jsonl"
+            if stat.S_ISREG(path.lstat().st_mode):
+                yield path
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if JOURNAL_LINES_CHECKED[0]:
+        terminalreporter.write_line(
+            f"journal lines checked against the schema: {JOURNAL_LINES_CHECKED[0]}"
+        )
 
 
 @dataclass

@@ -59,6 +59,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from selfcorrect.core.state import derive
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io.documents import load_decision
@@ -234,6 +236,7 @@ def writing(folder: Path) -> bool:
     return False
 
 
+@pytest.mark.tampered_journal(torn_lines=True)  # a kill mid-append tears a line
 def test_kill_minus_nine_at_random_points(tmp_path: Path) -> None:
     try:
         kill_rounds(tmp_path)

@@ -260,6 +260,7 @@ def test_status_reports_an_unreadable_waypoint(
     assert f"{waypoint}:2:13: warning: " in result.stderr, result.stderr
 
 
+@pytest.mark.tampered_journal
 def test_a_reset_record_with_wrong_counts_is_ignored_with_a_warning(tmp_path: Path) -> None:
     """The journal's known fields are typed at read time, nested reset baselines included."""
     from selfcorrect.io.journal import read_journal

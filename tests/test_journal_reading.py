@@ -20,6 +20,9 @@ from selfcorrect.io import journal
 from selfcorrect.watcher import Watcher
 from tests.conftest import REPO, Result
 
+# Every test here writes a hostile journal on purpose: it is not checked against the schema.
+pytestmark = pytest.mark.tampered_journal
+
 Run = Callable[[list[str]], Result]
 GOOD = {"event": "validated", "at": "2026-01-01T00:00:00Z", "run": "r1", "actor": "selfcorrect"}
 

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from selfcorrect.io.yaml_nodes import FastLoader
@@ -136,6 +137,7 @@ def test_mode_shadow_writes_no_micro_tasks_entries_or_escalations(tmp_path: Path
     assert {r["event"] for r in records(folder)} == {"proposal"}
 
 
+@pytest.mark.tampered_journal  # hand-written transitions, no fingerprint
 def test_a_naive_timestamp_in_the_journal_is_read_as_utc(tmp_path: Path, run_line) -> None:
     folder = tmp_path / "workflow"
     shutil.copytree(REPO / "workflow", folder)

@@ -379,6 +379,7 @@ def test_stats_without_a_journal_says_so(tmp_path: Path, run_line: Run) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.tampered_journal(torn_lines=True)
 def test_a_torn_journal_line_is_a_warning_and_the_rest_is_counted(
     folder: Path, run_line: Run
 ) -> None:

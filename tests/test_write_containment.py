@@ -398,6 +398,7 @@ except InputError as exc:
 """
 
 
+@pytest.mark.tampered_journal  # made-up records, and a torn one
 def test_a_journal_append_cut_short_leaves_no_torn_record(tmp_path: Path) -> None:
     folder = tmp_path / "workflow"
     (folder / ".selfcorrect").mkdir(parents=True)
@@ -415,6 +416,7 @@ def test_a_journal_append_cut_short_leaves_no_torn_record(tmp_path: Path) -> Non
     assert [line.count(b"x") for line in lines[1:-1]] == [100, 100]  # the two that fitted
 
 
+@pytest.mark.tampered_journal  # the other link's bytes are no journal
 @pytest.mark.parametrize("name", ["journal.jsonl", "watch.lock"])
 def test_a_hard_linked_journal_or_lock_is_refused(name: str, tmp_path: Path, run_line) -> None:
     """Written in place, a hard link would carry the writes to the file's other name."""

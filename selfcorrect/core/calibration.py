@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from selfcorrect.core.journal_records import ISSUE, RESET, SUBJECT
 from selfcorrect.core.stats import reset_targets
 
 LADDER = "ladder:"  # strategy prefix of a ladder step
@@ -50,11 +51,11 @@ def calibrate(records: Iterable[Mapping[str, Any]]) -> list[CalibrationRow]:
     fold = _Fold()
     for record in records:
         kind = record.get("event")
-        if kind == "issue" and _text(record.get("fingerprint")):
+        if kind == ISSUE and _text(record.get("fingerprint")):
             fold.issue(record, record["fingerprint"])
-        elif kind == "subject" and _text(record.get("subject")):
+        elif kind == SUBJECT and _text(record.get("subject")):
             fold.subject(record, record["subject"])
-        elif kind == "reset":
+        elif kind == RESET:
             subjects, fingerprints = reset_targets(record)
             for name in subjects:
                 fold.ladders.pop(name, None)

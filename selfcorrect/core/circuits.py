@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from selfcorrect.core.journal_records import CIRCUIT, ISSUE, PROPOSAL, RESET, TRANSITION
 from selfcorrect.core.policy import Policy
 
 RuleKey = tuple[str, str]  # (rule, rule_version), e.g. ("issue_type:linting_errors", "ab12…")
@@ -162,7 +163,7 @@ def fold_circuits(records: Iterable[Mapping[str, Any]]) -> Circuits:
     circuits = Circuits()
     for record in records:
         event = record.get("event")
-        if event == "reset":
+        if event == RESET:
             for name in record.get("rules") or ():
                 for (rule, _version), state in circuits.rules.items():
                     if rule == name or rule.split(":", 1)[-1] == name:
@@ -172,13 +173,13 @@ def fold_circuits(records: Iterable[Mapping[str, Any]]) -> Circuits:
         if not isinstance(rule_name, str) or not isinstance(version, str):
             continue
         state = circuits.rules.setdefault((rule_name, version), _Rule())
-        if event == "circuit" and record.get("status") == "open":
+        if event == CIRCUIT and record.get("status") == "open":
             state.open, state.reason = True, str(record.get("reason"))
-        elif event == "transition":
+        elif event == TRANSITION:
             _transition(state, record)
-        elif event == "issue":
+        elif event == ISSUE:
             _issue(state, record)
-        elif event == "proposal" and isinstance(record.get("evidence"), Mapping):
+        elif event == PROPOSAL and isinstance(record.get("evidence"), Mapping):
             _confidence(state, record["evidence"])
     return circuits
 

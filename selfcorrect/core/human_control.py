@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from selfcorrect.core.journal_records import ResetBaseline, ResetEvent
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Escalation, EscalationStatus, FailedItem, FinalStatus
 from selfcorrect.core.policy import Policy, suggest
@@ -37,7 +37,7 @@ class ResetRequest:
 class Reset:
     """What a reset touches: its journal record, and the entries to update in the files."""
 
-    record: dict[str, Any]
+    record: ResetEvent  # without its stamp: the writer adds when
     escalations: list[str]  # ids of the open escalations it resolves
     work_items: list[str]  # failed_items entries it updates
 
@@ -95,24 +95,6 @@ def resolve_reset(
     detections = _detections(subjects, fingerprints, state) + [
         [rule, version] for rule, version in _versions(rules, policy)
     ]
-    record: dict[str, Any] = {
-        "event": "reset",
-        "via": request.via,
-        "kind": request.kind,
-        "name": request.name,
-        "evidence": request.evidence,
-        "actor": request.actor,
-        "retry": request.retry,
-        "false_positive": request.false_positive,
-        "escalation": escalation_id,
-        "subjects": [_baseline(s, records.get(s)) for s in subjects],
-        "fingerprints": fingerprints,
-        "tasks": tasks,
-        "rules": rules,
-        "detections": detections,
-        "report_digest": report_digest,
-        "validations": state.validations,
-    }
     work_items = list(
         dict.fromkeys(
             [
@@ -128,7 +110,24 @@ def resolve_reset(
         if e.status is EscalationStatus.OPEN
         and (e.id == escalation_id or _answers(e, subjects, fingerprints, tasks, rules))
     ]
-    record["escalations"] = resolved  # folded into State.resolved_escalations
+    record = ResetEvent(
+        via=request.via,
+        kind=request.kind,
+        name=request.name,
+        evidence=request.evidence,
+        actor=request.actor,
+        retry=request.retry,
+        false_positive=request.false_positive,
+        escalation=escalation_id,
+        subjects=[_baseline(s, records.get(s)) for s in subjects],
+        fingerprints=fingerprints,
+        tasks=tasks,
+        rules=rules,
+        detections=detections,
+        report_digest=report_digest,
+        validations=state.validations,
+        escalations=resolved,  # folded into State.resolved_escalations
+    )
     return Reset(record, resolved, work_items)
 
 
@@ -209,13 +208,13 @@ def _detections(
     return [list(p) for p in dict.fromkeys(tuple(p) for p in pairs)]
 
 
-def _baseline(subject: str, record: SubjectRecord | None) -> dict[str, Any]:
-    return {
-        "subject": subject,
-        "log_position": record.latest_position if record else -1,
-        "attempts": dict(record.attempts) if record else {},
-        "successes": record.successes if record else 0,
-    }
+def _baseline(subject: str, record: SubjectRecord | None) -> ResetBaseline:
+    return ResetBaseline(
+        subject=subject,
+        log_position=record.latest_position if record else -1,
+        attempts=dict(record.attempts) if record else {},
+        successes=record.successes if record else 0,
+    )
 
 
 def escalation_edits(

@@ -23,6 +23,7 @@ from selfcorrect.core.continuation import (
     split,
 )
 from selfcorrect.core.handoff import handoff_context, needs_handoff
+from selfcorrect.core.journal_records import TaskEvent
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Task, Waypoint
 from selfcorrect.core.policy import Policy
@@ -51,7 +52,7 @@ class WorkPlan:
     waiting: list[str] = field(default_factory=list)  # micro-tasks still pending
     blocked: list[tuple[str, str, str, str | None]] = field(default_factory=list)
     # ^ (task_id, reason, progress summary, checkpoint): over a continuation limit
-    records: list[dict[str, Any]] = field(default_factory=list)  # journal, new facts only
+    records: list[TaskEvent] = field(default_factory=list)  # journal, new facts only
 
 
 def _task(coordination: Coordination | None, task_id: str) -> Task | None:
@@ -92,36 +93,33 @@ def _plan_task(
             (task_id, limit[1], progress_summary(item, task, listed), item.checkpoint)
         )
         plan.records.append(
-            {
-                "event": "task",
-                "task_id": task_id,
-                "status": "blocked",
-                "reason": limit[0].value,
-                "evidence": {"detail": limit[1]},
-            }
+            TaskEvent(
+                task_id=task_id,
+                status="blocked",
+                reason=limit[0].value,
+                evidence={"detail": limit[1]},
+            )
         )
         return
     if not existing:
         plan.new_files[task_id] = microtasks_document(item, pieces, now)
         plan.records.append(
-            {
-                "event": "task",
-                "task_id": task_id,
-                "status": "split",
-                "evidence": {"microtasks": len(pieces), "signals": [s.value for s in item.signals]},
-            }
+            TaskEvent(
+                task_id=task_id,
+                status="split",
+                evidence={"microtasks": len(pieces), "signals": [s.value for s in item.signals]},
+            )
         )
         plan.waiting.append(task_id)
     elif all(str(m.get("status", "")).lower() == "done" for m in listed):
         if state != "consolidated":  # once: the re-validation judges the merged work
             plan.consolidated.append(task_id)
             plan.records.append(
-                {
-                    "event": "task",
-                    "task_id": task_id,
-                    "status": "consolidated",
-                    "evidence": {"microtasks": len(listed)},
-                }
+                TaskEvent(
+                    task_id=task_id,
+                    status="consolidated",
+                    evidence={"microtasks": len(listed)},
+                )
             )
     else:
         plan.waiting.append(task_id)

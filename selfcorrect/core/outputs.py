@@ -10,7 +10,7 @@ import enum
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from selfcorrect.core.calibration import CalibrationRow
 from selfcorrect.core.circuits import Trip
@@ -100,7 +100,13 @@ def escalation_id(key: str, epoch: int = 0) -> str:
     return "ESC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
-def stamp(run: RunInputs) -> dict[str, str]:
+class Stamp(TypedDict):
+    at: str
+    run: str
+    actor: str
+
+
+def stamp(run: RunInputs) -> Stamp:
     """What every journal record carries: when, which run (the trace id), and who."""
     return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
 

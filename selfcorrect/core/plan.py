@@ -16,6 +16,12 @@ from selfcorrect.core.contexts import (
     subject_summary,
 )
 from selfcorrect.core.incomplete_work import WorkPlan, plan_work
+from selfcorrect.core.journal_records import (
+    CircuitEvent,
+    FailedItemsEvent,
+    ProposalEvent,
+    SubjectEvent,
+)
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Verdict
@@ -68,7 +74,7 @@ def _record_written(plan: Plan, run: RunInputs) -> None:
         if run.written.get(e["task_id"]) != e["final_status"]
     }
     if changed:
-        plan.journal.append({"event": "failed_items", "statuses": changed, **stamp(run)})
+        plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)).to_json())
 
 
 def _plan_revision(plan: Plan, run: RunInputs) -> None:
@@ -172,23 +178,22 @@ def _plan_subject(
     merge_item(items, entry)
     if decision.new:
         plan.journal.append(
-            {
-                "event": "subject",
-                "subject": decision.subject,
-                "status": status.value,
-                "ladder_step": decision.ladder_step,
-                "log_position": record.latest_position,
-                "attempt": decision.attempts,
-                "failure_type": decision.failure_type,
-                "reason": decision.reason.value,
-                "rule": decision.rule,
-                "rule_version": decision.rule_version,
+            SubjectEvent(
+                subject=decision.subject,
+                status=status.value,
+                ladder_step=decision.ladder_step,
+                log_position=record.latest_position,
+                attempt=decision.attempts,
+                failure_type=decision.failure_type,
+                reason=decision.reason.value,
+                rule=decision.rule,
+                rule_version=decision.rule_version,
                 **stamp(run),
-                "evidence": {
+                evidence={
                     "signals": [f.signal.value for f in decision.signals],
                     "error": short(latest),
                 },
-            }
+            ).to_json()
         )
     if status is SubjectStatus.RECOVERING:
         plan.prompts.append(
@@ -246,17 +251,16 @@ def _propose_work(plan: Plan, run: RunInputs, work: WorkPlan) -> None:
         if key in run.proposals:
             continue
         plan.journal.append(
-            {
-                "event": "proposal",
-                "key": key,
-                "rule": "continuation",
-                "rule_version": "",
-                "stage": SHADOW,
-                "name": task_id,
-                "would": would,
+            ProposalEvent(
+                key=key,
+                rule="continuation",
+                rule_version="",
+                stage=SHADOW,
+                name=task_id,
+                would=would,
                 **stamp(run),
-                "evidence": {},
-            }
+                evidence={},
+            ).to_json()
         )
 
 
@@ -272,7 +276,7 @@ def _plan_work(
             "workflow_dir": run.workflow_dir,
             "checkpoint": context.get("checkpoint"),
         }
-    plan.journal += [{**record, **stamp(run)} for record in work.records]
+    plan.journal += [replace(record, **stamp(run)).to_json() for record in work.records]
     for task_id in work.waiting:
         merge_item(
             items,
@@ -336,20 +340,20 @@ def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs) ->
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
     for reset in run.human_resets:
-        plan.journal.append({**stamp(run), **reset.record})
+        record = reset.record
+        # The person who acted stays its actor; the run stamps when.
+        plan.journal.append(replace(record, at=run.now, run=run.run_id).to_json())
         # The escalations the reset answers are settled in the file too (the one a person
         # resolved by hand already is).
-        edited = (
-            reset.record.get("escalation") if reset.record.get("via") != "failed_items" else None
-        )
+        edited = record.escalation if record.via != "failed_items" else None
         plan.resolutions += [
             {
                 "id": ident,
                 "status": "resolved",
                 "resolved_at": run.now,
-                "resolved_by": reset.record.get("actor"),
-                "evidence": reset.record.get("evidence"),
-                "retry": bool(reset.record.get("retry")),
+                "resolved_by": record.actor,
+                "evidence": record.evidence,
+                "retry": record.retry,
             }
             for ident in reset.escalations
             if ident != edited
@@ -361,17 +365,17 @@ def _note_resets(items: dict[str, dict[str, Any]], run: RunInputs) -> None:
     own entry then stands, so the next run rewrites nothing). A failed_items edit is the
     person's own entry."""
     for reset in run.human_resets:
-        if reset.record.get("via") == "failed_items":
+        if reset.record.via == "failed_items":
             continue
-        retry = bool(reset.record.get("retry"))
+        retry = reset.record.retry
         for work_item in reset.work_items:
             items.setdefault(
                 work_item,
                 {
                     "task_id": work_item,
                     "final_status": "recovering" if retry else "recovered",
-                    "escalation_context": f"reset by {reset.record.get('actor')}: "
-                    f"{short(str(reset.record.get('evidence')))}",
+                    "escalation_context": f"reset by {reset.record.actor}: "
+                    f"{short(str(reset.record.evidence))}",
                 },
             )
 
@@ -412,32 +416,30 @@ def _plan_trips(plan: Plan, run: RunInputs) -> None:
             key = f"{trip.rule}|circuit|{trip.rule_version}|{run.validations}|open"
             if key not in run.proposals:
                 plan.journal.append(
-                    {
-                        "event": "proposal",
-                        "key": key,
-                        "rule": trip.rule,
-                        "rule_version": trip.rule_version,
-                        "stage": SHADOW,
-                        "name": trip.rule,
-                        "would": "open circuit",
+                    ProposalEvent(
+                        key=key,
+                        rule=trip.rule,
+                        rule_version=trip.rule_version,
+                        stage=SHADOW,
+                        name=trip.rule,
+                        would="open circuit",
                         **stamp(run),
-                        "evidence": {"reason": trip.reason.value, "detail": trip.detail},
-                    }
+                        evidence={"reason": trip.reason.value, "detail": trip.detail},
+                    ).to_json()
                 )
             continue
         entry = _circuit_escalation(run, trip.rule, trip.rule_version, trip.detail)
         plan.escalations.append(entry)
         plan.journal.append(
-            {
-                "event": "circuit",
-                "status": "open",
-                "rule": trip.rule,
-                "rule_version": trip.rule_version,
-                "reason": trip.reason.value,
-                "detail": trip.detail,
-                "escalation": entry["id"],
+            CircuitEvent(
+                status="open",
+                rule=trip.rule,
+                rule_version=trip.rule_version,
+                reason=trip.reason.value,
+                detail=trip.detail,
+                escalation=entry["id"],
                 **stamp(run),
-            }
+            ).to_json()
         )
         plan.reasons.append(f"circuit open: {trip.rule} ({trip.detail})")
 

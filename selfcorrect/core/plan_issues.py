@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from selfcorrect.core.calibration import worked_before
@@ -11,6 +12,7 @@ from selfcorrect.core.contexts import (
     short,
 )
 from selfcorrect.core.intent import work_item_intent
+from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import SubjectDecision
 from selfcorrect.core.model import Intent, Verdict
 from selfcorrect.core.outputs import (
@@ -72,7 +74,7 @@ def plan_issue(
     )
     if decision.new:
         plan.journal.append(
-            _issue_record(run, decision, "remediating" if runs_fixer else "directive")
+            _issue_record(run, decision, "remediating" if runs_fixer else "directive").to_json()
         )
         if runs_fixer:
             plan.fixes.append(decision)
@@ -123,41 +125,39 @@ def propose(
     if not decision.new or key in run.proposals or any(r.get("key") == key for r in plan.journal):
         return
     plan.journal.append(
-        {
-            "event": "proposal",
-            "key": key,
-            "rule": rule,
-            "rule_version": version,
-            "stage": stage,
-            "name": name,
-            "would": would,
+        ProposalEvent(
+            key=key,
+            rule=rule,
+            rule_version=version,
+            stage=stage,
+            name=name,
+            would=would,
             **stamp(run),
-            "evidence": evidence,
-        }
+            evidence=evidence,
+        ).to_json()
     )
 
 
-def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> dict[str, Any]:
-    return {
-        "event": "issue",
-        "fingerprint": decision.fingerprint,
-        "work_item": decision.work_item,
-        "type": decision.type,
-        "status": status,
-        "attempt": decision.attempts,
-        "report_digest": run.report_digest,
-        "validations": run.validations,
-        "reason": decision.reason.value,
-        "rule": decision.rule,
-        "rule_version": decision.rule_version,
+def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> IssueEvent:
+    return IssueEvent(
+        fingerprint=decision.fingerprint,
+        work_item=decision.work_item,
+        type=decision.type,
+        status=status,
+        attempt=decision.attempts,
+        report_digest=run.report_digest,
+        validations=run.validations,
+        reason=decision.reason.value,
+        rule=decision.rule,
+        rule_version=decision.rule_version,
         **stamp(run),
-        "strategy": decision.strategy,
-        "evidence": {
+        strategy=decision.strategy,
+        evidence={
             "issue_id": decision.issue.id,
             "description": short(decision.issue.description),
             "confidence": decision.confidence,
         },
-    }
+    )
 
 
 def block_issue(
@@ -193,11 +193,15 @@ def block_issue(
         merge_item(items, {"task_id": decision.work_item, "final_status": "blocked"})
     if journal:
         record = _issue_record(run, decision, "blocked")
-        if code:
-            record["reason"] = code
-        if code == "CIRCUIT_OPEN":  # refused before it ran: its hand-out was no attempt
-            record["not_run"] = True
-        plan.journal.append({**record, "evidence": {**record["evidence"], "why": reason}})
+        plan.journal.append(
+            replace(
+                record,
+                reason=code or record.reason,
+                # Refused before it ran (an open circuit): its hand-out was no attempt.
+                not_run=True if code == "CIRCUIT_OPEN" else None,
+                evidence={**(record.evidence or {}), "why": reason},
+            ).to_json()
+        )
     plan.escalations.append(
         escalation(
             run,
@@ -238,32 +242,30 @@ def plan_resolved(
         },
     )
     plan.journal.append(
-        {
-            "event": "issue",
-            "fingerprint": fingerprint,
-            "work_item": work_item,
-            "type": prior.type,
-            "status": "resolved",
-            "attempt": prior.attempts,
-            "report_digest": run.report_digest,
-            "reason": "RESOLVED",
-            "rule": prior.rule,
-            "rule_version": prior.rule_version,
-            "strategy": prior.strategy,
+        IssueEvent(
+            fingerprint=fingerprint,
+            work_item=work_item,
+            type=prior.type,
+            status="resolved",
+            attempt=prior.attempts,
+            report_digest=run.report_digest,
+            reason="RESOLVED",
+            rule=prior.rule,
+            rule_version=prior.rule_version,
+            strategy=prior.strategy,
             **stamp(run),
-        }
+        ).to_json()
     )
     if prior.status == "fixed":  # a fixer's effect confirmed by a fresh report (§9.2)
         plan.journal.append(
-            {
-                "event": "transition",
-                "fingerprint": fingerprint,
-                "from": "verifying",
-                "to": "recovered",
-                "rule": prior.rule,
-                "rule_version": prior.rule_version,
-                "attempt": prior.attempts,
+            TransitionEvent(
+                fingerprint=fingerprint,
+                source="verifying",
+                target="recovered",
+                rule=prior.rule,
+                rule_version=prior.rule_version,
+                attempt=prior.attempts,
                 **stamp(run),
-                "evidence": {"report_digest": run.report_digest},
-            }
+                evidence={"report_digest": run.report_digest},
+            ).to_json()
         )

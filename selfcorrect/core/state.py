@@ -11,13 +11,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SUBJECT = "subject"  # record kinds ("event" field)
-ISSUE = "issue"
-TASK = "task"  # incomplete-work steps: split, consolidated, blocked (§11)
-VALIDATED = "validated"  # selfcorrect ran the validator and got a fresh report
-RESET = "reset"  # a person acted: `selfcorrect reset`, or a hand edit (SPEC §10)
-PROPOSAL = "proposal"  # a shadow (or out-of-scope canary) rule would have acted (§13)
-WRITTEN = "failed_items"  # the final_status values a run (or a reset) wrote (§9.6)
+from selfcorrect.core.journal_records import (
+    FAILED_ITEMS,
+    ISSUE,
+    PROPOSAL,
+    RESET,
+    SUBJECT,
+    TASK,
+    TRANSITION,
+    VALIDATED,
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
     started: set[tuple[str, int]] = set()  # (fingerprint, attempt) whose preflight ran
     for record in records:
         kind = record.get("event")
-        if kind == "transition" and record.get("from") == "preflight":
+        if kind == TRANSITION and record.get("from") == "preflight":
             started.add((str(record.get("fingerprint")), int(record.get("attempt") or 0)))
         if kind == SUBJECT and isinstance(record.get("subject"), str):
             current = state.subjects.setdefault(record["subject"], SubjectState())
@@ -130,7 +133,7 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             _apply_reset(state, record)
         elif kind == PROPOSAL and isinstance(record.get("key"), str):
             state.proposals.add(record["key"])
-        elif kind == WRITTEN and isinstance(record.get("statuses"), Mapping):
+        elif kind == FAILED_ITEMS and isinstance(record.get("statuses"), Mapping):
             state.written.update({str(k): str(v) for k, v in record["statuses"].items()})
     _refund_unstarted(state, started)
     return state

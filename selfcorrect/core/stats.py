@@ -40,6 +40,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from selfcorrect.core.journal_records import CIRCUIT, ISSUE, PROPOSAL, RESET, SUBJECT, TRANSITION
+
 Pair = tuple[str, str]  # (rule, rule_version)
 
 COUNTERS = (
@@ -96,22 +98,22 @@ class _Fold:
 
     def feed(self, record: Mapping[str, Any]) -> None:
         kind = record.get("event")
-        if kind == "issue" and _text(record, "fingerprint"):
+        if kind == ISSUE and _text(record, "fingerprint"):
             self._issue(record, self._item("issue", record["fingerprint"]))
-        elif kind == "subject" and _text(record, "subject"):
+        elif kind == SUBJECT and _text(record, "subject"):
             self._subject(record, self._item("subject", record["subject"]))
-        elif kind == "transition" and _text(record, "fingerprint"):
+        elif kind == TRANSITION and _text(record, "fingerprint"):
             item = self._item("issue", record["fingerprint"])
             counter = _TRANSITIONS.get((str(record.get("from")), str(record.get("to"))))
             self._count(self._attribute(record, item, item.handed_out or item.last), counter)
-        elif kind == "proposal":
+        elif kind == PROPOSAL:
             key = _key(record)
             if key is not None:
                 item = self._item(*key)
                 self._detect(item, self._attribute(record, item, item.last))
-        elif kind == "circuit" and record.get("status") == "open":
+        elif kind == CIRCUIT and record.get("status") == "open":
             self._count(self._attribute(record, None, None), "circuit_opens")
-        elif kind == "reset":
+        elif kind == RESET:
             self._reset(record)
 
     def _issue(self, record: Mapping[str, Any], item: _Item) -> None:

@@ -1,0 +1,269 @@
+"""The journal's records: one frozen class per kind, the only way a record is built.
+
+The journal (`.selfcorrect/journal.jsonl`) is selfcorrect's whole state (docs/architecture.md);
+schemas/journal.schema.json describes each kind, and these classes are what the writers build.
+`to_json()` is exactly the dict written before the classes existed: a key absent from a record
+(a `strategy` a fixed issue never carried, say) stays absent, because the folds tell "absent"
+(keep what was known) from `null` (forget it). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields, replace
+from enum import Enum
+from typing import Any
+
+# The kinds ("event" field), for writers and folds alike.
+TRANSITION = "transition"  # one step of an autofix (docs/remediation.md)
+AGENT = "agent"  # an agent command `run --agent` ran
+VALIDATED = "validated"  # selfcorrect ran the validator and got a fresh report
+ISSUE = "issue"
+SUBJECT = "subject"
+PROPOSAL = "proposal"  # a shadow (or out-of-scope canary) rule would have acted
+CIRCUIT = "circuit"  # a rule's circuit opened
+RESET = "reset"  # a person acted: `selfcorrect reset`, or a hand edit
+TASK = "task"  # incomplete-work steps: split, consolidated, blocked
+FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrote
+
+
+class Omit(Enum):
+    """A field this record does not carry at all (unlike None, which is written as null)."""
+
+    OMIT = 0
+
+
+OMIT = Omit.OMIT
+
+
+def _optional(**metadata: Any) -> Any:
+    """A field written only when set: older records lack it, so its absence means `unknown`."""
+    return field(default=None, metadata={"omit_none": True, **metadata})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stamped:
+    """What every record carries once written: when, which run (its trace id), and who. A
+    planned record gets its stamp when the run writes it; an unset one is not written."""
+
+    at: str | None = _optional()
+    run: str | None = _optional()
+    actor: str | None = _optional()
+
+    event = ""  # each kind's own, a class constant (not a field)
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"event": self.event}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is OMIT or (value is None and item.metadata.get("omit_none")):
+                continue
+            record[item.metadata.get("key", item.name)] = _plain(value)
+        return record
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> Any:
+        """The record as this class, or None when it lacks a field the class needs. Types are
+        the reader's to check (io/journal refuses a known field of the wrong type)."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            key = item.metadata.get("key", item.name)
+            if key in record:
+                values[item.name] = record[key]
+            elif item.default is MISSING:
+                return None
+        return cls(**values)
+
+
+def parse_record(record: Mapping[str, Any]) -> Stamped | None:
+    """A journal record as its kind's class; None for a kind this version does not know (a
+    newer one wrote it) or a record missing what its kind needs."""
+    kind = KINDS.get(str(record.get("event")))
+    return kind.from_json(record) if kind else None
+
+
+def _plain(value: Any) -> Any:
+    """Tuples and read-only mappings as the JSON lists and objects they are written as."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransitionEvent(Stamped):
+    event = TRANSITION
+    fingerprint: str
+    source: str = field(metadata={"key": "from"})
+    target: str = field(metadata={"key": "to"})
+    rule: str | None
+    rule_version: str | None
+    attempt: int
+    evidence: Mapping[str, Any]
+    attempt_key: str | None = _optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentEvent(Stamped):
+    event = AGENT
+    prompt: str
+    argv: Sequence[str]
+    exit: int | None  # None: it never started, or was killed on timeout
+    outcome: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidatedEvent(Stamped):
+    event = VALIDATED
+    detail: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssueEvent(Stamped):
+    event = ISSUE
+    fingerprint: str
+    work_item: str | None
+    type: str | None
+    status: str  # directive | remediating | fixed | blocked | resolved
+    attempt: int
+    report_digest: str | None
+    reason: str
+    rule: str | None
+    rule_version: str | None
+    validations: int | None = _optional()  # a resolution does not carry it
+    # A fixed record never carried a strategy: absent keeps the one handed out, null forgets it.
+    strategy: str | Omit | None = OMIT
+    not_run: bool | None = _optional()  # refused before it ran: no attempt
+    evidence: Mapping[str, Any] | None = _optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubjectEvent(Stamped):
+    event = SUBJECT
+    subject: str
+    status: str  # recovering | blocked | skipped | recovered
+    ladder_step: int | None
+    log_position: int
+    attempt: int
+    failure_type: str | None
+    reason: str
+    rule: str | None
+    rule_version: str | None
+    evidence: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProposalEvent(Stamped):
+    event = PROPOSAL
+    key: str  # journaled once per key
+    rule: str
+    rule_version: str
+    stage: str
+    name: str
+    would: str
+    evidence: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CircuitEvent(Stamped):
+    event = CIRCUIT
+    status: str  # open
+    rule: str
+    rule_version: str
+    reason: str
+    detail: str
+    escalation: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetBaseline:
+    """Where a reset subject stood: only what the log holds after this counts as new."""
+
+    subject: str
+    log_position: int
+    attempts: Mapping[str, int]
+    successes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "log_position": self.log_position,
+            "attempts": dict(self.attempts),
+            "successes": self.successes,
+        }
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> ResetBaseline:
+        return cls(
+            subject=entry["subject"],
+            log_position=entry.get("log_position", -1),
+            attempts=entry.get("attempts") or {},
+            successes=entry.get("successes") or 0,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetEvent(Stamped):
+    """A person acted. `actor` is the person; the run writing it stamps when."""
+
+    event = RESET
+    via: str  # cli | escalations.yaml | failed_items
+    kind: str | None
+    name: str
+    evidence: str
+    retry: bool
+    false_positive: bool
+    escalation: str | None
+    subjects: Sequence[ResetBaseline]
+    fingerprints: Sequence[str]
+    tasks: Sequence[str]
+    rules: Sequence[str]
+    detections: Sequence[Sequence[str]]  # [rule, rule_version]
+    report_digest: str | None
+    validations: int
+    escalations: Sequence[str]  # every open escalation it resolves
+    written: Mapping[str, str] | None = _optional()  # final_status per entry it wrote
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "subjects": [s.to_json() for s in self.subjects]}
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> Any:
+        parsed = super().from_json(record)
+        if parsed is None:
+            return None
+        baselines = [ResetBaseline.from_json(s) for s in record.get("subjects") or ()]
+        return replace(parsed, subjects=baselines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskEvent(Stamped):
+    event = TASK
+    task_id: str
+    status: str  # split | consolidated | blocked
+    reason: str | None = _optional()  # of a blocked task
+    evidence: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailedItemsEvent(Stamped):
+    event = FAILED_ITEMS
+    statuses: Mapping[str, str]  # task_id -> final_status written
+
+
+KINDS: dict[str, type[Stamped]] = {
+    kind.event: kind
+    for kind in (
+        TransitionEvent,
+        AgentEvent,
+        ValidatedEvent,
+        IssueEvent,
+        SubjectEvent,
+        ProposalEvent,
+        CircuitEvent,
+        ResetEvent,
+        TaskEvent,
+        FailedItemsEvent,
+    )
+}
