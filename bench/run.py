@@ -37,6 +37,8 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "dialect_read": ("dialect read+check of N entries", 0.25, False),
     "canonical_analysis": ("canonical full analysis of N entries", 1.5, False),
     "dialect_analysis": ("dialect full analysis of N entries", 0.25, False),
+    "canonical_e2e": ("run --shadow, canonical, start to exit", 1.5, False),
+    "dialect_e2e": ("run --shadow, dialect, start to exit", 0.25, False),
     "append_incremental": ("append 10 entries: N-entry vs 10-entry log", 2.0, False),
     "latency_p50": ("change → outputs written, p50 vs debounce", 3.0, True),
     "latency_p95": ("change → outputs written, p95 vs debounce", 3.0, False),
@@ -88,21 +90,40 @@ def _progress(message: str) -> None:
 _CACHED = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _wall(command: Sequence[str]) -> float:
-    """Wall seconds of one subprocess, which must exit 0."""
+def _wall(command: Sequence[str], ok: Sequence[int] = (0,)) -> float:
+    """Wall seconds of one subprocess, which must exit with a code in `ok`."""
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=_CACHED)
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
+    if done.returncode not in ok:
         raise SystemExit(f"bench: {' '.join(command)} exited {done.returncode}:\n{done.stderr}")
     return seconds
+
+
+def _selfcorrect() -> list[str]:
+    """The command users type: the console script beside this interpreter."""
+    script = Path(sys.executable).with_name("selfcorrect")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "selfcorrect"]
+
+
+def _shadow_folder(workdir: Path, name: str, log: Path) -> Path:
+    """A workflow folder holding only `log` as its failure log (a copy: inputs are files)."""
+    folder = workdir / name
+    folder.mkdir()
+    shutil.copyfile(log, folder / "tool_failures.yaml")
+    return folder
+
+
+def shadow_seconds(folder: Path) -> dict[str, float]:
+    """`selfcorrect run --shadow DIR` as users run it: process start to exit, rendering
+    included (it exits 1 or 3 on these logs: blocked or pending work)."""
+    return {"seconds": _wall([*_selfcorrect(), "run", "--shadow", str(folder)], ok=(0, 1, 3))}
 
 
 def startup_rows(workdir: Path, runs: int) -> list[Row]:
     """Median wall time of the two start-up commands vs `python -c "import click"`."""
     folder = workdir / "small-workflow"
-    script = Path(sys.executable).with_name("selfcorrect")  # what users type
-    me = [str(script)] if script.exists() else [sys.executable, "-m", "selfcorrect"]
+    me = _selfcorrect()
     _wall([*me, "init", str(folder)])
     commands = {
         "anchor": [sys.executable, "-c", "import click"],
@@ -164,11 +185,18 @@ def read_rows(
         "canonical_analysis": ("analyze", canonical),
         "dialect_analysis": ("analyze", dialect),
     }
-    results: dict[str, list[dict[str, float]]] = {key: [] for key in runs}
+    shadow_runs = {
+        "canonical_e2e": _shadow_folder(workdir, "e2e-canonical", canonical),
+        "dialect_e2e": _shadow_folder(workdir, "e2e-dialect", dialect),
+    }
+    results: dict[str, list[dict[str, float]]] = {key: [] for key in [*runs, *shadow_runs]}
     for turn in range(repeat):  # interleaved, as for start-up
         for key, (what, path) in runs.items():
             _progress(f"{key} read of {entries:,} entries, run {turn + 1}/{repeat}")
             results[key].append(measure(what, path, entries))
+        for key, folder in shadow_runs.items():
+            _progress(f"{key}: run --shadow on {entries:,} entries, run {turn + 1}/{repeat}")
+            results[key].append(shadow_seconds(folder))
     _progress("streamed reads for peak memory")
     streamed = {
         "canonical": measure("stream", canonical, entries),
@@ -184,6 +212,8 @@ def read_rows(
         _row("dialect_read", median("dialect", "seconds"), anchor_s, "s"),
         _row("canonical_analysis", median("canonical_analysis", "seconds"), anchor_s, "s"),
         _row("dialect_analysis", median("dialect_analysis", "seconds"), anchor_s, "s"),
+        _row("canonical_e2e", median("canonical_e2e", "seconds"), anchor_s, "s"),
+        _row("dialect_e2e", median("dialect_e2e", "seconds"), anchor_s, "s"),
         _row("memory_canonical", streamed["canonical"]["peak_kb"], anchor_kb, "kB"),
         _row("memory_dialect", streamed["dialect"]["peak_kb"], anchor_kb, "kB"),
     ]
