@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from selfcorrect.core.digit_fold import Memo, digit_blind, fold
 from selfcorrect.core.model import Failure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search, window
@@ -47,7 +48,7 @@ _UNTYPED = Typed(UNKNOWN, 0.0, TypeSource.NONE, None)
 class Taxonomy:
     """The policy's `codes` and `patterns`, ready to classify failures."""
 
-    __slots__ = ("_cache", "_codes", "_prefixes", "_regexes", "_sources", "_typed")
+    __slots__ = ("_blind", "_blind_index", "_cache", "_codes", "_sensitive", "_shapes", "_typed")
 
     def __init__(self, policy: Policy) -> None:
         codes: Any = policy.get("codes", None) or {}
@@ -57,16 +58,20 @@ class Taxonomy:
             str(code).upper(): (str(kind), str(code)) for code, kind in codes.items()
         }
         patterns: Any = policy.get("patterns", None) or ()
-        self._sources = sources = [str(entry["regex"]) for entry in patterns]
-        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in sources)
+        sources = [str(entry["regex"]) for entry in patterns]
+        regexes = [re.compile(source, re.IGNORECASE) for source in sources]
         self._typed = tuple(
             Typed(str(entry["type"]), float(entry.get("confidence", 1.0)), TypeSource.PATTERN, src)
             for entry, src in zip(patterns, sources, strict=True)
         )
-        # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
-        # with it answers "does any earlier pattern match?" at a fraction of k searches.
-        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources)
+        # Patterns that cannot tell the digits 1-9 apart answer once per shape of text (line
+        # numbers, ports and counts folded, see digit_fold); the others are searched per text.
+        blind = [digit_blind(rx) for rx in regexes]
+        self._blind_index = tuple(i for i, is_blind in enumerate(blind) if is_blind)
+        self._blind = _FirstMatch([sources[i] for i in self._blind_index])
+        self._sensitive = tuple((i, rx) for i, rx in enumerate(regexes) if not blind[i])
         self._cache: dict[tuple[str, str | None], Typed] = {}
+        self._shapes: Memo[bytes, int | None] = Memo()
 
     def classify(self, failure: Failure) -> Typed:
         """Explicit type, else typed code, else the first matching pattern, else unknown."""
@@ -95,9 +100,36 @@ class Taxonomy:
 
     def _first_match(self, text: str) -> int | None:
         """Index of the first pattern, in policy order, that matches anywhere in `text`."""
-        regexes, prefixes = self._regexes, self._prefixes
         if not text or text.isspace():
             return None  # an empty error says nothing: unknown (SPEC §6)
+        found = self._shapes.get(fold(text), lambda: self._first_blind(text))
+        for index, regex in self._sensitive:  # in policy order
+            if found is not None and index > found:
+                break
+            if regex.search(text):
+                return index
+        return found
+
+    def _first_blind(self, text: str) -> int | None:
+        found = self._blind.first(text)
+        return None if found is None else self._blind_index[found]
+
+
+class _FirstMatch:
+    """Patterns in order, to find the first one that matches anywhere in a text."""
+
+    __slots__ = ("_prefixes", "_regexes", "_sources")
+
+    def __init__(self, sources: list[str]) -> None:
+        self._sources = sources
+        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in sources)
+        # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
+        # with it answers "does any earlier pattern match?" at a fraction of k searches.
+        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources)
+
+    def first(self, text: str) -> int | None:
+        """Index of the first pattern that matches anywhere in `text`."""
+        regexes, prefixes = self._regexes, self._prefixes
         linear = (i for i, rx in enumerate(regexes) if rx.search(text))
         if prefixes is None:
             return next(linear, None)
