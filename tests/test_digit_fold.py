@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from bench import generate
 from selfcorrect.core import taxonomy as taxonomy_module
-from selfcorrect.core.digit_fold import Memo, digit_blind, fold
+from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
 from selfcorrect.core.normalise import normalise_failure
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.core.stuck import StuckDetector
-from selfcorrect.core.taxonomy import Taxonomy, error_class, normalise_error
+from selfcorrect.core.taxonomy import ErrorClasses, Taxonomy, error_class, normalise_error
 from selfcorrect.core.text_window import window
 from selfcorrect.policy_file import default_policy_data, load_policy
 
@@ -43,19 +43,52 @@ def policy_with(**user: Any) -> Policy:
     ],
 )
 def test_digit_blind(source: str, blind: bool) -> None:
-    assert digit_blind(re.compile(source, re.IGNORECASE)) is blind
+    assert DIGITS.blind(re.compile(source, re.IGNORECASE)) is blind
 
 
 def test_the_normalisers_own_patterns_are_digit_blind() -> None:
     # normalise_error's answer may be shared by texts of one shape only because of this.
     for pattern in ("_QUOTED", "_WINDOWS_PATH", "_UNIX_PATH", "_IDS"):
-        assert digit_blind(getattr(taxonomy_module, pattern)), pattern
+        assert DIGITS.blind(getattr(taxonomy_module, pattern)), pattern
 
 
 def test_fold_keeps_zero_and_non_ascii_digits() -> None:
-    assert fold("line 1438, 0x9f") == fold("line 9871, 0x1f")
-    assert fold("0x1f") != fold("1x1f")
-    assert fold("line \uff15") != fold("line 5")  # a fullwidth five is no ASCII digit
+    assert DIGITS.key("line 1438, 0x9f") == DIGITS.key("line 9871, 0x1f")
+    assert DIGITS.key("0x1f") != DIGITS.key("1x1f")
+    assert DIGITS.key("line \uff15") != DIGITS.key("line 5")  # a fullwidth five: no ASCII digit
+
+
+def test_a_folding_keeps_apart_the_digits_a_pattern_tells_apart() -> None:
+    folding = Folding.of([re.compile(r"E2BIG|[45]\d\d|\d+")])
+    assert folding is not None
+    assert folding.key("E2BIG 503 17") == folding.key("E2BIG 416 98")
+    assert folding.key("503") != folding.key("303")
+    assert folding.key("E2BIG") != folding.key("E3BIG")
+    assert Folding.of([re.compile(r"(\d)\1")]) is None  # a backreference compares digits
+
+
+ERROR_CLASS_TEXTS = [
+    "HTTP 503 Service Unavailable",
+    "HTTP 303 See Other",
+    "status: 404 at line 17",
+    "status: 999",
+    "E2BIG: argument list too long",
+    "E7BIG: nothing known",
+    "EL3HLT and EL2HLT",
+    "TypeError at 12:4",
+    "error TS2339: x",
+    "error[E0308]: mismatched types",
+    "panic: 7",
+    "nothing here 42",
+    "",
+]
+
+
+def test_error_classes_equal_error_class() -> None:
+    classes = ErrorClasses()
+    for _ in range(2):  # the second pass reads from the memo
+        for text in ERROR_CLASS_TEXTS + [e.error for e in generate.entries(2_000, seed=3)]:
+            assert classes(text) == error_class(text), text
 
 
 def test_a_memo_is_emptied_when_full() -> None:
@@ -81,8 +114,9 @@ def test_caches_stay_bounded_on_all_distinct_texts() -> None:
     for index, text in enumerate(_distinct(10_000)):
         taxonomy.classify_text(text)
         detector.feed(normalise_failure({"tool": "Bash", "error": text, "task_id": "WI-1"}, index))
-    assert 0 < len(taxonomy._shapes) <= 4096
+    assert 0 < len(taxonomy._blind._memo) <= 4096
     assert 0 < len(detector._shapes) <= 4096
+    assert 0 < len(detector._classes._memo) <= 4096
     assert len(taxonomy._cache) <= 4096 and len(detector._texts) <= 4096
 
 

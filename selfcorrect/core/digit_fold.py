@@ -2,21 +2,24 @@
 
 A real failure log repeats a few mistakes with changing line numbers, columns, ports and token
 counts, so most of its error texts are distinct while their shapes are few. The readings of an
-error that run for every entry (normalisation, failure type, "cannot complete") are costly
-regex searches (docs/architecture.md: every entry of the log is normalised, typed and fed to the
-stuck detector), and are memoised per shape instead of per text where that provably gives the
-same answer.
+error that run for every entry (normalisation, error class, failure type, "cannot complete")
+are costly regex searches (docs/architecture.md: every entry of the log is normalised, typed
+and fed to the stuck detector), and are memoised per shape instead of per text where that
+provably gives the same answer.
 
-`fold` maps the ASCII digits 1-9 to "1" and keeps "0" (a "0x" prefix means hex, "1x" does not).
-A regex gives the same matches, at the same places, on a text and on its fold when nothing in it
-tells two folded digits apart; `digit_blind` checks that on the parsed pattern and says no to
-anything it does not know (a backreference, a literal "7", a class `[45]`). Pure: no I/O.
+A `Folding` maps the ASCII digits to one representative per class. A regex gives the same
+matches, with the same spans, on a text and on its fold when nothing in it tells two digits of
+one class apart; `Folding.of` reads the parsed patterns and makes a class of the digits none of
+them tells apart ("0x" makes 0 a class of its own, `[45]` splits 4 and 5 from the rest, `\\d`
+and `\\w` split nothing), and gives up on what it cannot read (a backreference compares the
+digits themselves). `DIGITS` folds 1-9 into one class, for patterns that are `blind` to them.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 # The stdlib's own regex parser: the private name is stable since 3.11 (the public `sre_parse`
@@ -27,76 +30,110 @@ try:
 except ImportError:  # pragma: no cover - a future Python without them
     _sre = _sre_parse = None
 
-_FOLD = bytes.maketrans(b"23456789", b"11111111")
-_LOW, _HIGH = ord("1"), ord("9")  # the digits fold merges
+_ZERO = ord("0")
+_ALL = frozenset(range(10))
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def fold(text: str) -> bytes:
-    """The memo key of `text`: equal for texts that differ only in which nonzero ASCII digits
-    they hold. UTF-8 keeps every ASCII digit a byte of its own, so no other byte is touched."""
-    return text.encode("utf-8", "surrogatepass").translate(_FOLD)
+class Folding:
+    """A partition of the digits 0-9, as a translation of UTF-8 bytes."""
+
+    __slots__ = ("_classes", "_table")
+
+    def __init__(self, classes: Iterable[frozenset[int]]) -> None:
+        self._classes = tuple(sorted(classes, key=min))
+        source = bytes(_ZERO + d for group in self._classes for d in sorted(group))
+        target = bytes(_ZERO + min(group) for group in self._classes for _ in group)
+        self._table = bytes.maketrans(source, target)
+
+    @classmethod
+    def of(cls, patterns: Iterable[re.Pattern[str]]) -> Folding | None:
+        """The coarsest folding none of `patterns` can see, or None when one cannot be read."""
+        sets: list[frozenset[int]] = []
+        for pattern in patterns:
+            if not _digit_sets(pattern, sets):
+                return None
+        classes = [_ALL]
+        for split in sets:  # refine: every set a pattern tells apart is a union of classes
+            classes = [part for group in classes for part in (group & split, group - split) if part]
+        return cls(classes)
+
+    def key(self, text: str) -> bytes:
+        """The memo key of `text`. UTF-8 keeps every ASCII digit a byte of its own, so no
+        other byte is touched."""
+        return text.encode("utf-8", "surrogatepass").translate(self._table)
+
+    def blind(self, pattern: re.Pattern[str]) -> bool:
+        """Whether `pattern` matches every text of one key alike."""
+        sets: list[frozenset[int]] = []
+        if not _digit_sets(pattern, sets):
+            return False
+        return all(group <= split or not group & split for split in sets for group in self._classes)
 
 
-def digit_blind(pattern: re.Pattern[str]) -> bool:
-    """Whether `pattern` cannot tell the digits 1-9 apart, so it matches `fold`'s twin of a
-    text exactly where it matches the text. False when unsure."""
+DIGITS = Folding([frozenset({0}), frozenset(range(1, 10))])
+
+
+def _digit_sets(pattern: re.Pattern[str], sets: list[frozenset[int]]) -> bool:
+    """Append the sets of digits `pattern` tells from the other digits; False if unreadable."""
     if _sre_parse is None or not isinstance(pattern.pattern, str):
         return False
     try:
         parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
     except Exception:  # an unparsable pattern is simply not folded
         return False
-    return _blind(list(parsed))
+    return _walk(list(parsed), sets)
 
 
-def _merges(code: int) -> bool:
-    return _LOW <= code <= _HIGH
+def _digit(code: int) -> frozenset[int]:
+    return frozenset({code - _ZERO}) if 0 <= code - _ZERO <= 9 else frozenset()
 
 
-def _blind_class(items: Any) -> bool:
+def _class_digits(items: Any) -> frozenset[int] | None:
+    """The digits a `[...]` set names by literal or range (its categories name all or none)."""
+    found: set[int] = set()
     for op, value in items:
         if op in (_sre.LITERAL, _sre.NOT_LITERAL):
-            if _merges(value):
-                return False
+            found |= _digit(value)
         elif op is _sre.RANGE:
             low, high = value
-            covers_some = low <= _HIGH and high >= _LOW
-            if covers_some and not (low <= _LOW and high >= _HIGH):
-                return False
+            found |= {code - _ZERO for code in range(max(low, _ZERO), min(high, _ZERO + 9) + 1)}
         elif op not in (_sre.NEGATE, _sre.CATEGORY):
-            return False
-    return True
+            return None
+    return frozenset(found)
 
 
-def _blind(items: Any) -> bool:
+def _walk(items: Any, sets: list[frozenset[int]]) -> bool:
     for op, value in items:
         if op in (_sre.LITERAL, _sre.NOT_LITERAL):
-            if _merges(value):
-                return False
+            if digit := _digit(value):
+                sets.append(digit)
         elif op is _sre.IN:
-            if not _blind_class(value):
+            digits = _class_digits(value)
+            if digits is None:
                 return False
+            if digits:
+                sets.append(digits)
         elif op in (_sre.ANY, _sre.AT, _sre.CATEGORY):
             continue  # \d, \w, \s, \b and `.` treat every digit alike
         elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
-            if not _blind(value[2]):
+            if not _walk(value[2], sets):
                 return False
         elif op is _sre.SUBPATTERN:
-            if not _blind(value[3]):
+            if not _walk(value[3], sets):
                 return False
         elif op is _sre.BRANCH:
-            if not all(_blind(branch) for branch in value[1]):
+            if not all(_walk(branch, sets) for branch in value[1]):
                 return False
         elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
-            if not _blind(value[1]):
+            if not _walk(value[1], sets):
                 return False
         elif op is _sre.ATOMIC_GROUP:
-            if not _blind(value):
+            if not _walk(value, sets):
                 return False
-        else:  # a backreference compares digits themselves; anything unknown: not blind
+        else:  # a backreference compares digits themselves; anything unknown: unreadable
             return False
     return True
 
@@ -128,4 +165,4 @@ class Memo(Generic[K, V]):
         return len(self._data)
 
 
-__all__ = ["Memo", "digit_blind", "fold"]
+__all__ = ["DIGITS", "Folding", "Memo"]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from selfcorrect.core.digit_fold import Memo, digit_blind, fold
+from selfcorrect.core.digit_fold import DIGITS, Memo
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.taxonomy import error_class, normalise_error
+from selfcorrect.core.taxonomy import ErrorClasses, normalise_error
 from selfcorrect.core.text_window import search
 
 
@@ -127,7 +127,8 @@ class StuckDetector:
         # agent failing once each on many subjects stalls none of them.
         self._agents: dict[str, dict[str, _Run]] = {}
         self._texts: dict[str, tuple[str, str | None, bool]] = {}
-        self._unable_blind = all(digit_blind(rx) for rx in self._unable)
+        self._unable_blind = all(DIGITS.blind(rx) for rx in self._unable)
+        self._classes = ErrorClasses()
         self._shapes: Memo[bytes, tuple[str, bool | None]] = Memo()
 
     def feed(self, failure: Failure) -> None:
@@ -229,11 +230,11 @@ class StuckDetector:
         if known is None:
             # The normalised text never depends on which digits a text holds, nor do digit-blind
             # "cannot complete" patterns: those are read once per shape (see digit_fold).
-            normalised, unable = self._shapes.get(fold(error), lambda: self._shape(error))
+            normalised, unable = self._shapes.get(DIGITS.key(error), lambda: self._shape(error))
             if unable is None:
                 unable = bool(normalised) and any(search(rx, error) for rx in self._unable)
             # Empty (or blank) text is still a failure, but shares nothing with other errors.
-            kind = error_class(error) if normalised else None
+            kind = self._classes(error) if normalised else None
             known = (normalised, kind, unable)
             if len(self._texts) >= _CACHE_SIZE:
                 del self._texts[next(iter(self._texts))]
