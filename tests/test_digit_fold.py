@@ -87,7 +87,7 @@ ERROR_CLASS_TEXTS = [
 def test_error_classes_equal_error_class() -> None:
     classes = ErrorClasses()
     for _ in range(2):  # the second pass reads from the memo
-        for text in ERROR_CLASS_TEXTS + [e.error for e in generate.entries(2_000, seed=3)]:
+        for text in ERROR_CLASS_TEXTS + TEXTS + [e.error for e in generate.entries(2_000, seed=3)]:
             assert classes(text) == error_class(text), text
 
 
@@ -167,6 +167,10 @@ TEXTS = [
     "I cannot finish: 0x1f",
     "",
     "   ",
+    # longer than a regex ever sees (text_window): the keys are cut to the window too
+    "TypeError at line 12 " + "x" * 9_000 + " HTTP 503 " + "y" * 5_000 + " EL3HLT",
+    "TypeError at line 12 " + "z" * 9_000 + " HTTP 404 " + "y" * 5_000 + " EL3HLT",
+    "I cannot finish " + "x" * 9_000 + " E2BIG",
 ]
 
 

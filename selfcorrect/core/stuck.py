@@ -18,7 +18,7 @@ from selfcorrect.core.digit_fold import DIGITS, Memo
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.taxonomy import ErrorClasses, normalise_error
-from selfcorrect.core.text_window import search
+from selfcorrect.core.text_window import search, window
 
 
 class Signal(StrEnum):
@@ -229,8 +229,10 @@ class StuckDetector:
         known = self._texts.get(error)
         if known is None:
             # The normalised text never depends on which digits a text holds, nor do digit-blind
-            # "cannot complete" patterns: those are read once per shape (see digit_fold).
-            normalised, unable = self._shapes.get(DIGITS.key(error), lambda: self._shape(error))
+            # "cannot complete" patterns: those are read once per shape (see digit_fold). Both
+            # read only the text's window, so the key is cut to it too.
+            key = DIGITS.key(window(error))
+            normalised, unable = self._shapes.get(key, lambda: self._shape(error))
             if unable is None:
                 unable = bool(normalised) and any(search(rx, error) for rx in self._unable)
             # Empty (or blank) text is still a failure, but shares nothing with other errors.

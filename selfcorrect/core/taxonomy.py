@@ -295,11 +295,12 @@ class ErrorClasses:
     def __call__(self, text: str) -> str | None:
         if _CLASS_FOLDING is None:
             return error_class(text)
-        span = self._memo.get(_CLASS_FOLDING.key(text), lambda: _class_span(text))
+        seen = window(text)  # all that _CLASS reads of it, and all the key needs
+        span = self._memo.get(_CLASS_FOLDING.key(seen), lambda: _class_span(text))
         if span is None:
             return None
         start, end, status = span
-        name = window(text)[start:end]
+        name = seen[start:end]
         return f"HTTP {name}" if status else name
 
 
