@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Iterable
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 # The stdlib's own regex parser: the private name is stable since 3.11 (the public `sre_parse`
@@ -78,13 +79,27 @@ DIGITS = Folding([frozenset({0}), frozenset(range(1, 10))])
 
 def _digit_sets(pattern: re.Pattern[str], sets: list[frozenset[int]]) -> bool:
     """Append the sets of digits `pattern` tells from the other digits; False if unreadable."""
-    if _sre_parse is None or not isinstance(pattern.pattern, str):
+    if not isinstance(pattern.pattern, str):
         return False
+    found = _parsed_sets(pattern.pattern, pattern.flags)
+    if found is None:
+        return False
+    sets.extend(found)
+    return True
+
+
+@lru_cache(maxsize=512)
+def _parsed_sets(source: str, flags: int) -> tuple[frozenset[int], ...] | None:
+    # Remembered: a watcher builds its taxonomy again after a policy edit or a log rewrite, and
+    # parsing every policy pattern would cost it milliseconds each time.
+    if _sre_parse is None:
+        return None
     try:
-        parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+        parsed = _sre_parse.parse(source, flags)
     except Exception:  # an unparsable pattern is simply not folded
-        return False
-    return _walk(list(parsed), sets)
+        return None
+    sets: list[frozenset[int]] = []
+    return tuple(sets) if _walk(list(parsed), sets) else None
 
 
 def _digit(code: int) -> frozenset[int]:
