@@ -496,6 +496,38 @@ def test_canonical_failure_fields() -> None:
     assert failure.recoverable is None
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "field", "expected"),
+    [
+        ("outcome", "failure", "outcome", Outcome.FAILURE),
+        ("outcome", " SUCCESS ", "outcome", Outcome.SUCCESS),
+        ("outcome", ["partial"], "outcome", Outcome.PARTIAL),
+        ("outcome", {"a": 1}, "outcome", Outcome.FAILURE),
+        ("outcome", "gibberish", "outcome", Outcome.FAILURE),
+        ("recoverable", False, "recoverable", False),
+        ("recoverable", 1, "recoverable", True),
+        ("recoverable", "no", "recoverable", False),
+        ("recoverable", "maybe", "recoverable", None),
+        ("read_only", 1, "read_only", True),
+        ("read_only", "yes", "read_only", True),
+        ("read_only", False, "read_only", False),
+        ("read_only", 2, "read_only", False),
+        ("file_path", "  ", "file_path", None),
+        ("file_path", 42, "file_path", "42"),
+        ("task_id", True, "task_id", "true"),
+        ("id", " ", "id", "3"),
+        ("approach", 7, "approach", "7"),
+        ("failure_type", "  ", "failure_type", None),
+    ],
+)
+def test_odd_failure_values_read_as_the_coercions_say(
+    key: str, value: Any, field: str, expected: Any
+) -> None:
+    failure = normalise_failure({"tool": "Bash", "error": "e", "timestamp": "t", key: value}, 3)
+    assert getattr(failure, field) == expected
+    assert type(getattr(failure, field)) is type(expected)
+
+
 def test_unknown_keys_are_preserved_in_extra() -> None:
     raw = {
         "tool": "Bash",

@@ -130,28 +130,42 @@ def _present(value: Any) -> str | None:
 def normalise_failure(raw: Mapping[Any, Any], index: int) -> Failure:
     """One tool_failures.yaml entry (SPEC §2.1); `index` is its position in the list."""
     get = raw.get
-    outcome, effect, usage = get("outcome"), get("effect_state"), get("context_usage")
+    ident, file_path, agent_id = get("id"), get("file_path"), get("agent_id")
+    task_id, read_only = get("task_id"), get("read_only")
+    recoverable, outcome, failure_type = get("recoverable"), get("outcome"), get("failure_type")
+    code, approach, digest = get("code"), get("approach"), get("input_digest")
+    effect, usage = get("effect_state"), get("context_usage")
+    # Absent keys and schema-valid values skip the general coercions (the same answers): this
+    # runs for every entry of the log, and a hook writes only six of these keys.
     return Failure(
-        id=_present(get("id")) or str(index),
+        id=(None if ident is None else _present(ident)) or str(index),
         index=index,
         tool=_str(get("tool"), ""),
         error=_str(get("error"), ""),
         timestamp=_str(get("timestamp"), ""),
-        file_path=_present(get("file_path")),
-        agent_id=_present(get("agent_id")),
-        recoverable=flag(get("recoverable")),
-        task_id=_present(get("task_id")),
+        file_path=None if file_path is None else _present(file_path),
+        agent_id=None if agent_id is None else _present(agent_id),
+        recoverable=recoverable if type(recoverable) is bool else flag(recoverable),
+        task_id=None if task_id is None else _present(task_id),
         # An unreadable outcome counts as a failure: the default, and the one that is watched.
-        outcome=Outcome.FAILURE if outcome is None else choice(Outcome, outcome, Outcome.FAILURE),
-        failure_type=word(get("failure_type")),
-        code=_present(get("code")),  # typed codes (ETIMEDOUT) keep their case
-        approach=text(get("approach")),
-        input_digest=_present(get("input_digest")),
-        read_only=flag(get("read_only")) is True,
+        outcome=Outcome.FAILURE if outcome is None else _outcome(outcome),
+        failure_type=None if failure_type is None else word(failure_type),
+        code=None if code is None else _present(code),  # typed codes (ETIMEDOUT) keep their case
+        approach=None if approach is None else text(approach),
+        input_digest=None if digest is None else _present(digest),
+        read_only=read_only is True or (read_only is not None and flag(read_only) is True),
         effect_state=None if effect is None else lookup(EffectState, effect),
         context_usage=None if usage is None else number(usage),
-        extra=rest(raw, _FAILURE_KEYS) if raw.keys() - _FAILURE_KEY_SET else EMPTY,
+        extra=EMPTY if _FAILURE_KEY_SET.issuperset(raw) else rest(raw, _FAILURE_KEYS),
     )
+
+
+_OUTCOMES = {member.value: member for member in Outcome}
+
+
+def _outcome(value: Any) -> Outcome:
+    known = _OUTCOMES.get(value) if type(value) is str else None
+    return choice(Outcome, value, Outcome.FAILURE) if known is None else known
 
 
 def _pending(raw: Any, index: int) -> PendingItem:

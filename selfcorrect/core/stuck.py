@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from selfcorrect.core.digit_fold import DIGITS, Memo
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.taxonomy import error_class, normalise_error
-from selfcorrect.core.text_window import search
+from selfcorrect.core.taxonomy import ErrorClasses, normalise_error
+from selfcorrect.core.text_window import search, window
 
 
 class Signal(StrEnum):
@@ -126,6 +127,9 @@ class StuckDetector:
         # agent failing once each on many subjects stalls none of them.
         self._agents: dict[str, dict[str, _Run]] = {}
         self._texts: dict[str, tuple[str, str | None, bool]] = {}
+        self._unable_blind = all(DIGITS.blind(rx) for rx in self._unable)
+        self._classes = ErrorClasses()
+        self._shapes: Memo[bytes, tuple[str, bool | None]] = Memo()
 
     def feed(self, failure: Failure) -> None:
         """Take the next entry of the log."""
@@ -224,15 +228,28 @@ class StuckDetector:
         """
         known = self._texts.get(error)
         if known is None:
-            normalised = normalise_error(error) if error else ""
+            # The normalised text never depends on which digits a text holds, nor do digit-blind
+            # "cannot complete" patterns: those are read once per shape (see digit_fold). Both
+            # read only the text's window, so the key is cut to it too.
+            key = DIGITS.key(window(error))
+            normalised, unable = self._shapes.get(key, lambda: self._shape(error))
+            if unable is None:
+                unable = bool(normalised) and any(search(rx, error) for rx in self._unable)
             # Empty (or blank) text is still a failure, but shares nothing with other errors.
-            kind = error_class(error) if normalised else None
-            unable = bool(normalised) and any(search(rx, error) for rx in self._unable)
+            kind = self._classes(error) if normalised else None
             known = (normalised, kind, unable)
             if len(self._texts) >= _CACHE_SIZE:
                 del self._texts[next(iter(self._texts))]
             self._texts[error] = known
         return known
+
+    def _shape(self, error: str) -> tuple[str, bool | None]:
+        """The normalised error and, when the patterns are digit-blind, whether it says it
+        cannot complete (else None: searched per text)."""
+        normalised = normalise_error(error) if error else ""
+        if not self._unable_blind:
+            return normalised, None
+        return normalised, bool(normalised) and any(search(rx, error) for rx in self._unable)
 
     def _agent(self, agent_id: str | None) -> dict[str, _Run] | None:
         if agent_id is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
 from selfcorrect.core.model import Failure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search, window
@@ -47,7 +48,7 @@ _UNTYPED = Typed(UNKNOWN, 0.0, TypeSource.NONE, None)
 class Taxonomy:
     """The policy's `codes` and `patterns`, ready to classify failures."""
 
-    __slots__ = ("_cache", "_codes", "_prefixes", "_regexes", "_sources", "_typed")
+    __slots__ = ("_blind", "_cache", "_codes", "_sensitive", "_typed")
 
     def __init__(self, policy: Policy) -> None:
         codes: Any = policy.get("codes", None) or {}
@@ -57,15 +58,22 @@ class Taxonomy:
             str(code).upper(): (str(kind), str(code)) for code, kind in codes.items()
         }
         patterns: Any = policy.get("patterns", None) or ()
-        self._sources = sources = [str(entry["regex"]) for entry in patterns]
-        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in sources)
+        sources = [str(entry["regex"]) for entry in patterns]
+        regexes = [re.compile(source, re.IGNORECASE) for source in sources]
         self._typed = tuple(
             Typed(str(entry["type"]), float(entry.get("confidence", 1.0)), TypeSource.PATTERN, src)
             for entry, src in zip(patterns, sources, strict=True)
         )
-        # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
-        # with it answers "does any earlier pattern match?" at a fraction of k searches.
-        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources)
+        # Patterns that cannot tell the digits 1-9 apart answer once per shape of text (line
+        # numbers, ports and counts folded, see digit_fold). The others answer once per finer
+        # shape (HTTP 503 stays apart from HTTP 404), or per text when their digits are
+        # unreadable (a backreference).
+        blind = [DIGITS.blind(rx) for rx in regexes]
+        self._blind = _Shaped(DIGITS, [(i, sources[i]) for i, b in enumerate(blind) if b])
+        sensitive = [i for i, b in enumerate(blind) if not b]
+        self._sensitive = _Shaped(
+            Folding.of(regexes[i] for i in sensitive), [(i, sources[i]) for i in sensitive]
+        )
         self._cache: dict[tuple[str, str | None], Typed] = {}
 
     def classify(self, failure: Failure) -> Typed:
@@ -95,9 +103,53 @@ class Taxonomy:
 
     def _first_match(self, text: str) -> int | None:
         """Index of the first pattern, in policy order, that matches anywhere in `text`."""
-        regexes, prefixes = self._regexes, self._prefixes
         if not text or text.isspace():
             return None  # an empty error says nothing: unknown (SPEC §6)
+        blind, sensitive = self._blind.first(text), self._sensitive.first(text)
+        if blind is None or sensitive is None:
+            return sensitive if blind is None else blind
+        return min(blind, sensitive)
+
+
+class _Shaped:
+    """Some of the policy's patterns, with their indices: the first that matches a text,
+    remembered per key of `folding` (per text when None)."""
+
+    __slots__ = ("_folding", "_indices", "_match", "_memo")
+
+    def __init__(self, folding: Folding | None, patterns: list[tuple[int, str]]) -> None:
+        self._folding = folding
+        self._indices = tuple(index for index, _ in patterns)
+        self._match = _FirstMatch([source for _, source in patterns])
+        self._memo: Memo[bytes, int | None] = Memo()
+
+    def first(self, text: str) -> int | None:
+        if not self._indices:
+            return None
+        if self._folding is None:
+            return self._index(text)
+        return self._memo.get(self._folding.key(text), lambda: self._index(text))
+
+    def _index(self, text: str) -> int | None:
+        found = self._match.first(text)
+        return None if found is None else self._indices[found]
+
+
+class _FirstMatch:
+    """Patterns in order, to find the first one that matches anywhere in a text."""
+
+    __slots__ = ("_prefixes", "_regexes", "_sources")
+
+    def __init__(self, sources: list[str]) -> None:
+        self._sources = sources
+        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in sources)
+        # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
+        # with it answers "does any earlier pattern match?" at a fraction of k searches.
+        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources)
+
+    def first(self, text: str) -> int | None:
+        """Index of the first pattern that matches anywhere in `text`."""
+        regexes, prefixes = self._regexes, self._prefixes
         linear = (i for i, rx in enumerate(regexes) if rx.search(text))
         if prefixes is None:
             return next(linear, None)
@@ -225,3 +277,41 @@ def error_class(text: str) -> str | None:
     if status is not None:
         return f"HTTP {status}"
     return name or ts_code or compiler_code or code
+
+
+# The classes of digits _CLASS tells apart (E2BIG, [45]\d\d); None only should the parser change.
+_CLASS_FOLDING = Folding.of([_CLASS])
+
+
+class ErrorClasses:
+    """`error_class`, remembered per shape of text: texts of one shape match _CLASS with the
+    same spans (see digit_fold), so the span is remembered and the name read from each text."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self) -> None:
+        self._memo: Memo[bytes, tuple[int, int, bool] | None] = Memo()
+
+    def __call__(self, text: str) -> str | None:
+        if _CLASS_FOLDING is None:
+            return error_class(text)
+        seen = window(text)  # all that _CLASS reads of it, and all the key needs
+        span = self._memo.get(_CLASS_FOLDING.key(seen), lambda: _class_span(text))
+        if span is None:
+            return None
+        start, end, status = span
+        name = seen[start:end]
+        return f"HTTP {name}" if status else name
+
+
+def _class_span(text: str) -> tuple[int, int, bool] | None:
+    """Where `error_class` finds its answer in window(text), and whether it is a status."""
+    match = search(_CLASS, text)
+    if match is None:
+        return None
+    if match.group(5) is not None:
+        return (*match.span(5), True)
+    for group in (1, 2, 3, 4):
+        if match.group(group):
+            return (*match.span(group), False)
+    return None

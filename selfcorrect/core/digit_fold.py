@@ -1,0 +1,183 @@
+"""Memo keys that fold digits: error texts that differ only in their numbers share one entry.
+
+A real failure log repeats a few mistakes with changing line numbers, columns, ports and token
+counts, so most of its error texts are distinct while their shapes are few. The readings of an
+error that run for every entry (normalisation, error class, failure type, "cannot complete")
+are costly regex searches (docs/architecture.md: every entry of the log is normalised, typed
+and fed to the stuck detector), and are memoised per shape instead of per text where that
+provably gives the same answer.
+
+A `Folding` maps the ASCII digits to one representative per class. A regex gives the same
+matches, with the same spans, on a text and on its fold when nothing in it tells two digits of
+one class apart; `Folding.of` reads the parsed patterns and makes a class of the digits none of
+them tells apart ("0x" makes 0 a class of its own, `[45]` splits 4 and 5 from the rest, `\\d`
+and `\\w` split nothing), and gives up on what it cannot read (a backreference compares the
+digits themselves). `DIGITS` folds 1-9 into one class, for patterns that are `blind` to them.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Iterable
+from functools import lru_cache
+from typing import Any, Generic, TypeVar
+
+# The stdlib's own regex parser: the private name is stable since 3.11 (the public `sre_parse`
+# alias warns on import). Should it change, nothing is folded and every memo is exact.
+try:
+    from re import _constants as _sre  # type: ignore[attr-defined]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - a future Python without them
+    _sre = _sre_parse = None
+
+_ZERO = ord("0")
+_ALL = frozenset(range(10))
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Folding:
+    """A partition of the digits 0-9, as a translation of UTF-8 bytes."""
+
+    __slots__ = ("_classes", "_table")
+
+    def __init__(self, classes: Iterable[frozenset[int]]) -> None:
+        self._classes = tuple(sorted(classes, key=min))
+        source = bytes(_ZERO + d for group in self._classes for d in sorted(group))
+        target = bytes(_ZERO + min(group) for group in self._classes for _ in group)
+        self._table = bytes.maketrans(source, target)
+
+    @classmethod
+    def of(cls, patterns: Iterable[re.Pattern[str]]) -> Folding | None:
+        """The coarsest folding none of `patterns` can see, or None when one cannot be read."""
+        sets: list[frozenset[int]] = []
+        for pattern in patterns:
+            if not _digit_sets(pattern, sets):
+                return None
+        classes = [_ALL]
+        for split in sets:  # refine: every set a pattern tells apart is a union of classes
+            classes = [part for group in classes for part in (group & split, group - split) if part]
+        return cls(classes)
+
+    def key(self, text: str) -> bytes:
+        """The memo key of `text`. UTF-8 keeps every ASCII digit a byte of its own, so no
+        other byte is touched."""
+        return text.encode("utf-8", "surrogatepass").translate(self._table)
+
+    def blind(self, pattern: re.Pattern[str]) -> bool:
+        """Whether `pattern` matches every text of one key alike."""
+        sets: list[frozenset[int]] = []
+        if not _digit_sets(pattern, sets):
+            return False
+        return all(group <= split or not group & split for split in sets for group in self._classes)
+
+
+DIGITS = Folding([frozenset({0}), frozenset(range(1, 10))])
+
+
+def _digit_sets(pattern: re.Pattern[str], sets: list[frozenset[int]]) -> bool:
+    """Append the sets of digits `pattern` tells from the other digits; False if unreadable."""
+    if not isinstance(pattern.pattern, str):
+        return False
+    found = _parsed_sets(pattern.pattern, pattern.flags)
+    if found is None:
+        return False
+    sets.extend(found)
+    return True
+
+
+@lru_cache(maxsize=512)
+def _parsed_sets(source: str, flags: int) -> tuple[frozenset[int], ...] | None:
+    # Remembered: a watcher builds its taxonomy again after a policy edit or a log rewrite, and
+    # parsing every policy pattern would cost it milliseconds each time.
+    if _sre_parse is None:
+        return None
+    try:
+        parsed = _sre_parse.parse(source, flags)
+    except Exception:  # an unparsable pattern is simply not folded
+        return None
+    sets: list[frozenset[int]] = []
+    return tuple(sets) if _walk(list(parsed), sets) else None
+
+
+def _digit(code: int) -> frozenset[int]:
+    return frozenset({code - _ZERO}) if 0 <= code - _ZERO <= 9 else frozenset()
+
+
+def _class_digits(items: Any) -> frozenset[int] | None:
+    """The digits a `[...]` set names by literal or range (its categories name all or none)."""
+    found: set[int] = set()
+    for op, value in items:
+        if op in (_sre.LITERAL, _sre.NOT_LITERAL):
+            found |= _digit(value)
+        elif op is _sre.RANGE:
+            low, high = value
+            found |= {code - _ZERO for code in range(max(low, _ZERO), min(high, _ZERO + 9) + 1)}
+        elif op not in (_sre.NEGATE, _sre.CATEGORY):
+            return None
+    return frozenset(found)
+
+
+def _walk(items: Any, sets: list[frozenset[int]]) -> bool:
+    for op, value in items:
+        if op in (_sre.LITERAL, _sre.NOT_LITERAL):
+            if digit := _digit(value):
+                sets.append(digit)
+        elif op is _sre.IN:
+            digits = _class_digits(value)
+            if digits is None:
+                return False
+            if digits:
+                sets.append(digits)
+        elif op in (_sre.ANY, _sre.AT, _sre.CATEGORY):
+            continue  # \d, \w, \s, \b and `.` treat every digit alike
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+            if not _walk(value[2], sets):
+                return False
+        elif op is _sre.SUBPATTERN:
+            if not _walk(value[3], sets):
+                return False
+        elif op is _sre.BRANCH:
+            if not all(_walk(branch, sets) for branch in value[1]):
+                return False
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            if not _walk(value[1], sets):
+                return False
+        elif op is _sre.ATOMIC_GROUP:
+            if not _walk(value, sets):
+                return False
+        else:  # a backreference compares digits themselves; anything unknown: unreadable
+            return False
+    return True
+
+
+class Memo(Generic[K, V]):
+    """A dict of at most `size` results, emptied when full: a log of all-distinct texts (or a
+    watcher running for days) cannot make it grow without bound."""
+
+    __slots__ = ("_data", "_size")
+
+    def __init__(self, size: int = 4096) -> None:
+        self._data: dict[K, V] = {}
+        self._size = size
+
+    def get(self, key: K, compute: Callable[[], V]) -> V:
+        """The remembered result for `key`, else `compute()`, remembered."""
+        data = self._data
+        try:
+            return data[key]
+        except KeyError:
+            pass
+        value = compute()
+        if len(data) >= self._size:
+            data.clear()
+        data[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+__all__ = ["DIGITS", "Folding", "Memo"]
