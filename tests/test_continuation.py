@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from selfcorrect.core.continuation import (
     Incomplete,
@@ -24,7 +25,7 @@ from selfcorrect.core.model import Coordination, Task, Waypoint
 from selfcorrect.core.normalise import normalise_coordination, normalise_waypoint
 from selfcorrect.core.policy import Policy
 from selfcorrect.io import documents
-from selfcorrect.io.schemas import is_valid
+from selfcorrect.io.schemas import schema
 from selfcorrect.policy_file import load_policy
 from tests.conftest import CORPUS
 
@@ -358,7 +359,7 @@ def test_the_document_is_valid_and_carries_the_checkpoint_and_partial_outputs() 
     incomplete, task = wi7()
     tasks = split(incomplete, task, {"src/session/store.ts": 40_000}.get, POLICY)
     doc = microtasks_document(incomplete, tasks, "2026-08-05T16:45:00Z")
-    assert is_valid(doc, "microtasks")
+    assert Draft202012Validator(schema("microtasks")).is_valid(doc)
     assert doc["task_id"] == "WI-7" and doc["checkpoint"] == WI7_SOURCE
     assert doc["partial_outputs"] == [
         "src/session/redis_store.ts",
@@ -376,7 +377,7 @@ def test_a_document_without_a_waypoint_is_valid_too() -> None:
     incomplete = Incomplete("WI-3", (Signal.TRUNCATED,), None, (), None, 0)
     micro = MicroTask("WI-3.1", "other", None, "Finish the task", 3, ())
     doc = microtasks_document(incomplete, [micro], "2026-08-05T16:45:00Z")
-    assert is_valid(doc, "microtasks") and doc["partial_outputs"] == []
+    assert Draft202012Validator(schema("microtasks")).is_valid(doc) and doc["partial_outputs"] == []
 
 
 # --------------------------------------------------------------------------- limits and progress

@@ -65,11 +65,6 @@ def fast_check(stem: str, fragment: str = "") -> Callable[[Any], bool] | None:
         return None
 
 
-def is_valid(data: Any, stem: str, fragment: str = "") -> bool:
-    check = fast_check(stem, fragment)
-    return check(data) if check is not None else bool(_validator(stem, fragment).is_valid(data))
-
-
 def dotted(path: Iterable[str | int]) -> str:
     """`issues[0].severity` for a JSON path; `document` for the root."""
     text = ""

@@ -8,7 +8,7 @@ schema errors, so no second parse is needed to position a message.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -26,7 +26,9 @@ MAX_DEPTH = 100  # nesting levels a document may have (SPEC §17: refused before
 class FastLoader(yaml.CSafeLoader):
     """libyaml-backed safe loader: timestamps stay strings, mapping keys are their source text."""
 
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[str, Any]:
+    def construct_mapping(  # type: ignore[override]  # keys are always str here, by design
+        self, node: MappingNode, deep: bool = False
+    ) -> dict[str, Any]:
         self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -41,7 +43,13 @@ class FastLoader(yaml.CSafeLoader):
         return mapping
 
 
-FastLoader.add_constructor("tag:yaml.org,2002:timestamp", FastLoader.construct_yaml_str)
+def _timestamp_as_text(loader: FastLoader, node: Node) -> str:
+    """Timestamps stay the strings they were written as (a schema checks them as text)."""
+    text: str = loader.construct_yaml_str(node)
+    return text
+
+
+FastLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 def line_col(text: str, index: int) -> tuple[int, int]:
@@ -165,7 +173,7 @@ def _alias_diagnostic(text: str, display: str, line_offset: int) -> Diagnostic:
     line, col = 1, 1
     try:
         for event in yaml.parse(text, Loader=FastLoader):
-            if isinstance(event, yaml.AliasEvent):
+            if isinstance(event, yaml.AliasEvent) and event.start_mark is not None:
                 line, col = event.start_mark.line + 1, event.start_mark.column + 1
                 break
     except yaml.YAMLError:  # the text composed, so this cannot happen; keep the fallback mark
@@ -211,17 +219,3 @@ def load_text(text: str, display: str, line_offset: int = 0) -> tuple[Any, Node 
     if problems:
         raise InputError(problems)
     return construct(root, text, display, line_offset), root
-
-
-def iter_scalars(node: Node) -> Iterator[ScalarNode]:
-    """Every scalar below `node` (used to scan values cheaply, e.g. for control characters)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ScalarNode):
-            yield current
-        elif isinstance(current, MappingNode):
-            for key, value in current.value:
-                stack.extend((value, key))
-        elif isinstance(current, SequenceNode):
-            stack.extend(reversed(current.value))
