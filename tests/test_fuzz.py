@@ -4,7 +4,7 @@ Each document is generated from its schema with hostile strings in every field
 (tests/fuzz_strategies.py), maybe broken (tests/fuzz_documents.py), written into a real
 workflow folder beside valid copies of the other inputs, and handed to a real command; the
 properties every command keeps are in tests/fuzz_cli.py. Defects the fuzzer found are kept as
-plain tests in tests/test_fuzz_regressions.py.
+plain tests in tests/test_hostile_input.py.
 
 Profiles: `ci` (the default: a few dozen examples per property, derandomized so CI is
 reproducible) and `long` (`SELFCORRECT_FUZZ=long`: thousands, examples kept in .hypothesis/).

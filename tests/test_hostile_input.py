@@ -1,8 +1,9 @@
-"""Defects the fuzzer (tests/test_fuzz.py) found, each kept as its smallest reproduction.
+"""Hostile input, one case at a time: agent text reaches the terminal escaped, bad input is a
+positioned exit 2 that writes nothing, and nothing is ever an internal error.
 
-Every test here holds the same properties as the fuzzer (tests/fuzz_cli.py: exit codes, no
-traceback, exit 2 positioned and writing nothing, no raw control characters from agent text)
-on one input that broke them.
+Each case is the smallest reproduction of something the fuzzer (tests/test_fuzz.py) once broke,
+held to the fuzzer's own properties (tests/fuzz_cli.py: exit codes, no traceback, exit 2
+positioned and writing nothing, no raw control characters from agent text).
 """
 
 from __future__ import annotations
