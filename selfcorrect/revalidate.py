@@ -12,11 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.core.policy import Policy
 from selfcorrect.io import folder_lock
 from selfcorrect.io.process import Completed, run_argv
-
-REPORT = "validation_report.yaml"
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ def _identity(path: Path) -> tuple[int, int, int, int, str] | None:
 
 
 def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
-    report = folder / REPORT
+    report = folder / layout.REPORT
     before = _identity(report)
     timeout = float(policy.get("validator.timeout_s"))
     # The run holds the folder's lock: the built-in validator works under it (io/folder_lock).

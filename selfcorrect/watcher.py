@@ -34,6 +34,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
+from selfcorrect import layout
 from selfcorrect.analysis import AnalysisCache
 from selfcorrect.clock import Clock, system_clock
 from selfcorrect.errors import (
@@ -324,7 +325,7 @@ class Watcher:
             return set() if run.code == ExitCode.INVALID else set(self.inputs.snapshot())
         labels = {self.inputs.label(Path(path).resolve()) for path in run.outcome.written}
         if run.outcome.cycles or run.outcome.uncertain:
-            labels.add("validation_report.yaml")
+            labels.add(layout.REPORT)
         return {label for label in labels if label is not None}
 
     def _report(self, run: WatchRun) -> None:
