@@ -25,11 +25,17 @@ class Revalidation:
     completed: Completed
 
 
-def validator_argv(folder: Path, policy: Policy) -> list[str]:
-    """The policy's validator, else the built-in one run by this very interpreter."""
+def validator_argv(folder: Path, policy: Policy, *, shown: bool = False) -> list[str]:
+    """The policy's validator, else the built-in one: the one command every caller resolves.
+
+    Run (the default), the built-in is this very interpreter's; `shown` gives it as a person
+    types it (`selfcorrect validate DIR`, DIR as given), for the prompts' verify line.
+    """
     command = policy.get("validator.command", None)
     if command:
         return [str(part) for part in command]
+    if shown:
+        return ["selfcorrect", "validate", str(folder)]
     # Absolute: the validator runs in the project root, not where the user typed DIR.
     return [sys.executable, "-m", "selfcorrect", "validate", str(folder.resolve())]
 

@@ -37,7 +37,7 @@ from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
 from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
-from selfcorrect.revalidate import Revalidation, revalidate
+from selfcorrect.revalidate import Revalidation, revalidate, validator_argv
 
 OUTPUT_DIRS = (
     layout.RECOVERY,
@@ -55,13 +55,6 @@ class RunOutcome:
     shadow: bool
     cycles: int = 0
     uncertain: list[str] = field(default_factory=list)
-
-
-def verification_command(folder: Path, policy: Policy) -> str:
-    command = policy.get("validator.command", None)
-    if command:
-        return shlex.join(str(part) for part in command)
-    return f"selfcorrect validate {shlex.quote(str(folder))}"
 
 
 def correction_run(
@@ -211,7 +204,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         now=stamp(clock),
         run_id=trace,
         workflow_dir=documents.display_path(folder),
-        verification=verification_command(folder, analysis.policy),
+        verification=shlex.join(validator_argv(folder, analysis.policy, shown=True)),
         checkpoints=analysis.checkpoints,
         resolved=analysis.resolved,
         cycles=cycles,
