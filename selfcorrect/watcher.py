@@ -43,6 +43,7 @@ from selfcorrect.errors import (
     ExitCode,
     InputError,
     SelfcorrectError,
+    result_exit_code,
 )
 from selfcorrect.io import folder_lock, safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
@@ -316,7 +317,7 @@ class Watcher:
                 self.warn(traceback.format_exc().rstrip("\n"))
             code = exc.exit_code if isinstance(exc, SelfcorrectError) else ExitCode.INTERNAL
             return WatchRun(at, trigger, int(code), error=f"{type(exc).__name__}: {exc}")
-        return WatchRun(at, trigger, int(ExitCode[outcome.plan.result.value]), outcome)
+        return WatchRun(at, trigger, int(result_exit_code(outcome.plan.result.value)), outcome)
 
     def _ours(self, run: WatchRun) -> set[str]:
         """Inputs this run wrote itself, the validator's report included when it ran."""

@@ -15,12 +15,11 @@ import click
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import printable
+from selfcorrect.errors import result_exit_code
 
 if TYPE_CHECKING:
     from selfcorrect.analysis import Analysis
     from selfcorrect.run import RunOutcome
-
-EXIT = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}
 
 
 def subject_rows(analysis: Analysis) -> list[dict[str, Any]]:
@@ -133,7 +132,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     mode = " (shadow: nothing written)" if outcome.shadow else ""
     lines = [
         click.style(f"{plan.result.value}", fg=colour, bold=True)
-        + f"  selfcorrect run {folder}{mode}  (exit {EXIT[plan.result.value]})"
+        + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
     lines += _body(analysis, common, advisory_lines(advisories(outcome), folder))
     if plan.escalations:
