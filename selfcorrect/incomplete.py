@@ -70,7 +70,7 @@ def write_work(folder: Path, plan: Plan, max_text: int) -> list[str]:
     """microtasks/<task>.yaml (created once: agents then own the done marks) and handoffs; the
     agent text in them cut at `max_text` bytes (core/text_caps)."""
     written: list[str] = []
-    where = f"{documents.display_path(folder)}/waypoints and coordination_log.yaml"
+    where = f"{documents.display_path(folder)}/{layout.WAYPOINTS} and {layout.COORDINATION_LOG}"
     for task_id, document in plan.microtask_files.items():
         path = folder / layout.MICROTASKS / work_item_file(task_id, ".yaml")
         safe_paths.ensure_dir(path.parent)

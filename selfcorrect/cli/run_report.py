@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from selfcorrect import layout
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import printable
@@ -143,13 +144,12 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         ]
     if outcome.shadow:
         lines += ["", "Would write:"]
-        lines += [f"  {folder}/recovery/{name}" for name in sorted(outcome.rendered)]
+        lines += [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
         if plan.failed_items:
-            lines.append(
-                f"  {folder}/coordination_log.yaml#failed_items ({len(plan.failed_items)} entries)"
-            )
+            entries = f"({len(plan.failed_items)} entries)"
+            lines.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
         if plan.journal:
-            lines.append(f"  {folder}/.selfcorrect/journal.jsonl ({len(plan.journal)} records)")
+            lines.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
     elif outcome.written:
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
     else:
