@@ -71,7 +71,11 @@ class InputSet:
                 return "/".join(parts)
             return None
         if path.parent == self.outer_waypoints and not _ignored_name(path.name):
-            return f"../waypoints/{path.name}" if path.name.endswith(WAYPOINT_SUFFIXES) else None
+            return (
+                f"../{layout.WAYPOINTS}/{path.name}"
+                if path.name.endswith(WAYPOINT_SUFFIXES)
+                else None
+            )
         return None
 
     def relevant(self, raw: str, *, is_directory: bool) -> bool:

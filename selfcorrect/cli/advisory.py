@@ -81,7 +81,7 @@ def _recovery(decision: SubjectDecision, outcome: RunOutcome) -> tuple[str, str 
         step = ladder_step(outcome.analysis.policy, decision.ladder_step)
         waiting = "; waiting for the agent" if reason == "AWAITING_AGENT" else ""
         text = f"Step {step['step']} — {step['name']}{waiting}"
-        return text, f"recovery/{work_item_file(decision.subject)}", None
+        return text, f"{layout.RECOVERY}/{work_item_file(decision.subject)}", None
     return f"none ({status.value})", None, None
 
 
