@@ -1,8 +1,9 @@
 """The workflow folder's layout: every file and folder name selfcorrect reads or writes in DIR,
 spelled once (docs/integration.md describes the folder).
 
-It imports nothing, so every layer may use it: `core/` stays pure (it takes names from here,
-never from `io/`), and `io/` and the commands share the same spelling.
+It imports nothing from the package, like `errors.py`, so every layer may use it: `core/`,
+which labels its diagnostics and escalations with these names, stays pure and never imports
+`io/`, and `io/` and the commands share the same spelling.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ TEMPLATES = "templates"
 # Waypoints live in DIR/waypoints/ and, in the cAgents layout, DIR/../waypoints/.
 WAYPOINTS = "waypoints"
 
-# selfcorrect's own state: appended to or truncated in place, never replaced.
+# selfcorrect's own state: the journal, the locks, and the copies an undo keeps.
 STATE = ".selfcorrect"
 JOURNAL = PurePath(STATE) / "journal.jsonl"
 FOLDER_LOCK = PurePath(STATE) / "folder.lock"
