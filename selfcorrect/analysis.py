@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow, calibrate
 from selfcorrect.core.circuits import Circuits, Trip, fold_circuits
 from selfcorrect.core.classify import IssueClassifier, IssueDecision
@@ -130,26 +131,26 @@ def analyze(
     With a `cache` (a watcher's), the failure log is read on from where the last run left it.
     """
     warnings: list[Diagnostic] = []
-    policy = load_policy(policy_path or folder / "selfcorrect.yaml")
+    policy = load_policy(policy_path or folder / layout.POLICY)
     max_bytes = int(policy.get("limits.max_bytes"))
     report, digest = _load_report(folder, max_bytes)
     coordination = None
-    if (folder / "coordination_log.yaml").exists():
+    if (folder / layout.COORDINATION_LOG).exists():
         doc = documents.load_decision(
-            folder / "coordination_log.yaml", "coordination_log", max_bytes=max_bytes
+            folder / layout.COORDINATION_LOG, "coordination_log", max_bytes=max_bytes
         )
         coordination = normalise_coordination(doc.data)
     escalations: tuple[Escalation, ...] = ()
     escalation_doc = None
-    if (folder / "escalations.yaml").exists():  # strict: a broken hand edit stops the run
+    if (folder / layout.ESCALATIONS).exists():  # strict: a broken hand edit stops the run
         escalation_doc = documents.load_decision(
-            folder / "escalations.yaml", "escalations", max_bytes=max_bytes
+            folder / layout.ESCALATIONS, "escalations", max_bytes=max_bytes
         )
         escalations = normalise_escalations(escalation_doc.data or {})
     history = journal.read_journal(folder, warnings)
     state = derive(history)
 
-    log = folder / "tool_failures.yaml"
+    log = folder / layout.FAILURE_LOG
     if cache is None:
         taxonomy, ledger, detector = _fresh(policy)
         entries = 0
@@ -200,7 +201,7 @@ def analyze(
             waypoints.append(normalise_waypoint(loaded.data, loaded.display))
     checkpoints = [w.source for w in waypoints]
     microtasks: dict[str, dict[str, Any]] = {}
-    for path in sorted((folder / "microtasks").glob("*.yaml")):  # agents mark items done here
+    for path in sorted((folder / layout.MICROTASKS).glob("*.yaml")):  # agents mark items done here
         data = documents.load_decision(path, "microtasks", max_bytes=max_bytes).data
         microtasks[str(data["task_id"])] = data
     resolved: list[tuple[str, IssueState]] = []
@@ -254,7 +255,7 @@ def _hand_edits(
         if not (entry.evidence or "").strip():
             warnings.append(
                 Diagnostic(
-                    doc.display if doc else "escalations.yaml",
+                    doc.display if doc else layout.ESCALATIONS,
                     *where,
                     f"{entry.id} is resolved but gives no `evidence:`; say why it is safe to go "
                     "on (and `resolved_by:` who you are): until then it is not acted on",
@@ -267,7 +268,7 @@ def _hand_edits(
             entry.id,
             str(entry.evidence),
             entry.resolved_by or "unnamed (escalations.yaml edit)",
-            "escalations.yaml",
+            layout.ESCALATIONS,
             retry=entry.retry,
             false_positive=entry.false_positive,
         )
@@ -275,7 +276,7 @@ def _hand_edits(
             resets.append(resolve_reset(request, state, records, escalations, policy, digest))
         except UnknownTarget as exc:
             warnings.append(
-                Diagnostic(doc.display if doc else "escalations.yaml", *where, str(exc), "warning")
+                Diagnostic(doc.display if doc else layout.ESCALATIONS, *where, str(exc), "warning")
             )
     for item in unblocked_by_hand(coordination.failed_items if coordination else (), state):
         evidence = item.extra.get("evidence")
@@ -373,7 +374,7 @@ def _fingerprint(classifier: IssueClassifier, issue: Any) -> str:
 
 
 def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:
-    path = folder / "validation_report.yaml"
+    path = folder / layout.REPORT
     if not path.exists():
         return None, "absent"
     doc = documents.load_decision(path, "validation_report", max_bytes=max_bytes)

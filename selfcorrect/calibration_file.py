@@ -14,10 +14,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow, calibrate
 from selfcorrect.io import atomic, documents
 
-FILE = "calibration.yaml"
 COMMENT = (
     "Learned strategy outcomes (SPEC §13): per failure type or issue type and per strategy or\n"
     "ladder step, the attempts handed out and the verified recoveries that followed.\n"
@@ -26,7 +26,7 @@ COMMENT = (
 
 
 def calibration_path(folder: Path) -> Path:
-    return folder / FILE
+    return folder / layout.CALIBRATION
 
 
 def render_calibration(rows: Sequence[CalibrationRow], record_count: int) -> bytes:

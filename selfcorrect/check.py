@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents
 from selfcorrect.policy_file import load_policy
 
 # Decision documents, strict (§2). The policy is checked first: it sets limits.max_bytes.
 DECISION_FILES = (
-    ("validation_report.yaml", "validation_report"),
-    ("coordination_log.yaml", "coordination_log"),
-    ("escalations.yaml", "escalations"),
+    (layout.REPORT, "validation_report"),
+    (layout.COORDINATION_LOG, "coordination_log"),
+    (layout.ESCALATIONS, "escalations"),
 )
 
 
@@ -44,7 +45,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
             )
         )
     result = CheckResult()
-    policy_path = policy_path or folder / "selfcorrect.yaml"
+    policy_path = policy_path or folder / layout.POLICY
     max_bytes = documents.DEFAULT_MAX_BYTES
     if policy_path.exists():
         result.checked.append(documents.display_path(policy_path))
@@ -53,7 +54,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
-    strict += [(p, "microtasks") for p in sorted((folder / "microtasks").glob("*.yaml"))]
+    strict += [(p, "microtasks") for p in sorted((folder / layout.MICROTASKS).glob("*.yaml"))]
     for path, stem in strict:
         if path.exists():
             result.checked.append(documents.display_path(path))
@@ -61,7 +62,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
                 documents.load_decision(path, stem, max_bytes=max_bytes)
             except InputError as exc:
                 result.diagnostics.extend(exc.diagnostics)
-    log = folder / "tool_failures.yaml"
+    log = folder / layout.FAILURE_LOG
     if log.exists():
         result.checked.append(documents.display_path(log))
         try:

@@ -20,6 +20,15 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+def result_exit_code(result: str) -> ExitCode:
+    """The one result -> exit-code map, for every command and the watcher (docs/ci.md).
+
+    A run's PASS, PENDING and BLOCKED exit by name; a validator report that is FIXABLE lists
+    issues, so it exits as BLOCKED does.
+    """
+    return ExitCode.BLOCKED if result == "FIXABLE" else ExitCode[result]
+
+
 @dataclass(frozen=True, order=True)
 class Diagnostic:
     """One problem in one file, at `line:col` (both 1-based)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.analysis import Analysis
 from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.outputs import Plan
@@ -69,16 +70,16 @@ def write_work(folder: Path, plan: Plan, max_text: int) -> list[str]:
     """microtasks/<task>.yaml (created once: agents then own the done marks) and handoffs; the
     agent text in them cut at `max_text` bytes (core/text_caps)."""
     written: list[str] = []
-    where = f"{documents.display_path(folder)}/waypoints and coordination_log.yaml"
+    where = f"{documents.display_path(folder)}/{layout.WAYPOINTS} and {layout.COORDINATION_LOG}"
     for task_id, document in plan.microtask_files.items():
-        path = folder / "microtasks" / work_item_file(task_id, ".yaml")
+        path = folder / layout.MICROTASKS / work_item_file(task_id, ".yaml")
         safe_paths.ensure_dir(path.parent)
         if atomic.write_new(path, render_microtasks(cap_all(document, max_text, where))):
             written.append(documents.display_path(path))
     for task_id, context in plan.handoffs.items():
-        path = folder / "handoffs" / work_item_file(task_id)
+        path = folder / layout.HANDOFFS / work_item_file(task_id)
         capped = cap_all(context, max_text, where)
-        text = prompts.render("handoff.md.j2", capped, overrides=folder / "templates")
+        text = prompts.render("handoff.md.j2", capped, overrides=folder / layout.TEMPLATES)
         safe_paths.ensure_dir(path.parent)
         if atomic.replace_file(path, text.encode("utf-8")):
             written.append(documents.display_path(path))

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, safe_paths
 from selfcorrect.io.resources import data_dir, data_file
 
-INPUTS = (
-    "tool_failures.yaml",
-    "coordination_log.yaml",
-    "validation_report.yaml",
-    "escalations.yaml",
-)
+INPUTS = (layout.FAILURE_LOG, layout.COORDINATION_LOG, layout.REPORT, layout.ESCALATIONS)
 
 
 def init_folder(folder: Path, policy_path: Path | None = None) -> tuple[list[Path], list[Path]]:
@@ -29,9 +25,7 @@ def init_folder(folder: Path, policy_path: Path | None = None) -> tuple[list[Pat
         )
     folder.mkdir(parents=True, exist_ok=True)
     safe_paths.preflight(folder)  # init writes nothing through a link either
-    plan = [
-        (policy_path or folder / "selfcorrect.yaml", data_file("templates", "selfcorrect.yaml"))
-    ]
+    plan = [(policy_path or folder / layout.POLICY, data_file("templates", layout.POLICY))]
     plan += [(folder / name, data_dir("templates") / "init" / name) for name in INPUTS]
     created: list[Path] = []
     skipped: list[Path] = []

@@ -6,12 +6,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents
 from selfcorrect.io.resources import data_file
-
-DEFAULTS_FILE = "selfcorrect.yaml"
 
 
 @cache
@@ -21,14 +20,14 @@ def default_policy_data() -> dict[str, Any]:
     Shipped and trusted, so read without positions or a schema pass (a third of `check`'s
     work); tests/test_policy.py holds it to the strict load and the schema instead.
     """
-    data: dict[str, Any] = documents.load_trusted(data_file("templates", DEFAULTS_FILE))
+    data: dict[str, Any] = documents.load_trusted(data_file("templates", layout.POLICY))
     return data
 
 
 def _unedited(path: Path) -> bool:
     """The file `init` wrote, byte for byte: it says exactly the defaults, so it needs no parse
     (a third of `check`'s work on a fresh folder, SPEC §18)."""
-    shipped = data_file("templates", DEFAULTS_FILE)
+    shipped = data_file("templates", layout.POLICY)
     try:
         return path.stat().st_size == shipped.stat().st_size and (
             path.read_bytes() == shipped.read_bytes()
@@ -51,7 +50,7 @@ def load_policy(path: Path | None) -> Policy:
         return build_policy(default_policy_data(), user, locate)
     except InputError as exc:
         # build_policy cannot know the file name; show the user's file.
-        display = documents.display_path(path) if path else DEFAULTS_FILE
+        display = documents.display_path(path) if path else layout.POLICY
         raise InputError(
             [Diagnostic(display, d.line, d.col, d.message) for d in exc.diagnostics]
         ) from None

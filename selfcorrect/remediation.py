@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.analysis import locate
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.journal_records import TransitionEvent
@@ -203,9 +204,6 @@ def apply_fix(
     return outcome
 
 
-HOOK_LOG = "tool_failures.yaml"  # the agents' hooks append to it at any moment
-
-
 def _not_by_hooks(
     changed: list[workspace.Change], root: Path, folder_rel: str
 ) -> list[workspace.Change]:
@@ -215,7 +213,9 @@ def _not_by_hooks(
     append (the old bytes intact, more after them) is theirs: undoing it would lose their
     entries, so it is neither restored nor a violation. Any other change to the log is.
     """
-    log = f"{folder_rel}/{HOOK_LOG}" if folder_rel not in ("", ".") else HOOK_LOG
+    # The agents' hooks append to the failure log at any moment.
+    hook_log = layout.FAILURE_LOG
+    log = f"{folder_rel}/{hook_log}" if folder_rel not in ("", ".") else hook_log
     kept = []
     for change in changed:
         before = change.before.data
@@ -323,7 +323,7 @@ def compensate(
     return report
 
 
-UNDONE = Path(".selfcorrect") / "undone"
+UNDONE = Path(layout.UNDONE)
 
 
 def _keep_undone(outcome: FixOutcome, folder: Path) -> list[str]:

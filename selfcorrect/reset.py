@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.analysis import analyze
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
@@ -71,7 +72,7 @@ def _reset(
     record = replace(resolved.record, at=now, run="reset")
     max_bytes = int(analysis.policy.get("limits.max_bytes"))
     written: list[str] = []
-    path = folder / "escalations.yaml"
+    path = folder / layout.ESCALATIONS
     updates = [
         {
             "id": ident,
@@ -86,7 +87,7 @@ def _reset(
     ]
     if documents.resolve_escalations(path, updates, max_bytes=max_bytes):
         written.append(documents.display_path(path))
-    log = folder / "coordination_log.yaml"
+    log = folder / layout.COORDINATION_LOG
     entries = [
         {
             "task_id": item,

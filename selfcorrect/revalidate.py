@@ -12,11 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.core.policy import Policy
 from selfcorrect.io import folder_lock
 from selfcorrect.io.process import Completed, run_argv
-
-REPORT = "validation_report.yaml"
 
 
 @dataclass(frozen=True)
@@ -26,11 +25,17 @@ class Revalidation:
     completed: Completed
 
 
-def validator_argv(folder: Path, policy: Policy) -> list[str]:
-    """The policy's validator, else the built-in one run by this very interpreter."""
+def validator_argv(folder: Path, policy: Policy, *, shown: bool = False) -> list[str]:
+    """The policy's validator, else the built-in one: the one command every caller resolves.
+
+    Run (the default), the built-in is this very interpreter's; `shown` gives it as a person
+    types it (`selfcorrect validate DIR`, DIR as given), for the prompts' verify line.
+    """
     command = policy.get("validator.command", None)
     if command:
         return [str(part) for part in command]
+    if shown:
+        return ["selfcorrect", "validate", str(folder)]
     # Absolute: the validator runs in the project root, not where the user typed DIR.
     return [sys.executable, "-m", "selfcorrect", "validate", str(folder.resolve())]
 
@@ -46,7 +51,7 @@ def _identity(path: Path) -> tuple[int, int, int, int, str] | None:
 
 
 def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
-    report = folder / REPORT
+    report = folder / layout.REPORT
     before = _identity(report)
     timeout = float(policy.get("validator.timeout_s"))
     # The run holds the folder's lock: the built-in validator works under it (io/folder_lock).

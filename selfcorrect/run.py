@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
 from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
@@ -36,9 +37,13 @@ from selfcorrect.io.workspace import project_root
 from selfcorrect.naming import work_item_file
 from selfcorrect.policy_file import load_policy
 from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
-from selfcorrect.revalidate import Revalidation, revalidate
+from selfcorrect.revalidate import Revalidation, revalidate, validator_argv
 
-OUTPUT_DIRS = ("recovery", "microtasks", "handoffs")  # where a run writes besides DIR
+OUTPUT_DIRS = (
+    layout.RECOVERY,
+    layout.MICROTASKS,
+    layout.HANDOFFS,
+)  # where a run writes besides DIR
 
 
 @dataclass
@@ -50,13 +55,6 @@ class RunOutcome:
     shadow: bool
     cycles: int = 0
     uncertain: list[str] = field(default_factory=list)
-
-
-def verification_command(folder: Path, policy: Policy) -> str:
-    command = policy.get("validator.command", None)
-    if command:
-        return shlex.join(str(part) for part in command)
-    return f"selfcorrect validate {shlex.quote(str(folder))}"
 
 
 def correction_run(
@@ -103,7 +101,7 @@ def _locked_run(
         # A run killed mid-write (SIGKILL) leaves its temp files; clear them.
         atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
     if validate_first and not shadow:
-        policy = load_policy(policy_path or folder / "selfcorrect.yaml")
+        policy = load_policy(policy_path or folder / layout.POLICY)
         first = _validate(folder, policy, root, trace, clock)
         if not first.fresh:
             uncertain.append(first.detail)
@@ -206,7 +204,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         now=stamp(clock),
         run_id=trace,
         workflow_dir=documents.display_path(folder),
-        verification=verification_command(folder, analysis.policy),
+        verification=shlex.join(validator_argv(folder, analysis.policy, shown=True)),
         checkpoints=analysis.checkpoints,
         resolved=analysis.resolved,
         cycles=cycles,
@@ -260,7 +258,7 @@ def _run_agent(
 ) -> None:
     timeout = float(policy.get("remediation.step_timeout_s"))
     for name in files:
-        prompt = folder / "recovery" / name
+        prompt = folder / layout.RECOVERY / name
         argv = [str(part) for part in command] + [str(prompt)]
         done = run_argv(argv, root, timeout)
         record(
@@ -393,7 +391,7 @@ def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     """One recovery file per work item: its stuck prompt and directives, in plan order; at
     most `limits.max_prompts` files, the last of them listing the work items past the limit
     (100,000 issues once wrote 100,000 prompt files)."""
-    overrides = folder / "templates"
+    overrides = folder / layout.TEMPLATES
     limit = int(policy.get("limits.max_prompts"))
     items: dict[str, list[Prompt]] = {}
     for prompt in plan.prompts:
@@ -427,14 +425,14 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
     max_bytes = int(analysis.policy.get("limits.max_bytes"))
     # The files a write may refuse (over limits.max_bytes, read-only) first: a refusal then
     # leaves no prompt behind that points at failed_items the log never received.
-    log = folder / "coordination_log.yaml"
+    log = folder / layout.COORDINATION_LOG
     if (
         plan.failed_items
         and log.exists()
         and documents.update_failed_items(log, plan.failed_items, max_bytes=max_bytes)
     ):
         written.append(documents.display_path(log))
-    escalations = folder / "escalations.yaml"
+    escalations = folder / layout.ESCALATIONS
     if plan.resolutions and documents.resolve_escalations(
         escalations, plan.resolutions, max_bytes=max_bytes
     ):
@@ -443,7 +441,7 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         escalations, plan.escalations, max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
-    recovery = folder / "recovery"
+    recovery = folder / layout.RECOVERY
     for name, text in rendered.items():
         safe_paths.ensure_dir(recovery)
         if atomic.replace_file(recovery / name, text.encode("utf-8")):

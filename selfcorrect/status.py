@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.io import documents
 from selfcorrect.run import RunOutcome, correction_run
 
@@ -19,7 +20,7 @@ class FolderStatus:
 def folder_status(folder: Path, policy_path: Path | None) -> FolderStatus:
     outcome = correction_run(folder, policy_path=policy_path, shadow=True)
     escalations: list[dict[str, Any]] = []
-    path = folder / "escalations.yaml"
+    path = folder / layout.ESCALATIONS
     if path.exists():
         data = documents.load_decision(path, "escalations").data or {}
         escalations = [

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
@@ -20,8 +21,6 @@ from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
 from selfcorrect.io.workspace import project_root, relative_to_root
 from selfcorrect.policy_file import load_policy
-
-REPORT = "validation_report.yaml"
 
 
 @dataclass
@@ -54,7 +53,7 @@ def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[F
 
     root = project_root(folder)
     max_bytes = int(policy.get("limits.max_bytes"))
-    log = folder / "coordination_log.yaml"
+    log = folder / layout.COORDINATION_LOG
     coordination = None
     if log.exists():
         coordination = normalise_coordination(
@@ -112,7 +111,7 @@ def _validate(
     write: bool,
     clock: Clock,
 ) -> Validation:
-    policy = load_policy(policy_path or folder / "selfcorrect.yaml")
+    policy = load_policy(policy_path or folder / layout.POLICY)
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {
         "status": _status(findings, policy),
@@ -120,7 +119,7 @@ def _validate(
         "validator": "selfcorrect",
         "issues": [finding.as_issue() for finding in findings],
     }
-    target = output or folder / REPORT
+    target = output or folder / layout.REPORT
     written = None
     if write and atomic.replace_file(target, render_report(report)):
         written = documents.display_path(target)

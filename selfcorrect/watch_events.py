@@ -13,20 +13,13 @@ import os
 import time
 from pathlib import Path
 
+from selfcorrect import layout
+
 # Decision documents and hook logs at the top of DIR (SPEC §1).
 TOP_INPUTS = frozenset(
-    {
-        "selfcorrect.yaml",
-        "validation_report.yaml",
-        "tool_failures.yaml",
-        "coordination_log.yaml",
-        "escalations.yaml",
-    }
+    {layout.POLICY, layout.REPORT, layout.FAILURE_LOG, layout.COORDINATION_LOG, layout.ESCALATIONS}
 )
 WAYPOINT_SUFFIXES = (".yaml", ".yml")
-# A report's identity is its bytes *and* the write that made them (as in analysis): a validator
-# that re-ran and found the same thing wrote a fresh report, which is news for a run.
-REPORT = "validation_report.yaml"
 ABSENT = "absent"
 # A file modified this recently may change again within the same mtime tick without its stat
 # changing (git's "racily clean" problem): its hash is not cached, so it is re-read next time.
@@ -45,7 +38,7 @@ class InputSet:
 
     def __init__(self, folder: Path, policy_path: Path | None) -> None:
         self.folder = folder.resolve()
-        self.outer_waypoints = self.folder.parent / "waypoints"  # the cAgents layout (§2.4)
+        self.outer_waypoints = self.folder.parent / layout.WAYPOINTS  # the cAgents layout (§2.4)
         self.policy = policy_path.resolve() if policy_path is not None else None
         self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
 
@@ -70,15 +63,19 @@ class InputSet:
             top, name = parts[0], parts[-1]
             if len(parts) == 1 and name in TOP_INPUTS:
                 return name
-            if len(parts) == 2 and top == "waypoints" and name.endswith(WAYPOINT_SUFFIXES):
+            if len(parts) == 2 and top == layout.WAYPOINTS and name.endswith(WAYPOINT_SUFFIXES):
                 return "/".join(parts)
-            if len(parts) == 2 and top == "microtasks" and name.endswith(".yaml"):
+            if len(parts) == 2 and top == layout.MICROTASKS and name.endswith(".yaml"):
                 return "/".join(parts)
-            if len(parts) >= 2 and top == "templates":
+            if len(parts) >= 2 and top == layout.TEMPLATES:
                 return "/".join(parts)
             return None
         if path.parent == self.outer_waypoints and not _ignored_name(path.name):
-            return f"../waypoints/{path.name}" if path.name.endswith(WAYPOINT_SUFFIXES) else None
+            return (
+                f"../{layout.WAYPOINTS}/{path.name}"
+                if path.name.endswith(WAYPOINT_SUFFIXES)
+                else None
+            )
         return None
 
     def relevant(self, raw: str, *, is_directory: bool) -> bool:
@@ -93,7 +90,7 @@ class InputSet:
             if not path.is_relative_to(self.folder):
                 return False
             parts = path.relative_to(self.folder).parts
-            return parts[0] in ("waypoints", "microtasks", "templates") and not any(
+            return parts[0] in (layout.WAYPOINTS, layout.MICROTASKS, layout.TEMPLATES) and not any(
                 _ignored_name(part) for part in parts
             )
         return self.label(path) is not None
@@ -101,10 +98,10 @@ class InputSet:
     def files(self) -> list[Path]:
         """Every input file present now."""
         found = [self.folder / name for name in sorted(TOP_INPUTS)]
-        for place in (self.folder / "waypoints", self.outer_waypoints):
+        for place in (self.folder / layout.WAYPOINTS, self.outer_waypoints):
             found += _listing(place, recursive=False)
-        found += _listing(self.folder / "microtasks", recursive=False)
-        found += _listing(self.folder / "templates", recursive=True)
+        found += _listing(self.folder / layout.MICROTASKS, recursive=False)
+        found += _listing(self.folder / layout.TEMPLATES, recursive=True)
         if self.policy is not None:
             found.append(self.policy)
         return [path for path in found if self.label(path) is not None and path.is_file()]
@@ -115,7 +112,9 @@ class InputSet:
         cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
         for path in self.files():
             label = self.label(path)
-            digest = self._digest(path, cache, stamped=label == REPORT)
+            # A report's identity is its bytes *and* the write that made them (as in analysis):
+            # a validator that re-ran and found the same thing wrote a fresh report, news for a run.
+            digest = self._digest(path, cache, stamped=label == layout.REPORT)
             if digest is not None and label is not None:
                 current[label] = digest
         self._cache = cache  # only files present now: the cache cannot grow without bound

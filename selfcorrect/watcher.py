@@ -34,6 +34,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
+from selfcorrect import layout
 from selfcorrect.analysis import AnalysisCache
 from selfcorrect.clock import Clock, system_clock
 from selfcorrect.errors import (
@@ -42,6 +43,7 @@ from selfcorrect.errors import (
     ExitCode,
     InputError,
     SelfcorrectError,
+    result_exit_code,
 )
 from selfcorrect.io import folder_lock, safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
@@ -315,7 +317,7 @@ class Watcher:
                 self.warn(traceback.format_exc().rstrip("\n"))
             code = exc.exit_code if isinstance(exc, SelfcorrectError) else ExitCode.INTERNAL
             return WatchRun(at, trigger, int(code), error=f"{type(exc).__name__}: {exc}")
-        return WatchRun(at, trigger, int(ExitCode[outcome.plan.result.value]), outcome)
+        return WatchRun(at, trigger, int(result_exit_code(outcome.plan.result.value)), outcome)
 
     def _ours(self, run: WatchRun) -> set[str]:
         """Inputs this run wrote itself, the validator's report included when it ran."""
@@ -324,7 +326,7 @@ class Watcher:
             return set() if run.code == ExitCode.INVALID else set(self.inputs.snapshot())
         labels = {self.inputs.label(Path(path).resolve()) for path in run.outcome.written}
         if run.outcome.cycles or run.outcome.uncertain:
-            labels.add("validation_report.yaml")
+            labels.add(layout.REPORT)
         return {label for label in labels if label is not None}
 
     def _report(self, run: WatchRun) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from selfcorrect import layout
 from selfcorrect.cli.report import printable
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, ladder_step
 from selfcorrect.naming import work_item_file
@@ -80,7 +81,7 @@ def _recovery(decision: SubjectDecision, outcome: RunOutcome) -> tuple[str, str 
         step = ladder_step(outcome.analysis.policy, decision.ladder_step)
         waiting = "; waiting for the agent" if reason == "AWAITING_AGENT" else ""
         text = f"Step {step['step']} — {step['name']}{waiting}"
-        return text, f"recovery/{work_item_file(decision.subject)}", None
+        return text, f"{layout.RECOVERY}/{work_item_file(decision.subject)}", None
     return f"none ({status.value})", None, None
 
 
@@ -119,7 +120,7 @@ def advisory_lines(found: Sequence[Advisory], folder: str) -> list[str]:
         if advisory.prompt:
             where.append(f"prompt: {folder}/{advisory.prompt}")
         if advisory.escalation:
-            where.append(f"{advisory.escalation} in {folder}/escalations.yaml")
+            where.append(f"{advisory.escalation} in {folder}/{layout.ESCALATIONS}")
         recovery = advisory.recovery + (f" ({', '.join(where)})" if where else "")
         lines += [
             click.style(HEADER, fg="yellow", bold=True),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
 
-from selfcorrect import __version__
+from selfcorrect import __version__, layout
 from selfcorrect.cli.report import printable
 
 # The package page; change it here if the project gets a home page of its own.
@@ -95,7 +95,7 @@ def _issue(issue: Mapping[str, Any]) -> Finding:
         status=verdict or "unknown",
         message=message,
         file=relative_path(issue.get("target")),
-        source="validation_report.yaml",
+        source=layout.REPORT,
     )
 
 
@@ -133,7 +133,7 @@ def _subject(subject: Mapping[str, Any], escalation: Mapping[str, Any] | None) -
         status=status or "unknown",
         message=message,
         file=_subject_file(name),
-        source="tool_failures.yaml",
+        source=layout.FAILURE_LOG,
     )
 
 

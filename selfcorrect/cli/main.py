@@ -21,7 +21,7 @@ from selfcorrect.cli.options import (
     wait_option,
 )
 from selfcorrect.cli.report import printable
-from selfcorrect.errors import ExitCode, InputError, SelfcorrectError
+from selfcorrect.errors import ExitCode, InputError, SelfcorrectError, result_exit_code
 
 if TYPE_CHECKING:
     import threading
@@ -149,7 +149,7 @@ def run(
     to --wait seconds, then exits 2 naming the holder's pid. --shadow reads
     without the lock and writes nothing.
     """
-    from selfcorrect.cli.run_report import EXIT, show_run
+    from selfcorrect.cli.run_report import show_run
     from selfcorrect.run import correction_run
 
     common = make_common(policy, color, verbose, quiet)
@@ -163,7 +163,7 @@ def run(
         wait=wait,
     )
     show_run(outcome, fmt, common, documents_display(folder))
-    return EXIT[outcome.plan.result.value]
+    return result_exit_code(outcome.plan.result.value)
 
 
 @cli.command()
@@ -229,7 +229,7 @@ def validate(
     common = make_common(policy, color, verbose, quiet)
     result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck, wait=wait)
     show_validation(result, fmt, common)
-    return ExitCode.PASS if result.status == "PASS" else ExitCode.BLOCKED
+    return result_exit_code(result.status)
 
 
 @cli.command()

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from selfcorrect import layout
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import printable
+from selfcorrect.errors import result_exit_code
 
 if TYPE_CHECKING:
     from selfcorrect.analysis import Analysis
     from selfcorrect.run import RunOutcome
-
-EXIT = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}
 
 
 def subject_rows(analysis: Analysis) -> list[dict[str, Any]]:
@@ -133,7 +133,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     mode = " (shadow: nothing written)" if outcome.shadow else ""
     lines = [
         click.style(f"{plan.result.value}", fg=colour, bold=True)
-        + f"  selfcorrect run {folder}{mode}  (exit {EXIT[plan.result.value]})"
+        + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
     lines += _body(analysis, common, advisory_lines(advisories(outcome), folder))
     if plan.escalations:
@@ -144,13 +144,12 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         ]
     if outcome.shadow:
         lines += ["", "Would write:"]
-        lines += [f"  {folder}/recovery/{name}" for name in sorted(outcome.rendered)]
+        lines += [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
         if plan.failed_items:
-            lines.append(
-                f"  {folder}/coordination_log.yaml#failed_items ({len(plan.failed_items)} entries)"
-            )
+            entries = f"({len(plan.failed_items)} entries)"
+            lines.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
         if plan.journal:
-            lines.append(f"  {folder}/.selfcorrect/journal.jsonl ({len(plan.journal)} records)")
+            lines.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
     elif outcome.written:
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
     else:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from selfcorrect import layout
 from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import run_json
 
@@ -62,7 +63,7 @@ def watch_line(run: WatchRun, *, color: bool) -> str:
         return f"{when} {what} → {styled} ({run.code}): {tail}"
     result = run.outcome.plan.result.value
     # The journal is bookkeeping: the line names what people and agents read.
-    shown = [p for p in run.outcome.written if ".selfcorrect" not in p.replace("\\", "/")]
+    shown = [p for p in run.outcome.written if layout.STATE not in p.replace("\\", "/")]
     if shown:
         tail = "wrote " + ", ".join(printable(p) for p in shown)
     else:

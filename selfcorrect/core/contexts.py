@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.intent import infer_intent, repair_tools
 from selfcorrect.core.ladder import SubjectDecision, ladder_step
@@ -182,7 +183,7 @@ def stuck_context(
         "worked_before": list(worked_before),
         "workflow_dir": workflow_dir,
     }
-    return _with_sources(context, policy, workflow_dir, "tool_failures.yaml")
+    return _with_sources(context, policy, workflow_dir, layout.FAILURE_LOG)
 
 
 def directive_context(
@@ -231,4 +232,4 @@ def directive_context(
         "task": task_context(task),
         "worked_before": list(worked_before),
     }
-    return _with_sources(context, policy, workflow_dir, "validation_report.yaml")
+    return _with_sources(context, policy, workflow_dir, layout.REPORT)

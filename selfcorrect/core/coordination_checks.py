@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
+from selfcorrect import layout
 from selfcorrect.core.findings import Finding
 from selfcorrect.core.graph import elementary_cycles
 from selfcorrect.core.model import Coordination
@@ -45,7 +46,9 @@ _PATH = re.compile(r"(?<![\w./-])[\w./-]*\w/[\w./-]*+|(?<![\w-])[\w-]++\.[a-z][a
 
 
 def coordination_findings(
-    coordination: Coordination | None, policy: Policy, log: str = "workflow/coordination_log.yaml"
+    coordination: Coordination | None,
+    policy: Policy,
+    log: str = f"workflow/{layout.COORDINATION_LOG}",
 ) -> list[Finding]:
     """Every coordination finding for one log, in a stable order (SPEC §14); `log` is the target."""
     if coordination is None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow
 from selfcorrect.core.circuits import Trip
 from selfcorrect.core.classify import IssueDecision
@@ -174,7 +175,7 @@ def escalation(
         entry["ladder_step"] = step
     # Agent text (approaches, files, errors) is capped: the whole is in the workflow's inputs.
     limit = int(run.policy.get("limits.max_text"))
-    source = "validation_report.yaml" if kind == "issue" else "tool_failures.yaml"
+    source = layout.REPORT if kind == "issue" else layout.FAILURE_LOG
     where = f"{run.workflow_dir}/{source}"
     for key in ("error_chain", "tried", "files"):
         entry[key] = [cap_text(str(text), limit, where) for text in entry[key]]

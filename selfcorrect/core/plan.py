@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.contexts import (
     short,
@@ -287,7 +288,7 @@ def _plan_work(
                 "error_summary": "the subagent returned with work unfinished",
                 "recovery_actions_taken": ["split into micro-tasks"],
                 "final_status": "recovering",
-                "escalation_context": f"micro-tasks in microtasks/{task_id}.yaml",
+                "escalation_context": f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml",
             },
         )
     for task_id in work.consolidated:

@@ -14,6 +14,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, NoReturn
 
+from selfcorrect import layout
 from selfcorrect.core.frozen import thaw
 from selfcorrect.errors import Diagnostic, InputError
 
@@ -152,7 +153,7 @@ def build_policy(
 
 def _fail(problems: Sequence[tuple[tuple[str | int, ...], str]], locate: Locate) -> NoReturn:
     raise InputError(
-        [Diagnostic("selfcorrect.yaml", *locate(path), message) for path, message in problems]
+        [Diagnostic(layout.POLICY, *locate(path), message) for path, message in problems]
     )
 
 

@@ -24,6 +24,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.errors import WriteConflict
 from selfcorrect.io.safe_paths import (
     NOT_REGULAR,
@@ -57,7 +58,7 @@ def read_or_none(path: Path) -> bytes | None:
 @contextlib.contextmanager
 def sidecar_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive flock on `.<name>.lock` beside `path`."""
-    lock_path = path.with_name(f".{path.name}.lock")
+    lock_path = path.with_name(layout.sidecar_lock_name(path.name))
     fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

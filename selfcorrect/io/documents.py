@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from yaml.nodes import Node
 
+from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, hook_dialect, schemas, yaml_nodes
 from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
@@ -171,7 +172,7 @@ def _warn(problems: list[Diagnostic], note: str) -> list[Diagnostic]:
 def waypoint_paths(folder: Path) -> list[Path]:
     """Waypoints live in DIR/waypoints/ and, in the cAgents layout, DIR/../waypoints/ (§2.4)."""
     found: list[Path] = []
-    for place in (folder / "waypoints", folder.parent / "waypoints"):
+    for place in (folder / layout.WAYPOINTS, folder.parent / layout.WAYPOINTS):
         if place.is_dir():
             found.extend(
                 sorted(p for p in place.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import environment_error
@@ -37,7 +38,7 @@ class FolderBusy(SelfcorrectError):
 
 
 def lock_path(folder: Path) -> Path:
-    return folder / ".selfcorrect" / "folder.lock"
+    return folder / layout.FOLDER_LOCK
 
 
 def open_lock(path: Path) -> int:

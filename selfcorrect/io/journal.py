@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
 
-JOURNAL = Path(".selfcorrect") / "journal.jsonl"
+JOURNAL = Path(layout.JOURNAL)
 
 
 def journal_path(folder: Path) -> Path:

@@ -33,6 +33,8 @@ import re
 import stat
 from collections.abc import Iterable, Mapping
 
+from selfcorrect import layout
+
 Signature = tuple[int, int, int, int, int]  # st_mode, size, mtime_ns, ctime_ns, inode
 
 BULKY = frozenset({"node_modules", ".venv", "venv"})  # listed, bytes never kept
@@ -84,9 +86,13 @@ def take(
     return out
 
 
-_LOCKS = re.compile(
-    r"(?:^|/)(?:\.selfcorrect/(?:watch|folder)\.lock|\.(?:coordination_log|escalations)\.yaml\.lock)$"
+_LOCK_NAMES = (
+    str(layout.WATCH_LOCK),
+    str(layout.FOLDER_LOCK),
+    layout.sidecar_lock_name(layout.COORDINATION_LOG),
+    layout.sidecar_lock_name(layout.ESCALATIONS),
 )
+_LOCKS = re.compile(r"(?:^|/)(?:" + "|".join(map(re.escape, _LOCK_NAMES)) + ")$")
 
 
 def _lock_file(rel: str) -> bool:

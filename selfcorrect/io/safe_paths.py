@@ -17,19 +17,20 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.errors import EnvironmentProblem, InputError
 
 # Relative to the workflow folder. Files selfcorrect rewrites (with their sidecar locks) ...
 STATE_FILES = (
-    "coordination_log.yaml",
-    ".coordination_log.yaml.lock",
-    "escalations.yaml",
-    ".escalations.yaml.lock",
-    "calibration.yaml",
+    layout.COORDINATION_LOG,
+    layout.sidecar_lock_name(layout.COORDINATION_LOG),
+    layout.ESCALATIONS,
+    layout.sidecar_lock_name(layout.ESCALATIONS),
+    layout.CALIBRATION,
 )
 # ... and folders it writes into: each entry inside them is checked too.
-STATE_DIRS = (".selfcorrect", "recovery", "microtasks", "handoffs")
-IN_PLACE = ".selfcorrect"  # its files are appended to or truncated, not replaced
+STATE_DIRS = (layout.STATE, layout.RECOVERY, layout.MICROTASKS, layout.HANDOFFS)
+IN_PLACE = layout.STATE  # its files are appended to or truncated, not replaced
 
 # What the environment refuses, and what the user can do about it.
 _ADVICE = {

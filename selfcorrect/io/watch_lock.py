@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from selfcorrect import layout
 from selfcorrect.errors import ExitCode, SelfcorrectError
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.folder_lock import holder, open_lock
@@ -24,7 +25,7 @@ class FolderWatched(SelfcorrectError):
 
 
 def lock_path(folder: Path) -> Path:
-    return folder / ".selfcorrect" / "watch.lock"
+    return folder / layout.WATCH_LOCK
 
 
 @contextlib.contextmanager

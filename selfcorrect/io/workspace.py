@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from selfcorrect import layout
 from selfcorrect.core.linecount import numstat
 from selfcorrect.core.verification import in_scope, is_glob
 from selfcorrect.errors import WorkspaceError
@@ -32,7 +33,7 @@ from selfcorrect.io.real_paths import NotAFolder, fsync_dir, parent_dir
 if TYPE_CHECKING:
     pass
 
-SKIP_DIRS = frozenset({".git", ".selfcorrect", "__pycache__", "node_modules", ".venv"})
+SKIP_DIRS = frozenset({".git", layout.STATE, "__pycache__", "node_modules", ".venv"})
 MAX_CAPTURE = 200 * 1024 * 1024
 # One file's bytes held at most: a fixer that grows a file to 20 GB must not make selfcorrect
 # read 20 GB. A larger file is seen as changed, and its bytes are not kept.
