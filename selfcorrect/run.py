@@ -69,7 +69,7 @@ def correction_run(
     cache: AnalysisCache | None = None,
     wait: float = folder_lock.DEFAULT_WAIT_S,
 ) -> RunOutcome:
-    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands (§4).
+    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands.
 
     Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
     shadow run writes nothing at all, not even a lock file: it reads without the lock."""

@@ -38,7 +38,7 @@ class InputSet:
 
     def __init__(self, folder: Path, policy_path: Path | None) -> None:
         self.folder = folder.resolve()
-        self.outer_waypoints = self.folder.parent / layout.WAYPOINTS  # the cAgents layout (§2.4)
+        self.outer_waypoints = self.folder.parent / layout.WAYPOINTS  # docs/integration.md
         self.policy = policy_path.resolve() if policy_path is not None else None
         self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
 

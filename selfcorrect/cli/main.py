@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
 def _internal(exc: Exception, debug: bool) -> int:
     """Never exit 0, never a bare traceback without --debug."""
     if debug:
-        import traceback  # only here: its import costs start-up time (SPEC §18)
+        import traceback  # only here: its import costs start-up time (README "Performance")
 
         click.echo(traceback.format_exc(), err=True)
     else:

@@ -116,7 +116,7 @@ def stuck_context(
     worked_before: Sequence[str] = (),
     place: Place = as_given,
 ) -> dict[str, Any]:
-    """`worked_before`: calibration sentences for this failure type, best first (§13).
+    """`worked_before`: calibration sentences for this failure type, best first (docs/policy.md).
     `place`: how a path is shown to an agent; paths that leave the project are dropped from
     the scope and listed under `outside`."""
     step = ladder_step(policy, decision.ladder_step or 1)
