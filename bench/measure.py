@@ -10,8 +10,9 @@ WHAT is one of:
 - `stream`: the same reader, consumed one entry at a time without keeping any (memory figure);
 - `append`: with a warm analysis cache (a watcher), the analysis after 10 entries are
   appended to the log; its count is the log's size before the append;
-- `analyze`: the whole analysis of a run (`selfcorrect.run.analyze`: read, type every failure,
-  feed the ledger and the stuck detector, decide every subject) on a folder holding the log.
+- `analyze`: the whole analysis of a run (`selfcorrect.analysis.analyze`: read, type every
+  failure, feed the ledger and the stuck detector, decide every subject)
+  on a folder holding the log.
 This file imports nothing from `bench`, so it runs the same from any working directory.
 """
 

@@ -56,8 +56,8 @@ from selfcorrect.errors import Diagnostic
 from selfcorrect.io import documents, journal
 from selfcorrect.io.failure_log import RawFailure
 from selfcorrect.io.log_cursor import LogCursor
+from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.workspace import project_root
-from selfcorrect.policy_file import load_policy
 
 # Issue states in which a remediation was started or applied but not yet judged by a fresh report.
 UNSETTLED = ("remediating", "fixed")

@@ -8,6 +8,8 @@ which labels its diagnostics and escalations with these names, stays pure and ne
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import PurePath
 
 # Decision documents and hook logs at the top of DIR.
@@ -38,3 +40,16 @@ UNDONE = PurePath(STATE) / "undone"
 def sidecar_lock_name(name: str) -> str:
     """The lock held beside a rewritten file while it is replaced: `.<name>.lock`."""
     return f".{name}.lock"
+
+
+def work_item_file(work_item: str, suffix: str = ".md") -> str:
+    """A work item's file name in recovery/, microtasks/ and handoffs/; odd names get a hash so
+    two never collide.
+
+    Never hidden and never starting with `-`: a name like `-rf.md` would read as an option to
+    any command a person or an agent runs on it.
+    """
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", work_item).lstrip("._-").rstrip("._")[:80] or "item"
+    if safe != work_item:
+        safe += "-" + hashlib.sha256(work_item.encode()).hexdigest()[:6]
+    return f"{safe}{suffix}"

@@ -22,8 +22,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from selfcorrect.checks import coordination as coordination_checks
 from selfcorrect.checks import evidence
-from selfcorrect.core import coordination_checks, markdown
+from selfcorrect.core import markdown
 from selfcorrect.core import taxonomy as taxonomy_module
 from selfcorrect.core.classify import IssueClassifier
 from selfcorrect.core.intent import infer_intent
@@ -31,7 +32,7 @@ from selfcorrect.core.model import Intent, Issue, Severity, Task
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.core.taxonomy import Taxonomy, error_class, normalise_error
 from selfcorrect.core.text_window import HEAD, TAIL, window
-from selfcorrect.policy_file import default_policy_data
+from selfcorrect.io.policy_file import default_policy_data
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1 << 20

@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.core.calibration import CalibrationRow, calibrate, worked_before
 from selfcorrect.core.classify import IssueDecision, IssueReason
 from selfcorrect.core.contexts import directive_context, stuck_context
 from selfcorrect.core.ladder import SubjectDecision, SubjectReason, SubjectStatus
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Issue, Severity, Verdict
+from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.io import documents
+from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.prompts import render
 from selfcorrect.io.resources import data_file
-from selfcorrect.policy_file import load_policy
 
 STAMP = {"at": "2026-11-29T10:00:00Z", "run": "r1", "actor": "selfcorrect"}
 CITE = "ladder step 2 recovered 3 of 4 runtime_error subjects"

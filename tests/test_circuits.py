@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from selfcorrect.commands.run import correction_run
 from selfcorrect.core.circuits import CircuitReason, fold_circuits
-from selfcorrect.policy_file import load_policy
-from selfcorrect.run import correction_run
+from selfcorrect.io.policy_file import load_policy
 from tests.test_remediation import git, journal, project
 
 RULE, VERSION = "issue_type:linting_errors", "v1"

@@ -104,12 +104,12 @@ def test_color_is_opt_in_when_piped_and_no_color_wins(
 def test_internal_error_is_reported_without_a_traceback(
     tmp_path: Path, run_line, monkeypatch
 ) -> None:
-    import selfcorrect.check
+    import selfcorrect.commands.check
 
     def explode(*_args: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(selfcorrect.check, "check_folder", explode)
+    monkeypatch.setattr(selfcorrect.commands.check, "check_folder", explode)
     result = run_line(["check", tmp_path])
     assert result.exit_code not in (0, 1, 2, 3)
     assert "internal error: RuntimeError: boom" in result.stderr

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from selfcorrect.core.continuation import (
+from selfcorrect.core.continuation.detection import (
     Incomplete,
     Limit,
     MicroTask,
@@ -20,13 +20,13 @@ from selfcorrect.core.continuation import (
     progress_summary,
     split,
 )
-from selfcorrect.core.handoff import handoff_context, needs_handoff
+from selfcorrect.core.continuation.handoff import handoff_context, needs_handoff
 from selfcorrect.core.model import Coordination, Task, Waypoint
 from selfcorrect.core.normalise import normalise_coordination, normalise_waypoint
 from selfcorrect.core.policy import Policy
 from selfcorrect.io import documents
+from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.schemas import schema
-from selfcorrect.policy_file import load_policy
 from tests.conftest import CORPUS
 
 POLICY: Policy = load_policy(None)

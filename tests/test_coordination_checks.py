@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
+from selfcorrect.checks.coordination import coordination_findings
+from selfcorrect.checks.findings import Finding
 from selfcorrect.core.classify import IssueClassifier
-from selfcorrect.core.coordination_checks import coordination_findings
-from selfcorrect.core.findings import Finding
 from selfcorrect.core.model import Issue, Severity
 from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.policy import Policy, build_policy
+from selfcorrect.io.policy_file import default_policy_data, load_policy
 from selfcorrect.io.yaml_nodes import FastLoader
-from selfcorrect.policy_file import default_policy_data, load_policy
 from tests.conftest import CORPUS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from selfcorrect.core.policy import build_policy
 from selfcorrect.core.state import IssueState, SubjectState, derive
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import Taxonomy
-from selfcorrect.policy_file import default_policy_data
+from selfcorrect.io.policy_file import default_policy_data
 
 NOW = "2026-11-29T12:00:00Z"  # the injected clock: every timestamp the core writes is this
 POLICY = build_policy(default_policy_data(), None)

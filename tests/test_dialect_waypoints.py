@@ -2,7 +2,7 @@
 
 A dialect waypoint is matched to a task only when the coordination log's timeline leaves exactly
 one task that can have been in progress when it was written, and something shows that task had
-started (see core/compactions.py for why anything less is left unmatched).
+started (see core/continuation/compactions.py for why anything less is left unmatched).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from selfcorrect.core.compactions import compactions, match_waypoints
-from selfcorrect.core.continuation import Signal, detect_incomplete
+from selfcorrect.core.continuation.compactions import compactions, match_waypoints
+from selfcorrect.core.continuation.detection import Signal, detect_incomplete
 from selfcorrect.core.model import Coordination, Waypoint
 from selfcorrect.core.normalise import normalise_coordination, normalise_waypoint
 from selfcorrect.io import documents

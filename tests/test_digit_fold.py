@@ -18,7 +18,7 @@ from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import ErrorClasses, Taxonomy, error_class, normalise_error
 from selfcorrect.core.text_window import window
-from selfcorrect.policy_file import default_policy_data, load_policy
+from selfcorrect.io.policy_file import default_policy_data, load_policy
 
 
 def policy_with(**user: Any) -> Policy:

@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfcorrect.core.graph import elementary_cycles
+from selfcorrect.checks.graph import elementary_cycles
 
 
 def brute_force(edges: list[tuple[str, str]]) -> list[list[str]]:

@@ -19,7 +19,7 @@ from selfcorrect.core.model import Intent, Task
 from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.policy import Policy
 from selfcorrect.io import documents
-from selfcorrect.policy_file import load_policy
+from selfcorrect.io.policy_file import load_policy
 from tests.conftest import CORPUS, REPO
 
 POLICY: Policy = load_policy(None)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from selfcorrect.commands.watch import Watcher
 from selfcorrect.io import journal
-from selfcorrect.watcher import Watcher
 from tests.conftest import REPO, Result
 
 # Every test here writes a hostile journal on purpose: it is not checked against the schema.

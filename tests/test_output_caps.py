@@ -11,7 +11,7 @@ from pathlib import Path
 
 from selfcorrect.core.outputs import RunInputs, escalation
 from selfcorrect.core.text_caps import cap_text
-from selfcorrect.policy_file import load_policy
+from selfcorrect.io.policy_file import load_policy
 
 MB = 1 << 20
 

@@ -13,7 +13,7 @@ from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.io import documents
 from selfcorrect.io.prompts import render
-from selfcorrect.naming import work_item_file
+from selfcorrect.layout import work_item_file
 from tests.conftest import CORPUS, REPO
 
 TEMPLATE = "plan_revision.md.j2"

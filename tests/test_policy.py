@@ -720,7 +720,7 @@ def test_the_fast_read_of_the_defaults_equals_the_strict_load() -> None:
     """`check` reads the shipped defaults without the guard and the schema (SPEC §18); this
     holds that shortcut to the strict decision-document load."""
     from selfcorrect.io import documents
-    from selfcorrect.policy_file import default_policy_data
+    from selfcorrect.io.policy_file import default_policy_data
 
     strict = documents.load_decision(TEMPLATE, "selfcorrect")
     assert default_policy_data() == strict.data
@@ -731,7 +731,7 @@ def test_an_unedited_policy_file_is_the_defaults_and_an_edit_is_read(tmp_path: P
     """`init` copies the defaults byte for byte; such a file is not parsed again (SPEC §18),
     and one changed byte makes it the user's policy again, checked like any other."""
     from selfcorrect.errors import InputError
-    from selfcorrect.policy_file import load_policy
+    from selfcorrect.io.policy_file import load_policy
 
     path = tmp_path / "selfcorrect.yaml"
     path.write_bytes(TEMPLATE.read_bytes())

@@ -18,7 +18,7 @@ from selfcorrect.checks.quality import (
     template_findings,
 )
 from selfcorrect.core.policy import Policy, build_policy
-from selfcorrect.policy_file import default_policy_data, load_policy
+from selfcorrect.io.policy_file import default_policy_data, load_policy
 from tests.hardening import process_table, wait_gone
 
 PY = sys.executable

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from selfcorrect.commands.replay import find_cases
 from selfcorrect.core.scoring import (
     IssueLabel,
     IssueSeen,
@@ -26,7 +27,6 @@ from selfcorrect.core.scoring import (
     score_case,
     total,
 )
-from selfcorrect.replay import find_cases
 from tests.conftest import CORPUS as SESSION
 from tests.conftest import REPO, tree_digest
 

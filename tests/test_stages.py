@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from selfcorrect.naming import work_item_file
+from selfcorrect.layout import work_item_file
 from tests.conftest import REPO, tree_digest
 from tests.test_circuits import lint_project
 from tests.test_remediation import journal

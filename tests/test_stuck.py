@@ -42,7 +42,7 @@ from selfcorrect.core.normalise import normalise_coordination, normalise_failure
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.core.stuck import Firing, Signal, StuckDetector, review_loops
 from selfcorrect.core.taxonomy import error_class, normalise_error
-from selfcorrect.policy_file import default_policy_data, load_policy
+from selfcorrect.io.policy_file import default_policy_data, load_policy
 
 C, R, E, A, T, U = (
     Signal.CONSECUTIVE_FAILURES,

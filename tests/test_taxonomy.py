@@ -15,7 +15,7 @@ from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.core.taxonomy import Taxonomy, Typed, TypeSource, error_class, normalise_error
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io.documents import read_failure_log
-from selfcorrect.policy_file import default_policy_data, load_policy
+from selfcorrect.io.policy_file import default_policy_data, load_policy
 from tests.conftest import CORPUS
 
 CORPUS_LOG = CORPUS / "workflow" / "tool_failures.yaml"

@@ -7,7 +7,7 @@ import stat
 import unicodedata
 from pathlib import Path
 
-from selfcorrect.core.findings import Finding
+from selfcorrect.checks.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.io.workspace import resolve_inside
 

@@ -12,7 +12,7 @@ from selfcorrect.checks._common import (
     inside,
     severity_of,
 )
-from selfcorrect.core.findings import Finding
+from selfcorrect.checks.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.io.process import run_argv
 

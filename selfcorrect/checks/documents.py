@@ -17,7 +17,7 @@ from selfcorrect.checks._common import (
     refused,
     severity_of,
 )
-from selfcorrect.core.findings import Finding
+from selfcorrect.checks.findings import Finding
 from selfcorrect.core.markdown import headings, matches
 from selfcorrect.core.policy import Policy
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfcorrect.checks._common import MAX_READ, clean, inside
-from selfcorrect.core.findings import Finding
+from selfcorrect.checks.findings import Finding
 from selfcorrect.core.model import Criterion, Report, Verdict
 
 UNMET = "acceptance_criterion_unmet"

@@ -28,10 +28,10 @@ import click
 from selfcorrect import layout
 from selfcorrect.cli.report import printable
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, ladder_step
-from selfcorrect.naming import work_item_file
+from selfcorrect.layout import work_item_file
 
 if TYPE_CHECKING:
-    from selfcorrect.run import RunOutcome
+    from selfcorrect.commands.run import RunOutcome
 
 HEADER = "--- [Stuck Detection] Loop detected ---"
 FOOTER = "---"

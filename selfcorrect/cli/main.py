@@ -61,7 +61,7 @@ def check(
     (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
     is a warning, and the rest is read. Exits 0 when there is no error.
     """
-    from selfcorrect.check import check_folder
+    from selfcorrect.commands.check import check_folder
 
     common = make_common(policy, color, verbose, quiet)
     result = check_folder(folder, policy)
@@ -79,7 +79,7 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
     coordination_log.yaml, validation_report.yaml (no verdict yet) and
     escalations.yaml. Never overwrites an existing file: it says which it skipped.
     """
-    from selfcorrect.init_folder import init_folder
+    from selfcorrect.commands.init import init_folder
 
     common = make_common(policy, color, verbose, quiet)
     created, skipped = init_folder(folder, policy)
@@ -150,7 +150,7 @@ def run(
     without the lock and writes nothing.
     """
     from selfcorrect.cli.run_report import show_run
-    from selfcorrect.run import correction_run
+    from selfcorrect.commands.run import correction_run
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
@@ -176,7 +176,7 @@ def status(
     """Show every subject and issue: classification, attempts against the cap,
     ladder step and last decision, plus the open escalations and open circuits. Writes nothing."""
     from selfcorrect.cli.status_report import show_status
-    from selfcorrect.status import folder_status
+    from selfcorrect.commands.status import folder_status
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
@@ -224,7 +224,7 @@ def validate(
     Exit codes: 0 PASS, 1 the report lists issues, 2 invalid input.
     """
     from selfcorrect.cli.validate_report import show_validation
-    from selfcorrect.validator import validate_folder
+    from selfcorrect.commands.validate import validate_folder
 
     common = make_common(policy, color, verbose, quiet)
     result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck, wait=wait)
@@ -294,7 +294,7 @@ def watch(
     """
     import threading
 
-    from selfcorrect.watcher import Watcher
+    from selfcorrect.commands.watch import Watcher
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
@@ -390,8 +390,8 @@ def stats(
     Exit codes: 0, or 2 when DIR is not a folder.
     """
     from selfcorrect.cli.stats_report import show_stats
+    from selfcorrect.commands.stats import folder_stats
     from selfcorrect.io.journal import journal_path
-    from selfcorrect.stats import folder_stats
 
     common = make_common(policy, color, verbose, quiet)
     result = folder_stats(folder)
@@ -444,7 +444,7 @@ def replay(
     Exit codes: 0 done, 1 a figure is below --baseline, 2 invalid input.
     """
     from selfcorrect.cli.replay_report import show_replay
-    from selfcorrect.replay import replay as replay_paths
+    from selfcorrect.commands.replay import replay as replay_paths
 
     common = make_common(policy, color, verbose, quiet)
     result = replay_paths(list(paths), policy, baseline=baseline)
@@ -516,8 +516,8 @@ def reset_command(
     """
     import json
 
+    from selfcorrect.commands.reset import default_actor, reset
     from selfcorrect.core.human_control import ResetRequest, UnknownTarget
-    from selfcorrect.reset import default_actor, reset
 
     make_common(policy, color, verbose, quiet)
     _require_folder(folder)

@@ -31,8 +31,8 @@ from selfcorrect.cli.run_report import table
 from selfcorrect.core.scoring import SIGNALS
 
 if TYPE_CHECKING:
+    from selfcorrect.commands.replay import Case, ReplayResult
     from selfcorrect.core.scoring import Score
-    from selfcorrect.replay import Case, ReplayResult
 
 
 def _score(score: Score) -> dict[str, Any]:

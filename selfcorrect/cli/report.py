@@ -10,7 +10,7 @@ import click
 from selfcorrect.cli.options import Common
 
 if TYPE_CHECKING:
-    from selfcorrect.check import CheckResult
+    from selfcorrect.commands.check import CheckResult
 
 
 def check_result(result: CheckResult, fmt: str, common: Common) -> None:

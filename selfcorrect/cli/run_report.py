@@ -20,7 +20,7 @@ from selfcorrect.errors import result_exit_code
 
 if TYPE_CHECKING:
     from selfcorrect.analysis import Analysis
-    from selfcorrect.run import RunOutcome
+    from selfcorrect.commands.run import RunOutcome
 
 
 def subject_rows(analysis: Analysis) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import table
 
 if TYPE_CHECKING:
-    from selfcorrect.stats import StatsResult
+    from selfcorrect.commands.stats import StatsResult
 
 HEADER = [
     "RULE",

@@ -12,7 +12,7 @@ from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import issue_rows, subject_rows
 
 if TYPE_CHECKING:
-    from selfcorrect.status import FolderStatus
+    from selfcorrect.commands.status import FolderStatus
 
 
 def status_json(status: FolderStatus) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import printable
 
 if TYPE_CHECKING:
-    from selfcorrect.validator import Validation
+    from selfcorrect.commands.validate import Validation
 
 
 def show_validation(result: Validation, fmt: str, common: Common) -> None:

@@ -19,7 +19,7 @@ from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import run_json
 
 if TYPE_CHECKING:
-    from selfcorrect.watcher import WatchRun
+    from selfcorrect.commands.watch import WatchRun
 
 COLOURS = {"PASS": "green", "PENDING": "yellow", "BLOCKED": "red"}
 SHOWN_TRIGGERS = 3

@@ -16,8 +16,8 @@ from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow
 from selfcorrect.core.circuits import Trip
 from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.continuation.work import WorkInputs
 from selfcorrect.core.human_control import Reset
-from selfcorrect.core.incomplete_work import WorkInputs
 from selfcorrect.core.ladder import SubjectDecision
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Report

@@ -16,7 +16,7 @@ from selfcorrect.core.contexts import (
     stuck_context,
     subject_summary,
 )
-from selfcorrect.core.incomplete_work import WorkPlan, plan_work
+from selfcorrect.core.continuation.work import WorkPlan, plan_work
 from selfcorrect.core.journal_records import (
     CircuitEvent,
     FailedItemsEvent,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from selfcorrect.core.compactions import task_status
+from selfcorrect.core.continuation.compactions import task_status
 from selfcorrect.core.model import Coordination, FailedItem, Task
 
 _DONE = frozenset({"completed", "complete", "done"})

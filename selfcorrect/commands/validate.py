@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.checks.findings import Finding
 from selfcorrect.clock import Clock, stamp, system_clock
-from selfcorrect.core.findings import Finding
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
+from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.workspace import project_root, relative_to_root
-from selfcorrect.policy_file import load_policy
 
 
 @dataclass
@@ -47,8 +47,8 @@ def _status(findings: list[Finding], policy: Policy) -> str:
 def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[Finding]:
     """Every finding of every configured check, in a stable order, duplicates removed."""
     from selfcorrect.checks import quality
+    from selfcorrect.checks.coordination import coordination_findings
     from selfcorrect.checks.evidence import recheck as recheck_evidence
-    from selfcorrect.core.coordination_checks import coordination_findings
     from selfcorrect.core.normalise import normalise_coordination, normalise_report
 
     root = project_root(folder)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from selfcorrect.core.continuation import (
+from selfcorrect.core.continuation.detection import (
     Incomplete,
     detect_incomplete,
     microtasks_document,
@@ -22,7 +22,7 @@ from selfcorrect.core.continuation import (
     progress_summary,
     split,
 )
-from selfcorrect.core.handoff import handoff_context, needs_handoff
+from selfcorrect.core.continuation.handoff import handoff_context, needs_handoff
 from selfcorrect.core.journal_records import TaskEvent
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Task, Waypoint

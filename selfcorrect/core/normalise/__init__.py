@@ -10,7 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selfcorrect.core._coerce import (
+from selfcorrect.core.frozen import EMPTY, freeze_map, thaw
+from selfcorrect.core.model import (
+    EffectState,
+    Escalation,
+    EscalationStatus,
+    FailedItem,
+    Failure,
+    Outcome,
+    PendingItem,
+    PendingKind,
+    Waypoint,
+)
+from selfcorrect.core.normalise.coerce import (
     ID_KEYS,
     choice,
     entries,
@@ -28,20 +40,8 @@ from selfcorrect.core._coerce import (
     texts,
     word,
 )
-from selfcorrect.core._coordination import normalise_coordination, normalise_failed_item
-from selfcorrect.core._report import normalise_report
-from selfcorrect.core.frozen import EMPTY, freeze_map, thaw
-from selfcorrect.core.model import (
-    EffectState,
-    Escalation,
-    EscalationStatus,
-    FailedItem,
-    Failure,
-    Outcome,
-    PendingItem,
-    PendingKind,
-    Waypoint,
-)
+from selfcorrect.core.normalise.coordination import normalise_coordination, normalise_failed_item
+from selfcorrect.core.normalise.report import normalise_report
 
 __all__ = [
     "failed_item_to_dict",

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.commands.run import RunOutcome, correction_run
 from selfcorrect.io import documents
-from selfcorrect.run import RunOutcome, correction_run
 
 
 @dataclass

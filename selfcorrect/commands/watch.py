@@ -37,6 +37,7 @@ from watchdog.observers.polling import PollingObserver
 from selfcorrect import layout
 from selfcorrect.analysis import AnalysisCache
 from selfcorrect.clock import Clock, system_clock
+from selfcorrect.commands.run import RunOutcome, correction_run
 from selfcorrect.errors import (
     Diagnostic,
     EnvironmentProblem,
@@ -47,8 +48,7 @@ from selfcorrect.errors import (
 )
 from selfcorrect.io import folder_lock, safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
-from selfcorrect.run import RunOutcome, correction_run
-from selfcorrect.watch_events import ABSENT, InputSet, Snapshot, changed
+from selfcorrect.io.input_hashes import ABSENT, InputSet, Snapshot, changed
 
 POLL_S = 0.1  # how often the idle loop looks at `stop`
 POLLING_INTERVAL_S = 0.5  # PollingObserver's rescan period

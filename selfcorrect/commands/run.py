@@ -1,10 +1,11 @@
-"""`selfcorrect run DIR`: one correction run (SPEC §4).
+"""`selfcorrect run DIR`: one correction run (docs/architecture.md, "The path of run").
 
 Analyze (selfcorrect.analysis) → plan (core.plan) → write prompts, failed_items, escalations
-and the journal → run the cycle's autofixes under the §9 state machine (selfcorrect.remediation)
-→ re-validate, trusting only a fresh report (selfcorrect.revalidate) → undo a cycle that made
-the report worse → next cycle, up to caps.global_cycles. A cycle that executed no fix ends the
-run without re-validating. --shadow stops after the first plan and writes nothing at all.
+and the journal → run the cycle's autofixes under the remediation state machine
+(effects/remediation.py) → re-validate, trusting only a fresh report (effects/revalidate.py)
+→ undo a cycle that made the report worse → next cycle, up to caps.global_cycles. A cycle
+that executed no fix ends the run without re-validating. --shadow stops after the first plan
+and writes nothing at all.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
-from selfcorrect.calibration_file import calibration_path, write_calibration
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason, capped
@@ -29,15 +29,16 @@ from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_caps import cap_all, cap_text
 from selfcorrect.core.verification import FixVerdict, degraded
-from selfcorrect.incomplete import work_inputs, write_work
+from selfcorrect.effects.calibration_file import calibration_path, write_calibration
+from selfcorrect.effects.remediation import FixOutcome, apply_fix, compensate, transition_writer
+from selfcorrect.effects.revalidate import Revalidation, revalidate, validator_argv
+from selfcorrect.effects.work_files import work_inputs, write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, prompts, safe_paths
+from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root
-from selfcorrect.naming import work_item_file
-from selfcorrect.policy_file import load_policy
-from selfcorrect.remediation import FixOutcome, apply_fix, compensate, transition_writer
-from selfcorrect.revalidate import Revalidation, revalidate, validator_argv
+from selfcorrect.layout import work_item_file
 
 OUTPUT_DIRS = (
     layout.RECOVERY,

@@ -10,8 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from selfcorrect.core.compactions import parse_time, task_status
-from selfcorrect.core.continuation import Incomplete
+from selfcorrect.core.continuation.compactions import parse_time, task_status
+from selfcorrect.core.continuation.detection import Incomplete
 from selfcorrect.core.model import Coordination, Task, Waypoint
 from selfcorrect.core.policy import Policy
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents
-from selfcorrect.policy_file import load_policy
+from selfcorrect.io.policy_file import load_policy
 
 # Decision documents, strict (§2). The policy is checked first: it sets limits.max_bytes.
 DECISION_FILES = (

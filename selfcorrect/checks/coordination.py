@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 
 from selfcorrect import layout
-from selfcorrect.core.findings import Finding
-from selfcorrect.core.graph import elementary_cycles
+from selfcorrect.checks.findings import Finding
+from selfcorrect.checks.graph import elementary_cycles
 from selfcorrect.core.model import Coordination
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search

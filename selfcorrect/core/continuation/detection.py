@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from selfcorrect.core.compactions import compactions, parse_time, task_status
+from selfcorrect.core.continuation.compactions import compactions, parse_time, task_status
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.model import Coordination, PendingItem, PendingKind, Task, Waypoint
 from selfcorrect.core.policy import Policy
@@ -38,7 +38,7 @@ class Incomplete:
     waypoint: Waypoint | None  # the latest pre_compact waypoint of the task (named or matched)
     missing: tuple[str, ...]  # expected deliverables not delivered
     checkpoint: str | None  # the waypoint's source, else the task's checkpoint
-    compactions: int  # pre_compact waypoints of the task (core/compactions.py)
+    compactions: int  # pre_compact waypoints of the task (core/continuation/compactions.py)
 
 
 def _path(path: str) -> str:

@@ -9,7 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selfcorrect.core._coerce import (
+from selfcorrect.core.model import (
+    Coordination,
+    Delegation,
+    FailedItem,
+    FinalStatus,
+    Intent,
+    Question,
+    Synthesis,
+    Task,
+    WorkItemStatus,
+)
+from selfcorrect.core.normalise.coerce import (
     choice,
     entries,
     first,
@@ -23,17 +34,6 @@ from selfcorrect.core._coerce import (
     text_or,
     texts,
     word,
-)
-from selfcorrect.core.model import (
-    Coordination,
-    Delegation,
-    FailedItem,
-    FinalStatus,
-    Intent,
-    Question,
-    Synthesis,
-    Task,
-    WorkItemStatus,
 )
 
 _TASK_KEYS = (

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selfcorrect.core._coerce import (
+from selfcorrect.core.frozen import freeze_map
+from selfcorrect.core.model import Criterion, Issue, Report, Severity, Verdict
+from selfcorrect.core.normalise.coerce import (
     entries,
     first,
     flag,
@@ -22,8 +24,6 @@ from selfcorrect.core._coerce import (
     text_or,
     texts,
 )
-from selfcorrect.core.frozen import freeze_map
-from selfcorrect.core.model import Criterion, Issue, Report, Severity, Verdict
 
 UNMET = "acceptance_criterion_unmet"
 CIRCULAR = "circular_delegation"

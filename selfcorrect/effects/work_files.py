@@ -1,6 +1,6 @@
 """Incomplete subagent work on disk (SPEC §11): what the planner needs, and what it writes.
 
-The decisions are in core/incomplete_work.py; this module gives them the project's files
+The decisions are in core/continuation/work.py; this module gives them the project's files
 (which deliverables exist, how large a named file is, what the journal decided) and writes
 the results: `microtasks/<task>.yaml`, created once (agents then own the done marks), and
 `handoffs/<task>.md`, re-rendered while a reset is due.
@@ -13,13 +13,13 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.analysis import Analysis
-from selfcorrect.core.incomplete_work import WorkInputs
+from selfcorrect.core.continuation.work import WorkInputs
 from selfcorrect.core.outputs import Plan
 from selfcorrect.core.text_caps import cap_all
 from selfcorrect.io import atomic, documents, prompts, safe_paths
 from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root, resolve_inside
-from selfcorrect.naming import work_item_file
+from selfcorrect.layout import work_item_file
 
 
 def journal_decisions(analysis: Analysis) -> dict[str, list[dict[str, str]]]:
