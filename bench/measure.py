@@ -8,11 +8,11 @@ WHAT is one of:
   collector off, libyaml's best case (SPEC §18: about half the time);
 - `read`: `list(read_failure_log(path, warnings))`, file reading included;
 - `stream`: the same reader, consumed one entry at a time without keeping any (memory figure);
-- `append`: with a warm analysis cache (a watcher), the analysis after 10 entries are
+- `append`: with a warm log cache (a watcher), loading and deciding after 10 entries are
   appended to the log; its count is the log's size before the append;
-- `analyze`: the whole analysis of a run (`selfcorrect.analysis.analyze`: read, type every
-  failure, feed the ledger and the stuck detector, decide every subject)
-  on a folder holding the log.
+- `analyze`: the whole analysis of a run (`io/workflow_inputs.load_inputs` and
+  `core/decisions.decide`: read, type every failure, feed the ledger and the stuck detector,
+  decide every subject) on a folder holding the log.
 This file imports nothing from `bench`, so it runs the same from any working directory.
 """
 
@@ -68,12 +68,13 @@ def measure(what: str, path: Path) -> tuple[float, int]:
 def _analyze(path: Path) -> tuple[float, int]:
     import tempfile
 
-    from selfcorrect.analysis import analyze
+    from selfcorrect.core.decisions import decide
+    from selfcorrect.io.workflow_inputs import load_inputs
 
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "tool_failures.yaml").symlink_to(path.resolve())
         start = time.perf_counter()
-        analysis = analyze(Path(folder), None)
+        analysis = decide(load_inputs(Path(folder)), now="", run_id="bench")
         seconds = time.perf_counter() - start
     if analysis.warnings:
         raise SystemExit(f"analysis warned: {analysis.warnings[0]}")
@@ -91,17 +92,18 @@ def _append(path: Path) -> tuple[float, int]:
     import shutil
     import tempfile
 
-    from selfcorrect.analysis import AnalysisCache, analyze
+    from selfcorrect.core.decisions import decide
+    from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "tool_failures.yaml"
         shutil.copyfile(path, log)
-        cache = AnalysisCache()
-        analyze(Path(folder), None, cache=cache)  # the watcher's earlier runs
+        cache = LogCache()
+        decide(load_inputs(Path(folder), None, cache), now="", run_id="bench")  # earlier runs
         with log.open("a", encoding="utf-8") as out:
             out.writelines(APPENDED.format(n=n) for n in range(10))
         start = time.perf_counter()
-        analysis = analyze(Path(folder), None, cache=cache)
+        analysis = decide(load_inputs(Path(folder), None, cache), now="", run_id="bench")
         seconds = time.perf_counter() - start
     return seconds, analysis.log_entries - 10
 

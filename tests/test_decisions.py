@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from selfcorrect.core.classify import IssueClassifier, IssueReason, fingerprint
+from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.inputs import Inputs, LogFold
 from selfcorrect.core.ladder import SubjectReason, SubjectStatus, decide_subject
 from selfcorrect.core.ledger import Ledger
 from selfcorrect.core.model import Issue, Severity, Verdict
 from selfcorrect.core.normalise import normalise_failure, normalise_report
-from selfcorrect.core.outputs import Result, RunInputs
+from selfcorrect.core.outputs import Result
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.policy import build_policy
 from selfcorrect.core.state import IssueState, SubjectState, derive
@@ -300,18 +302,20 @@ def test_the_plan_stamps_the_injected_clock_and_journals_only_new_facts() -> Non
     decisions = [
         IssueClassifier(POLICY, lambda _p: True).decide(report.issues[0], IssueState(), "r1")
     ]
-    inputs = RunInputs(
-        POLICY,
-        [fresh],
-        {"T-1": record},
-        decisions,
-        report,
-        "r1",
-        None,
-        NOW,
-        "run-1",
-        "workflow",
-        "selfcorrect validate workflow",
+    inputs = Decisions(
+        inputs=Inputs(
+            "workflow",
+            POLICY,
+            report=report,
+            report_digest="r1",
+            log=LogFold(records={"T-1": record}),
+        ),
+        state=derive([]),
+        subjects=[fresh],
+        issues=decisions,
+        now=NOW,
+        run_id="run-1",
+        verification="selfcorrect validate workflow",
     )
     plan = build_plan(inputs)
     assert plan.result is Result.PENDING

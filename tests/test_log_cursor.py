@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from selfcorrect.analysis import Analysis, AnalysisCache, analyze
+from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io.documents import read_failure_log
 from selfcorrect.io.failure_log import RawFailure
 from selfcorrect.io.log_cursor import LogCursor
+from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 from tests.conftest import CORPUS
 
 MAX = 50 * 1024 * 1024
@@ -447,7 +448,7 @@ def test_random_appends_read_as_a_full_read_does(log: Path, form: Form, seed: in
             assert have[:-1] == whole[: len(have) - 1]
 
 
-# --- analyze() with a cache --------------------------------------------------------------------
+# --- load and decide with a cache ------------------------------------------------------------
 
 
 def _corpus_entries() -> list[str]:
@@ -484,14 +485,18 @@ def _canonical_pool() -> list[str]:
     ]
 
 
-def decisions(analysis: Analysis) -> list[tuple[Any, ...]]:
+def analyze(folder: Path, policy: Path | None, cache: LogCache | None = None) -> Decisions:
+    return decide(load_inputs(folder, policy, cache), now="", run_id="test")
+
+
+def decisions(analysis: Decisions) -> list[tuple[Any, ...]]:
     return [
         (d.subject, d.failure_type, d.status, d.attempts, d.reason, d.ladder_step, d.signals)
         for d in analysis.subjects
     ]
 
 
-def same(folder: Path, cache: AnalysisCache) -> None:
+def same(folder: Path, cache: LogCache) -> None:
     cached, fresh = analyze(folder, None, cache=cache), analyze(folder, None)
     assert decisions(cached) == decisions(fresh)
     assert cached.log_entries == fresh.log_entries
@@ -507,7 +512,7 @@ def test_analyze_with_a_cache_decides_as_a_fresh_analyze(
     pool = _dialect_pool() if form is DIALECT else _canonical_pool()
     log = tmp_path / "tool_failures.yaml"
     log.write_text(form.header + "".join(rng.choices(pool, k=20)))
-    cache = AnalysisCache()
+    cache = LogCache()
     same(tmp_path, cache)
     for batch in range(25):
         append(log, "".join(rng.choices(pool, k=rng.randrange(1, 12))))
@@ -526,7 +531,7 @@ def test_analyze_with_a_cache_decides_as_a_fresh_analyze(
 def test_analyze_with_a_cache_feeds_only_the_new_entries(tmp_path: Path) -> None:
     log = tmp_path / "tool_failures.yaml"
     log.write_text(HEADER + entries_of(DIALECT, 30))
-    cache = AnalysisCache()
+    cache = LogCache()
     analyze(tmp_path, None, cache=cache)
     ledger, cursor = cache.ledger, cache.cursor
     assert cursor is not None and cursor.next_index == 30
@@ -537,7 +542,7 @@ def test_analyze_with_a_cache_feeds_only_the_new_entries(tmp_path: Path) -> None
 
 
 def test_analyze_with_a_cache_follows_the_log_appearing_and_going(tmp_path: Path) -> None:
-    cache = AnalysisCache()
+    cache = LogCache()
     assert analyze(tmp_path, None, cache=cache).log_entries == 0
     log = tmp_path / "tool_failures.yaml"
     log.write_text(HEADER + entries_of(DIALECT, 3))

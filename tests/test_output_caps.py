@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from selfcorrect.core.outputs import RunInputs, escalation
+from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.inputs import Inputs
+from selfcorrect.core.outputs import escalation
+from selfcorrect.core.state import derive
 from selfcorrect.core.text_caps import cap_text
 from selfcorrect.io.policy_file import load_policy
 
@@ -66,7 +69,7 @@ def test_the_cap_follows_the_policy_and_never_splits_a_character() -> None:
 
 def test_escalations_carry_capped_agent_text() -> None:
     policy = load_policy(None)
-    run = RunInputs(policy, (), {}, (), None, "", None, "t", "r", "workflow", "v")
+    run = Decisions(Inputs("workflow", policy), derive([]), (), (), "t", "r", "v")
     long = "tried " + "y" * MB
     entry = escalation(
         run,

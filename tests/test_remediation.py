@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from selfcorrect.analysis import locate
+from selfcorrect.io.programs import locate
 from selfcorrect.io.yaml_nodes import FastLoader
 
 RUFF = locate("ruff")

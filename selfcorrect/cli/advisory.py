@@ -14,7 +14,7 @@ already reads the hook's output) reads selfcorrect's detections the same way. Th
 session and never names what is stuck; a run covers every subject, so one line names it. The
 recovery is what this run decided: the ladder step whose prompt is out, or who takes over when
 the subject is blocked or skipped. The same fields go into `--format json` as `advisories`.
-Nothing is decided here: the decisions come from the analysis and the plan.
+Nothing is decided here: the decisions come from the run's decisions and plan.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _recovery(decision: SubjectDecision, outcome: RunOutcome) -> tuple[str, str 
     if status is SubjectStatus.SKIPPED:
         return f"Skip — {_words(reason)}; logged for a later retry", None, None
     if status is SubjectStatus.RECOVERING and decision.ladder_step:
-        step = ladder_step(outcome.analysis.policy, decision.ladder_step)
+        step = ladder_step(outcome.decisions.policy, decision.ladder_step)
         waiting = "; waiting for the agent" if reason == "AWAITING_AGENT" else ""
         text = f"Step {step['step']} — {step['name']}{waiting}"
         return text, f"{layout.RECOVERY}/{work_item_file(decision.subject)}", None
@@ -86,9 +86,9 @@ def _recovery(decision: SubjectDecision, outcome: RunOutcome) -> tuple[str, str 
 
 
 def advisories(outcome: RunOutcome) -> list[Advisory]:
-    """Every stuck signal firing now, subject by subject in the analysis order."""
+    """Every stuck signal firing now, subject by subject in decision order."""
     found: list[Advisory] = []
-    for decision in outcome.analysis.subjects:
+    for decision in outcome.decisions.subjects:
         if not decision.signals:
             continue
         recovery, prompt, escalation = _recovery(decision, outcome)

@@ -19,11 +19,11 @@ from selfcorrect.cli.report import printable
 from selfcorrect.errors import result_exit_code
 
 if TYPE_CHECKING:
-    from selfcorrect.analysis import Analysis
     from selfcorrect.commands.run import RunOutcome
+    from selfcorrect.core.decisions import Decisions
 
 
-def subject_rows(analysis: Analysis) -> list[dict[str, Any]]:
+def subject_rows(decisions: Decisions) -> list[dict[str, Any]]:
     return [
         {
             "subject": d.subject,
@@ -43,11 +43,11 @@ def subject_rows(analysis: Analysis) -> list[dict[str, Any]]:
             "status": d.status.value,
             "reason": d.reason.value,
         }
-        for d in analysis.subjects
+        for d in decisions.subjects
     ]
 
 
-def issue_rows(analysis: Analysis) -> list[dict[str, Any]]:
+def issue_rows(decisions: Decisions) -> list[dict[str, Any]]:
     return [
         {
             "fingerprint": d.fingerprint,
@@ -63,7 +63,7 @@ def issue_rows(analysis: Analysis) -> list[dict[str, Any]]:
             "target": d.issue.target,
             "task_id": d.issue.task_id,
         }
-        for d in analysis.issues
+        for d in decisions.issues
     ]
 
 
@@ -74,8 +74,8 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
         "result": plan.result.value,
         "cycles": outcome.cycles,
         "shadow": outcome.shadow,
-        "issues": issue_rows(outcome.analysis),
-        "subjects": subject_rows(outcome.analysis),
+        "issues": issue_rows(outcome.decisions),
+        "subjects": subject_rows(outcome.decisions),
         "escalations": [
             {"id": e["id"], "subject": e["subject"], "reason": e["reason"], "kind": e.get("kind")}
             for e in plan.escalations
@@ -87,7 +87,7 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
             "journal_records": len(plan.journal),
         },
         "why": plan.reasons,
-        "warnings": [w.as_dict() for w in outcome.analysis.warnings],
+        "warnings": [w.as_dict() for w in outcome.decisions.warnings],
         # Every stuck signal firing, in the hooks' advisory fields (SPEC §8). A later addition:
         # keys are only ever added to this object, never renamed or removed.
         "advisories": [a.as_dict() for a in advisories(outcome)],
@@ -112,7 +112,7 @@ def _cap(attempts: int, retries: int | None) -> str:
 
 
 def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None:
-    for warning in outcome.analysis.warnings:
+    for warning in outcome.decisions.warnings:
         click.echo(printable(str(warning)), err=True)
     if fmt == "json":
         click.echo(json.dumps(run_json(outcome), indent=2, ensure_ascii=False))
@@ -128,14 +128,14 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         }[fmt]()
         click.echo(text.rstrip("\n"))
         return
-    plan, analysis = outcome.plan, outcome.analysis
+    plan, decisions = outcome.plan, outcome.decisions
     colour = {"PASS": "green", "PENDING": "yellow", "BLOCKED": "red"}[plan.result.value]
     mode = " (shadow: nothing written)" if outcome.shadow else ""
     lines = [
         click.style(f"{plan.result.value}", fg=colour, bold=True)
         + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
-    lines += _body(analysis, common, advisory_lines(advisories(outcome), folder))
+    lines += _body(decisions, common, advisory_lines(advisories(outcome), folder))
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
         lines += [
@@ -160,11 +160,11 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     click.echo("\n".join(lines), color=common.color)
 
 
-def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
+def _body(decisions: Decisions, common: Common, advisory: list[str]) -> list[str]:
     lines: list[str] = []
-    failing = [d for d in analysis.subjects if d.status.value != "ok" or common.verbosity > 0]
+    failing = [d for d in decisions.subjects if d.status.value != "ok" or common.verbosity > 0]
     if failing:
-        lines += ["", f"Subjects ({analysis.log_entries} log entries, {len(failing)} shown):"]
+        lines += ["", f"Subjects ({decisions.log_entries} log entries, {len(failing)} shown):"]
         rows = [["SUBJECT", "TYPE", "ATTEMPTS", "STATUS", "STEP", "SIGNALS"]]
         rows += [
             [
@@ -180,8 +180,8 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
         lines += table(rows, common)
     if advisory:
         lines += ["", *advisory]
-    if analysis.issues:
-        verdict = analysis.report.verdict.value if analysis.report else "none"
+    if decisions.issues:
+        verdict = decisions.report.verdict.value if decisions.report else "none"
         lines += ["", f"Issues (validation report verdict: {verdict}):"]
         rows = [["ISSUE", "TYPE", "CLASS", "ATTEMPTS", "WHY"]]
         rows += [
@@ -192,7 +192,7 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
                 _cap(d.attempts, d.retries),
                 printable(d.detail),
             ]
-            for d in analysis.issues
+            for d in decisions.issues
         ]
         lines += table(rows, common)
     return lines

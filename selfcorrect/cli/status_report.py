@@ -16,14 +16,14 @@ if TYPE_CHECKING:
 
 
 def status_json(status: FolderStatus) -> dict[str, Any]:
-    analysis = status.outcome.analysis
-    subjects = subject_rows(analysis)
+    decisions = status.outcome.decisions
+    subjects = subject_rows(decisions)
     for row in subjects:
-        prior = analysis.state.subject(row["subject"])
+        prior = decisions.state.subject(row["subject"])
         row["last_decision"] = {"reason": prior.reason, "at": prior.at} if prior.at else None
-    issues = issue_rows(analysis)
+    issues = issue_rows(decisions)
     for row in issues:
-        handed = analysis.state.issue(row["fingerprint"])
+        handed = decisions.state.issue(row["fingerprint"])
         row["last_decision"] = {"reason": handed.reason, "at": handed.at} if handed.at else None
     return {
         "result": status.outcome.plan.result.value,
@@ -34,15 +34,15 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
             for e in status.open_escalations
         ],
         # Hook-log problems that were skipped (SPEC §2): what `run` reports, status reports.
-        "warnings": [w.as_dict() for w in analysis.warnings],
+        "warnings": [w.as_dict() for w in decisions.warnings],
         # Rules that stopped acting (SPEC §10): open until a person resets them.
         "open_circuits": [
             {"rule": rule, "rule_version": version, "reason": reason}
-            for (rule, version), reason in analysis.circuits.open_rules()
+            for (rule, version), reason in decisions.circuits.open_rules()
         ]
         + [
             {"rule": t.rule, "rule_version": t.rule_version, "reason": t.reason.value}
-            for t in analysis.trips
+            for t in decisions.trips
         ],
     }
 

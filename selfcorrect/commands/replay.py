@@ -1,6 +1,6 @@
 """`selfcorrect replay PATH…`: detection and classification over recorded folders (SPEC §13).
 
-Each case is analysed exactly as `run` analyses a folder (`analysis.analyze`), and then nothing
+Each case is analysed exactly as `run` analyses a folder (`core/decisions.decide`), and then nothing
 happens: no fixer, validator or agent runs, and nothing is written, not even the journal. A
 case is a folder holding `expected.yaml` (the labels, see core/scoring.py), found at PATH or one
 or two levels below it; a PATH without labels is replayed as one unlabelled case, its decisions
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfcorrect.analysis import analyze
+from selfcorrect.core.decisions import decide
 from selfcorrect.core.scoring import (
     Drop,
     IssueSeen,
@@ -34,6 +34,7 @@ from selfcorrect.core.scoring import (
 from selfcorrect.core.stats import RuleStats, rule_stats
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents, journal
+from selfcorrect.io.workflow_inputs import load_inputs
 
 LABELS = "expected.yaml"
 
@@ -117,9 +118,12 @@ def find_cases(path: Path) -> list[Path]:
 def replay_case(folder: Path, policy_path: Path | None) -> Case:
     labels_path = folder / LABELS
     labels = None
-    if labels_path.is_file():  # first: a bad label file stops the replay before any analysis
+    if labels_path.is_file():  # first: a bad label file stops the replay before any decisions
         labels = labels_from(documents.load_decision(labels_path, "expected").data or {})
-    analysis = analyze(folder, policy_path, is_installed=lambda _program: True)
+    # Every program counts as installed: a replay scores detection, not this machine's tools.
+    decisions = decide(
+        load_inputs(folder, policy_path), now="", run_id="replay", installed=lambda _p: True
+    )
     subjects = tuple(
         SubjectSeen(
             d.subject,
@@ -128,11 +132,11 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
             d.status.value,
             d.reason.value,
         )
-        for d in analysis.subjects
+        for d in decisions.subjects
     )
     issues = tuple(
         IssueSeen(d.fingerprint, d.issue.id, d.type, d.classification.value, d.reason.value)
-        for d in analysis.issues
+        for d in decisions.issues
     )
     scores, mismatches = score_case(labels, subjects, issues) if labels else ((), ())
     return Case(
@@ -143,7 +147,7 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
         issues,
         scores,
         mismatches,
-        tuple(analysis.warnings),
+        tuple(decisions.warnings),
     )
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
-from selfcorrect.analysis import analyze
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
+from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
 from selfcorrect.io import documents, folder_lock, journal, safe_paths
+from selfcorrect.io.workflow_inputs import load_inputs
 
 
 @dataclass
@@ -59,18 +60,18 @@ def reset(
 def _reset(
     folder: Path, request: ResetRequest, policy_path: Path | None, clock: Clock
 ) -> ResetOutcome:
-    analysis = analyze(folder, policy_path)
+    decisions = decide(load_inputs(folder, policy_path), now=stamp(clock), run_id="reset")
     resolved = resolve_reset(
         request,
-        analysis.state,
-        analysis.records,
-        analysis.escalations,
-        analysis.policy,
-        analysis.report_digest,
+        decisions.state,
+        decisions.records,
+        decisions.escalations,
+        decisions.policy,
+        decisions.report_digest,
     )
     now = stamp(clock)
     record = replace(resolved.record, at=now, run="reset")
-    max_bytes = int(analysis.policy.get("limits.max_bytes"))
+    max_bytes = int(decisions.policy.get("limits.max_bytes"))
     written: list[str] = []
     path = folder / layout.ESCALATIONS
     updates = [
@@ -96,7 +97,7 @@ def _reset(
         }
         for item in resolved.work_items
     ]
-    listed = _existing(analysis, entries) if log.exists() else []
+    listed = _existing(decisions, entries) if log.exists() else []
     if listed and documents.update_failed_items(log, listed, max_bytes=max_bytes):
         written.append(documents.display_path(log))
     record = replace(
@@ -111,8 +112,8 @@ def _reset(
     return ResetOutcome(record.to_json(), resolved.escalations, resolved.work_items, written)
 
 
-def _existing(analysis: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _existing(decisions: Decisions, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Only entries already in failed_items: a reset never invents a work item there."""
-    items = analysis.coordination.failed_items if analysis.coordination else ()
+    items = decisions.coordination.failed_items if decisions.coordination else ()
     listed = {item.task_id for item in items}
     return [e for e in entries if e["task_id"] in listed]

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
-from selfcorrect.analysis import UNSETTLED, Analysis, AnalysisCache, analyze
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.circuits import Trip, fold_circuits
-from selfcorrect.core.classify import IssueReason, capped
+from selfcorrect.core.classify import IssueReason
+from selfcorrect.core.decisions import Decisions, decide, unsettled
+from selfcorrect.core.inputs import Inputs
 from selfcorrect.core.journal_records import AgentEvent, IssueEvent, ValidatedEvent
-from selfcorrect.core.outputs import Plan, Prompt, Result, RunInputs
+from selfcorrect.core.outputs import Plan, Prompt, Result
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
@@ -32,11 +33,12 @@ from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.remediation import FixOutcome, apply_fix, compensate, transition_writer
 from selfcorrect.effects.revalidate import Revalidation, revalidate, validator_argv
-from selfcorrect.effects.work_files import work_inputs, write_work
+from selfcorrect.effects.work_files import write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, prompts, safe_paths
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.process import run_argv
-from selfcorrect.io.project_paths import placer
+from selfcorrect.io.programs import installed
+from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 from selfcorrect.io.workspace import project_root
 from selfcorrect.layout import work_item_file
 
@@ -49,7 +51,7 @@ OUTPUT_DIRS = (
 
 @dataclass
 class RunOutcome:
-    analysis: Analysis
+    decisions: Decisions
     plan: Plan
     rendered: dict[str, str]  # recovery file name -> text
     written: list[str]
@@ -67,21 +69,21 @@ def correction_run(
     is_installed: Callable[[str], bool] | None = None,
     max_cycles: int | None = None,
     validate_first: bool = False,
-    cache: AnalysisCache | None = None,
+    cache: LogCache | None = None,
     wait: float = folder_lock.DEFAULT_WAIT_S,
 ) -> RunOutcome:
-    """Load → analyze → fix → re-validate, cycle by cycle, then write what stands.
+    """Load → decide → plan → fix → re-validate, cycle by cycle, then write what stands.
 
     Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
     shadow run writes nothing at all, not even a lock file: it reads without the lock."""
-    options = (policy_path, shadow, clock, is_installed, max_cycles, validate_first, cache)
+    options = (policy_path, shadow, clock, is_installed or installed, max_cycles, validate_first)
     if shadow:
-        return _locked_run(folder, *options)
+        return _locked_run(folder, *options, cache)
     # A symlinked state path is refused before anything is written: the lock file included
     # (a linked .selfcorrect/ would put it outside DIR), and the temp-file sweep, which deletes.
     safe_paths.preflight(folder)
     with folder_lock.hold(folder, wait, "run"):
-        return _locked_run(folder, *options)
+        return _locked_run(folder, *options, cache)
 
 
 def _locked_run(
@@ -89,10 +91,10 @@ def _locked_run(
     policy_path: Path | None,
     shadow: bool,
     clock: Clock,
-    is_installed: Callable[[str], bool] | None,
+    is_installed: Callable[[str], bool],
     max_cycles: int | None,
     validate_first: bool,
-    cache: AnalysisCache | None,
+    cache: LogCache | None,
 ) -> RunOutcome:
     trace = uuid.uuid4().hex[:12]
     root = project_root(folder)
@@ -106,41 +108,57 @@ def _locked_run(
         first = _validate(folder, policy, root, trace, clock)
         if not first.fresh:
             uncertain.append(first.detail)
-    analysis = analyze(folder, policy_path, is_installed, cache)
-    cap = max_cycles if max_cycles is not None else int(analysis.policy.get("caps.global_cycles"))
-    if not shadow and _unsettled(analysis):
+
+    def load() -> Inputs:
+        """The folder as it is now: read once at the start, and again after each effect."""
+        return load_inputs(folder, policy_path, cache)
+
+    def decided(inputs: Inputs, cycles: int, **how: Any) -> Decisions:
+        return decide(
+            inputs,
+            now=stamp(clock),
+            run_id=trace,
+            verification=shlex.join(validator_argv(folder, inputs.policy, shown=True)),
+            installed=is_installed,
+            cycles=cycles,
+            **how,
+        )
+
+    inputs = load()
+    policy = inputs.policy
+    cap = max_cycles if max_cycles is not None else int(policy.get("caps.global_cycles"))
+    if not shadow and unsettled(decided(inputs, 0)):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
-        # validator): reconcile by re-validating before anything is retried (§9.5).
-        checked = _validate(folder, analysis.policy, root, trace, clock)
+        # validator): reconcile by re-validating before anything is retried.
+        checked = _validate(folder, policy, root, trace, clock)
         if not checked.fresh:
             uncertain.append(checked.detail)
-        analysis = analyze(folder, policy_path, is_installed, cache)
+        inputs = load()
     cycles = 0
     while True:
-        inputs = _inputs(folder, analysis, clock, trace, cycles)
-        plan = build_plan(inputs)
-        late = _late_trips(analysis, inputs, plan)
+        decisions = decided(inputs, cycles)
+        plan = build_plan(decisions)
+        late = _late_trips(decisions, plan)
         if late:  # this run's own records trip a circuit: decide by it now, not a run later
-            analysis = analyze(folder, policy_path, is_installed, cache, assume_open=late)
-            inputs = _inputs(folder, analysis, clock, trace, cycles)
-            plan = build_plan(inputs)
+            decisions = decided(inputs, cycles, assume_open=late)
+            plan = build_plan(decisions)
         handed = _handed_out(plan)
-        agent = analysis.policy.get("agent.command", None)
+        agent = policy.get("agent.command", None)
         if (plan.fixes or (agent and handed)) and cycles >= cap:
-            analysis.issues = [capped(d, cycles, bool(agent)) for d in analysis.issues]
-            plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
-        rendered = _render(folder, plan, analysis.policy)
+            decisions = decided(inputs, cycles, assume_open=late, at_cap=True)
+            plan = build_plan(decisions)
+        rendered = _render(folder, plan, policy)
         if shadow:
-            return RunOutcome(analysis, plan, rendered, [], True, cycles, uncertain)
-        written += _write(folder, analysis, plan, rendered)
-        before = list(analysis.report.issues) if analysis.report else []
+            return RunOutcome(decisions, plan, rendered, [], True, cycles, uncertain)
+        written += _write(folder, decisions, plan, rendered)
+        before = list(decisions.report.issues) if decisions.report else []
         outcomes: list[FixOutcome] = []
         if plan.fixes:
             refused: list[FixOutcome] = []
             for d in plan.fixes:
-                record = _recorder(folder, inputs, clock)
-                if _circuit_blocks(folder, analysis.policy, d.rule, d.rule_version):
-                    # Earlier fixes of this cycle tripped the rule's circuit: stop here (§10).
+                record = _recorder(folder, decisions, clock)
+                if _circuit_blocks(folder, policy, d.rule, d.rule_version):
+                    # Earlier fixes of this cycle tripped the rule's circuit: stop here.
                     transition_writer(record, d)("preflight", "escalated", reason="circuit open")
                     # The fix never ran: its hand-out is not an attempt.
                     undone = replace(d, attempts=d.attempts - 1, reason=IssueReason.CIRCUIT_OPEN)
@@ -148,89 +166,55 @@ def _locked_run(
                         FixOutcome(undone, None, "the rule's circuit opened in this run")
                     )
                     continue
-                outcomes.append(apply_fix(d, root, folder, analysis.policy, record, trace))
-            written += _escalate_failed(folder, analysis, inputs, refused, code="CIRCUIT_OPEN")
-            written += _escalate_failed(
-                folder, analysis, inputs, [o for o in outcomes if not o.applied]
-            )
-            _record_fixed(folder, inputs, [o for o in outcomes if o.applied])
+                outcomes.append(apply_fix(d, root, folder, policy, record, trace))
+            written += _escalate_failed(folder, decisions, refused, code="CIRCUIT_OPEN")
+            written += _escalate_failed(folder, decisions, [o for o in outcomes if not o.applied])
+            _record_fixed(folder, decisions, [o for o in outcomes if o.applied])
             if not any(o.applied for o in outcomes):
-                analysis = analyze(folder, policy_path, is_installed, cache)
+                inputs = load()
                 continue  # every fix was refused or undone: nothing to re-validate
         elif agent and handed and cycles < cap:
-            # §9.1: the agent command gets each new prompt; that is this cycle's fix.
+            # The agent command gets each new prompt; that is this cycle's fix.
             _run_agent(
                 folder,
-                analysis.policy,
+                policy,
                 root,
                 agent,
                 _written_prompts(handed, rendered),
-                _recorder(folder, inputs, clock),
+                _recorder(folder, decisions, clock),
             )
         elif plan.consolidated and cycles < cap:
-            pass  # §11: every micro-task is done; the merged work is re-validated now
+            pass  # every micro-task is done: the merged work is re-validated now
         else:
-            break  # a cycle that executed no fix ends the run without re-validating (§4)
+            break  # a cycle that executed no fix ends the run without re-validating
         cycles += 1
-        checked = _validate(folder, analysis.policy, root, trace, clock)
-        analysis = analyze(folder, policy_path, is_installed, cache)
+        checked = _validate(folder, policy, root, trace, clock)
+        inputs = load()
         if not checked.fresh:
             uncertain.append(checked.detail)
-            plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
-            rendered = _render(folder, plan, analysis.policy)
-            written += _write(folder, analysis, plan, rendered)
+            decisions = decided(inputs, cycles)
+            plan = build_plan(decisions)
+            rendered = _render(folder, plan, policy)
+            written += _write(folder, decisions, plan, rendered)
             break
-        after = list(analysis.report.issues) if analysis.report else []
+        after = list(inputs.report.issues) if inputs.report else []
         if outcomes and degraded(before, after):
-            written += _undo_cycle(folder, analysis, inputs, outcomes, root, clock)
-            _validate(folder, analysis.policy, root, trace, clock)  # match the restored tree
-            analysis = analyze(folder, policy_path, is_installed, cache)
+            written += _undo_cycle(folder, decisions, outcomes, root, clock)
+            _validate(folder, policy, root, trace, clock)  # match the restored tree
+            inputs = load()
     # `plan` is the last plan written: what stands after the final cycle.
     if uncertain:
         plan.reasons.append("uncertain: " + "; ".join(uncertain))
         if plan.result is Result.PASS:
             plan.result = Result.PENDING  # an unchecked effect is never a PASS
-    return RunOutcome(analysis, plan, rendered, sorted(set(written)), False, cycles, uncertain)
+    return RunOutcome(decisions, plan, rendered, sorted(set(written)), False, cycles, uncertain)
 
 
-def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: int) -> RunInputs:
-    return RunInputs(
-        policy=analysis.policy,
-        subjects=analysis.subjects,
-        records=analysis.records,
-        issues=analysis.issues,
-        report=analysis.report,
-        report_digest=analysis.report_digest,
-        coordination=analysis.coordination,
-        now=stamp(clock),
-        run_id=trace,
-        workflow_dir=documents.display_path(folder),
-        verification=shlex.join(validator_argv(folder, analysis.policy, shown=True)),
-        checkpoints=analysis.checkpoints,
-        resolved=analysis.resolved,
-        cycles=cycles,
-        validations=analysis.state.validations,
-        installed=analysis.installed,
-        work=work_inputs(folder, analysis),
-        trips=analysis.trips,
-        human_resets=analysis.human_resets,
-        proposals=frozenset(analysis.state.proposals),
-        circuit_epoch=analysis.circuits.epoch,
-        calibration=analysis.calibration,
-        open_circuits=[
-            (rule, version, str(why)) for (rule, version), why in analysis.circuits.open_rules()
-        ],
-        written=analysis.state.written,
-        task_epoch=lambda task: analysis.state.task_epochs.get(task, 0),
-        place=placer(project_root(folder)),
-    )
-
-
-def _late_trips(analysis: Analysis, inputs: RunInputs, plan: Plan) -> list[Trip]:
+def _late_trips(decisions: Decisions, plan: Plan) -> list[Trip]:
     """Circuits whose conditions hold once this plan's records are counted too."""
-    known = {(t.rule, t.rule_version) for t in inputs.trips}
-    board = fold_circuits([*analysis.history, *plan.journal])
-    return [t for t in board.trips(analysis.policy) if (t.rule, t.rule_version) not in known]
+    known = {(t.rule, t.rule_version) for t in decisions.trips}
+    board = fold_circuits([*decisions.history, *plan.journal])
+    return [t for t in board.trips(decisions.policy) if (t.rule, t.rule_version) not in known]
 
 
 def _handed_out(plan: Plan) -> list[str]:
@@ -289,23 +273,14 @@ def _validate(folder: Path, policy: Policy, root: Path, trace: str, clock: Clock
     return checked
 
 
-def _unsettled(analysis: Analysis) -> bool:
-    return any(
-        state.status in UNSETTLED
-        and state.report_digest == analysis.report_digest
-        and state.validations == analysis.state.validations
-        for state in analysis.state.issues.values()
-    )
-
-
-def _recorder(folder: Path, inputs: RunInputs, clock: Clock) -> Callable[[dict[str, Any]], None]:
+def _recorder(folder: Path, decisions: Decisions, clock: Clock) -> Callable[[dict[str, Any]], None]:
     """Each transition is appended and fsynced at once: the journal leads every effect. Each
     is stamped when it happens: circuit windows compare these times (§10)."""
 
     def record(entry: dict[str, Any]) -> None:
         journal.append(
             folder,
-            [{**entry, "at": stamp(clock), "run": inputs.run_id, "actor": "selfcorrect"}],
+            [{**entry, "at": stamp(clock), "run": decisions.run_id, "actor": "selfcorrect"}],
         )
 
     return record
@@ -316,7 +291,7 @@ def _circuit_blocks(folder: Path, policy: Policy, rule: str, version: str) -> bo
     return fold_circuits(journal.read_journal(folder, [])).blocked(rule, version, policy)
 
 
-def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) -> None:
+def _record_fixed(folder: Path, decisions: Decisions, applied: list[FixOutcome]) -> None:
     journal.append(
         folder,
         [
@@ -326,13 +301,13 @@ def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) ->
                 type=o.decision.type,
                 status="fixed",
                 attempt=o.decision.attempts,
-                report_digest=inputs.report_digest,
-                validations=inputs.validations,
+                report_digest=decisions.report_digest,
+                validations=decisions.validations,
                 reason="VERIFIED",
                 rule=o.decision.rule,
                 rule_version=o.decision.rule_version,
-                at=inputs.now,
-                run=inputs.run_id,
+                at=decisions.now,
+                run=decisions.run_id,
                 actor="selfcorrect",
                 evidence={"detail": o.detail, "changed": [c.rel for c in o.changes]},
             ).to_json()
@@ -343,8 +318,7 @@ def _record_fixed(folder: Path, inputs: RunInputs, applied: list[FixOutcome]) ->
 
 def _escalate_failed(
     folder: Path,
-    analysis: Analysis,
-    inputs: RunInputs,
+    decisions: Decisions,
     failed: list[FixOutcome],
     code: str = "FIX_FAILED",
 ) -> list[str]:
@@ -357,19 +331,18 @@ def _escalate_failed(
         block_issue(
             plan,
             items,
-            inputs,
+            decisions,
             outcome.decision,
             f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
             code=code,
         )
     plan.failed_items = list(items.values())
-    return _write(folder, analysis, plan, {})
+    return _write(folder, decisions, plan, {})
 
 
 def _undo_cycle(
     folder: Path,
-    analysis: Analysis,
-    inputs: RunInputs,
+    decisions: Decisions,
     outcomes: list[FixOutcome],
     root: Path,
     clock: Clock,
@@ -379,9 +352,11 @@ def _undo_cycle(
     for outcome in (o for o in reversed(outcomes) if o.applied):
         outcome.verdict = FixVerdict.DEGRADED
         outcome.detail = "the next report scored worse (CRITICAL 10, MAJOR 3, MINOR 1)"
-        compensate(outcome, transition_writer(_recorder(folder, inputs, clock), outcome.decision))
+        compensate(
+            outcome, transition_writer(_recorder(folder, decisions, clock), outcome.decision)
+        )
         undone.append(outcome)
-    return _escalate_failed(folder, analysis, inputs, undone)
+    return _escalate_failed(folder, decisions, undone)
 
 
 INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
@@ -421,9 +396,9 @@ def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     return rendered
 
 
-def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str]) -> list[str]:
+def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, str]) -> list[str]:
     written: list[str] = []
-    max_bytes = int(analysis.policy.get("limits.max_bytes"))
+    max_bytes = int(decisions.policy.get("limits.max_bytes"))
     # The files a write may refuse (over limits.max_bytes, read-only) first: a refusal then
     # leaves no prompt behind that points at failed_items the log never received.
     log = folder / layout.COORDINATION_LOG
@@ -447,11 +422,11 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         safe_paths.ensure_dir(recovery)
         if atomic.replace_file(recovery / name, text.encode("utf-8")):
             written.append(documents.display_path(recovery / name))
-    written += write_work(folder, plan, int(analysis.policy.get("limits.max_text")))
+    written += write_work(folder, plan, int(decisions.policy.get("limits.max_text")))
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # §13: what worked. The journal as analysed plus this plan's records: no second read
         # of the whole journal on every run a watcher makes.
-        if write_calibration(folder, [*analysis.history, *plan.journal]):
+        if write_calibration(folder, [*decisions.history, *plan.journal]):
             written.append(documents.display_path(calibration_path(folder)))
     return written

@@ -35,7 +35,6 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from selfcorrect import layout
-from selfcorrect.analysis import AnalysisCache
 from selfcorrect.clock import Clock, system_clock
 from selfcorrect.commands.run import RunOutcome, correction_run
 from selfcorrect.errors import (
@@ -49,6 +48,7 @@ from selfcorrect.errors import (
 from selfcorrect.io import folder_lock, safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.input_hashes import ABSENT, InputSet, Snapshot, changed
+from selfcorrect.io.workflow_inputs import LogCache
 
 POLL_S = 0.1  # how often the idle loop looks at `stop`
 POLLING_INTERVAL_S = 0.5  # PollingObserver's rescan period
@@ -128,7 +128,7 @@ class Watcher:
         self._warned: set[str] = set()
         # Derived state of the failure log, kept between runs: an append costs what was
         # appended, not the whole history (SPEC §15, §18).
-        self._cache = AnalysisCache()
+        self._cache = LogCache()
         self._guard = threading.Lock()
         self._wake = threading.Event()
         self._first_event: float | None = None
@@ -331,7 +331,7 @@ class Watcher:
 
     def _report(self, run: WatchRun) -> None:
         if run.outcome is not None:
-            warnings = {str(w) for w in run.outcome.analysis.warnings}
+            warnings = {str(w) for w in run.outcome.decisions.warnings}
             for text in sorted(warnings - self._warned):  # a warning is said once, not every run
                 self.warn(text)
             self._warned = warnings

@@ -8,21 +8,13 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from selfcorrect import layout
-from selfcorrect.core.calibration import CalibrationRow
-from selfcorrect.core.circuits import Trip
 from selfcorrect.core.classify import IssueDecision
-from selfcorrect.core.continuation.work import WorkInputs
-from selfcorrect.core.human_control import Reset
-from selfcorrect.core.ladder import SubjectDecision
-from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import Coordination, Report
-from selfcorrect.core.policy import Policy
-from selfcorrect.core.state import IssueState
+from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.text_caps import cap_text
 
 _RANK = {"recovered": 0, "recovering": 1, "skipped": 2, "blocked": 3}
@@ -60,40 +52,6 @@ class Plan:
     work_pending: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class RunInputs:
-    """Everything `build_plan` needs, gathered by the run module."""
-
-    policy: Policy
-    subjects: Sequence[SubjectDecision]
-    records: Mapping[str, SubjectRecord]
-    issues: Sequence[IssueDecision]
-    report: Report | None
-    report_digest: str
-    coordination: Coordination | None
-    now: str
-    run_id: str
-    workflow_dir: str
-    verification: str
-    checkpoints: Sequence[str] = ()
-    # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
-    resolved: Sequence[tuple[str, IssueState]] = ()
-    cycles: int = 0  # correction cycles run so far in this run
-    validations: int = 0  # our validator runs so far (journal): part of a report's identity
-    installed: Callable[[str], bool] = lambda _program: False  # is a tool's program here?
-    work: WorkInputs | None = None  # incomplete subagent work (§11)
-    trips: Sequence[Trip] = ()  # circuits that open now (§10)
-    human_resets: Sequence[Reset] = ()  # a person's hand edits acted on in this run (§10)
-    proposals: frozenset[str] = frozenset()  # shadow proposals journaled before (§13)
-    circuit_epoch: Callable[[str, str], int] = lambda _rule, _version: 0
-    calibration: Sequence[CalibrationRow] = ()  # what worked before, from the journal (§13)
-    open_circuits: Sequence[tuple[str, str, str]] = ()  # (rule, version, reason) still open
-    written: Mapping[str, str] = field(default_factory=dict)  # final_status last written
-    task_epoch: Callable[[str], int] = lambda _task: 0  # resets per task (§11 escalations)
-    # How a path is shown to an agent: project-relative, or None when it leaves the project.
-    place: Callable[[str], str | None] = lambda path: path
-
-
 def escalation_id(key: str, epoch: int = 0) -> str:
     """Stable per key; after a person's reset (epoch > 0) the same trouble is a new entry."""
     if epoch:
@@ -107,7 +65,7 @@ class Stamp(TypedDict):
     actor: str
 
 
-def stamp(run: RunInputs) -> Stamp:
+def stamp(run: Decisions) -> Stamp:
     """What every journal record carries: when, which run (the trace id), and who."""
     return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
 
@@ -134,7 +92,7 @@ def merge_item(items: dict[str, dict[str, Any]], entry: dict[str, Any]) -> None:
 
 
 def escalation(
-    run: RunInputs,
+    run: Decisions,
     key: str,
     subject: str,
     reason: str,

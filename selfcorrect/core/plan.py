@@ -17,6 +17,7 @@ from selfcorrect.core.contexts import (
     subject_summary,
 )
 from selfcorrect.core.continuation.work import WorkPlan, plan_work
+from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import (
     CircuitEvent,
     FailedItemsEvent,
@@ -31,7 +32,6 @@ from selfcorrect.core.outputs import (
     Plan,
     Prompt,
     Result,
-    RunInputs,
     escalation,
     merge_item,
     stamp,
@@ -41,7 +41,7 @@ from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import ACTIVE, SHADOW
 
 
-def build_plan(run: RunInputs) -> Plan:
+def build_plan(run: Decisions) -> Plan:
     items: dict[str, dict[str, Any]] = {}
     plan = Plan(Result.PASS)
     _plan_human(plan, items, run)
@@ -66,7 +66,7 @@ def build_plan(run: RunInputs) -> Plan:
     return plan
 
 
-def _record_written(plan: Plan, run: RunInputs) -> None:
+def _record_written(plan: Plan, run: Decisions) -> None:
     """Journal the final_status each entry gets, when it changes: a person's later edit is a
     difference from what selfcorrect wrote (core/human_control.unblocked_by_hand)."""
     changed = {
@@ -78,7 +78,7 @@ def _record_written(plan: Plan, run: RunInputs) -> None:
         plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)).to_json())
 
 
-def _plan_revision(plan: Plan, run: RunInputs) -> None:
+def _plan_revision(plan: Plan, run: Decisions) -> None:
     """§8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
     for the failed tasks only (recovery/plan.md)."""
     blocked = {
@@ -101,7 +101,7 @@ PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision direc
 
 
 def _keep_human_edits(
-    plan: Plan, run: RunInputs, entries: list[dict[str, Any]]
+    plan: Plan, run: Decisions, entries: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """A person who changed the final_status of an item we had blocked keeps that edit.
 
@@ -137,7 +137,7 @@ def _keep_human_edits(
 def _plan_subject(
     plan: Plan,
     items: dict[str, dict[str, Any]],
-    run: RunInputs,
+    run: Decisions,
     decision: SubjectDecision,
     record: SubjectRecord,
 ) -> None:
@@ -238,7 +238,7 @@ def _plan_subject(
         )
 
 
-def _propose_work(plan: Plan, run: RunInputs, work: WorkPlan) -> None:
+def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
     """§11 under `mode: shadow`: what would be split, handed off or escalated, journaled once
     per task and action; no micro-task file, handoff, entry or escalation is written."""
     actions = [
@@ -266,7 +266,7 @@ def _propose_work(plan: Plan, run: RunInputs, work: WorkPlan) -> None:
 
 
 def _plan_work(
-    plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs, work: WorkPlan
+    plan: Plan, items: dict[str, dict[str, Any]], run: Decisions, work: WorkPlan
 ) -> None:
     """§11: micro-task files, handoffs, consolidation, and escalation past the limits."""
     plan.microtask_files.update(work.new_files)
@@ -337,7 +337,7 @@ def _plan_work(
     plan.work_pending = [*work.waiting, *work.handoffs]
 
 
-def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs) -> None:
+def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: Decisions) -> None:
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
     for reset in run.human_resets:
@@ -361,7 +361,7 @@ def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs) ->
         ]
 
 
-def _note_resets(items: dict[str, dict[str, Any]], run: RunInputs) -> None:
+def _note_resets(items: dict[str, dict[str, Any]], run: Decisions) -> None:
     """A work item a hand-edit reset reopened says so, unless this run decided it anew (its
     own entry then stands, so the next run rewrites nothing). A failed_items edit is the
     person's own entry."""
@@ -381,12 +381,12 @@ def _note_resets(items: dict[str, dict[str, Any]], run: RunInputs) -> None:
             )
 
 
-def _shadow(run: RunInputs) -> bool:
+def _shadow(run: Decisions) -> bool:
     """`mode: shadow` (§13): every rule proposes and journals, and nothing else is written."""
     return bool(run.policy.get("mode", "active") == SHADOW)
 
 
-def _circuit_escalation(run: RunInputs, rule: str, version: str, detail: str) -> dict[str, Any]:
+def _circuit_escalation(run: Decisions, rule: str, version: str, detail: str) -> dict[str, Any]:
     return escalation(
         run,
         f"circuit:{rule}@{version}",
@@ -406,7 +406,7 @@ def _circuit_escalation(run: RunInputs, rule: str, version: str, detail: str) ->
     )
 
 
-def _plan_trips(plan: Plan, run: RunInputs) -> None:
+def _plan_trips(plan: Plan, run: Decisions) -> None:
     """§10: a rule whose circuit opens stops acting, and a person is told why. A circuit
     still open stays listed (its escalation is written once)."""
     for rule, version, reason in run.open_circuits:
@@ -445,7 +445,7 @@ def _plan_trips(plan: Plan, run: RunInputs) -> None:
         plan.reasons.append(f"circuit open: {trip.rule} ({trip.detail})")
 
 
-def _result(plan: Plan, run: RunInputs) -> Result:
+def _result(plan: Plan, run: Decisions) -> Result:
     blocked = [
         d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED and d.stage == ACTIVE
     ]

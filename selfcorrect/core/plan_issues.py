@@ -11,6 +11,7 @@ from selfcorrect.core.contexts import (
     directive_context,
     short,
 )
+from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import SubjectDecision
@@ -18,7 +19,6 @@ from selfcorrect.core.model import Intent, Verdict
 from selfcorrect.core.outputs import (
     Plan,
     Prompt,
-    RunInputs,
     escalation,
     merge_item,
     stamp,
@@ -28,7 +28,7 @@ from selfcorrect.core.state import IssueState
 
 
 def plan_issue(
-    plan: Plan, items: dict[str, dict[str, Any]], run: RunInputs, decision: IssueDecision
+    plan: Plan, items: dict[str, dict[str, Any]], run: Decisions, decision: IssueDecision
 ) -> None:
     issue = decision.issue
     if decision.stage == SHADOW:
@@ -97,14 +97,14 @@ def plan_issue(
         )
 
 
-def _observes(run: RunInputs, decision: IssueDecision) -> bool:
+def _observes(run: Decisions, decision: IssueDecision) -> bool:
     task_id = decision.issue.task_id
     return bool(task_id) and work_item_intent(run.coordination, task_id, run.policy) is (
         Intent.OBSERVE
     )
 
 
-def _would(decision: IssueDecision, run: RunInputs) -> str:
+def _would(decision: IssueDecision, run: Decisions) -> str:
     if decision.classification is Verdict.BLOCKED:
         return "block"
     return "fix" if decision.fixer is not None and not _observes(run, decision) else "directive"
@@ -112,7 +112,7 @@ def _would(decision: IssueDecision, run: RunInputs) -> str:
 
 def propose(
     plan: Plan,
-    run: RunInputs,
+    run: Decisions,
     decision: IssueDecision | SubjectDecision,
     would: str,
     name: str,
@@ -138,7 +138,7 @@ def propose(
     )
 
 
-def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> IssueEvent:
+def _issue_record(run: Decisions, decision: IssueDecision, status: str) -> IssueEvent:
     return IssueEvent(
         fingerprint=decision.fingerprint,
         work_item=decision.work_item,
@@ -163,7 +163,7 @@ def _issue_record(run: RunInputs, decision: IssueDecision, status: str) -> Issue
 def block_issue(
     plan: Plan,
     items: dict[str, dict[str, Any]],
-    run: RunInputs,
+    run: Decisions,
     decision: IssueDecision,
     reason: str,
     *,
@@ -227,7 +227,7 @@ def block_issue(
 def plan_resolved(
     plan: Plan,
     items: dict[str, dict[str, Any]],
-    run: RunInputs,
+    run: Decisions,
     fingerprint: str,
     prior: IssueState,
 ) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
-from selfcorrect.analysis import locate
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.journal_records import TransitionEvent
 from selfcorrect.core.markdown import restructure
@@ -29,6 +28,7 @@ from selfcorrect.errors import InputError
 from selfcorrect.io import atomic, journal, manifest, safe_paths, workspace
 from selfcorrect.io.process import Completed
 from selfcorrect.io.process_tree import run_contained
+from selfcorrect.io.programs import locate
 
 Record = Callable[[dict[str, Any]], None]
 LISTED = 100  # paths named per list in a journal record

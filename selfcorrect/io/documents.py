@@ -9,6 +9,7 @@ Two kinds of file, two rules (SPEC §2):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +40,7 @@ class Document:
     display: str
     data: Any
     root: Node | None = field(repr=False, default=None)
+    digest: str = ""  # of the bytes read: a document's identity is its content
 
     def position(self, path: Sequence[str | int]) -> tuple[int, int]:
         if self.root is None:
@@ -92,11 +94,13 @@ def load_decision(
 ) -> Document:
     """A strict document: parse, guard (aliases, duplicates) and schema-check, or InputError."""
     display = display_path(path)
-    text = yaml_nodes.decode(read_limited(path, display, max_bytes), display)
+    raw = read_limited(path, display, max_bytes)
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    text = yaml_nodes.decode(raw, display)
     data, root = yaml_nodes.load_text(text, display)
     if root is None:
         if allow_empty:
-            return Document(path, display, {}, None)
+            return Document(path, display, {}, None, digest)
         raise InputError(
             Diagnostic(
                 display,
@@ -119,7 +123,7 @@ def load_decision(
         )
     if problems:
         raise InputError(problems)
-    return Document(path, display, data, root)
+    return Document(path, display, data, root, digest)
 
 
 def load_trusted(path: Path) -> Any:

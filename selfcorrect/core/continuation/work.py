@@ -1,6 +1,6 @@
 """From unfinished subagent work to micro-tasks, handoffs and escalations (SPEC §11).
 
-Pure. Given what analysis found (incomplete tasks, existing micro-task files, the ledger's
+Pure. Given what the decisions found (incomplete tasks, existing micro-task files, the ledger's
 records) it decides, per task: split the remaining work into a new micro-task file, wait for
 the agents to finish the one that exists, consolidate when every micro-task is done, or
 escalate when the task has run past its continuation or micro-task limits. Separately, a task

@@ -1,0 +1,356 @@
+"""Inputs → Decisions: every decision of a run, made once, without touching the disk.
+
+`decide` takes the folder as loaded (`core.inputs.Inputs`), the clock's reading, the run's
+trace id and which programs are installed, and returns `Decisions`: each subject's and
+each issue's decision, the circuits, the hand edits acted on, and the context the planner
+(`core/plan.py`) needs. The run reloads its inputs only after an effect (a fix, a
+validator run); a second look at the same inputs (a circuit this run tripped, the global
+cap reached) decides again from the same `Inputs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from selfcorrect import layout
+from selfcorrect.core.calibration import CalibrationRow, calibrate
+from selfcorrect.core.circuits import Circuits, Trip, fold_circuits
+from selfcorrect.core.classify import IssueClassifier, IssueDecision, capped, fingerprint
+from selfcorrect.core.continuation.work import WorkInputs
+from selfcorrect.core.human_control import (
+    Reset,
+    ResetRequest,
+    UnknownTarget,
+    escalation_edits,
+    resolve_reset,
+    unblocked_by_hand,
+)
+from selfcorrect.core.inputs import Inputs
+from selfcorrect.core.ladder import SubjectDecision, decide_subject
+from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.model import Coordination, Escalation, FinalStatus, Issue, Report
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.state import IssueState, State, derive
+from selfcorrect.core.stuck import review_loops
+from selfcorrect.errors import Diagnostic
+
+# Issue states in which a remediation was started or applied but not yet judged by a fresh report.
+UNSETTLED = ("remediating", "fixed")
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What a run decided, and the context every output is rendered with."""
+
+    inputs: Inputs
+    state: State
+    subjects: Sequence[SubjectDecision]
+    issues: Sequence[IssueDecision]
+    now: str
+    run_id: str
+    verification: str  # the command a prompt says to verify with
+    # Issues handed out earlier that a fresh report no longer carries: (fingerprint, state).
+    resolved: Sequence[tuple[str, IssueState]] = ()
+    cycles: int = 0  # correction cycles run so far in this run
+    installed: Callable[[str], bool] = lambda _program: False  # is a tool's program here?
+    work: WorkInputs | None = None  # incomplete subagent work
+    circuits: Circuits = field(default_factory=Circuits)
+    trips: Sequence[Trip] = ()  # circuits that open now
+    human_resets: Sequence[Reset] = ()  # a person's hand edits acted on in this run
+    calibration: Sequence[CalibrationRow] = ()  # what worked before, from the journal
+    history: Sequence[Mapping[str, Any]] = ()  # the journal, with the hand edits' resets
+    warnings: Sequence[Diagnostic] = ()
+
+    # What the planner reads of the inputs and the journal, by name.
+    @property
+    def policy(self) -> Policy:
+        return self.inputs.policy
+
+    @property
+    def report(self) -> Report | None:
+        return self.inputs.report
+
+    @property
+    def report_digest(self) -> str:
+        return self.inputs.report_digest
+
+    @property
+    def coordination(self) -> Coordination | None:
+        return self.inputs.coordination
+
+    @property
+    def escalations(self) -> tuple[Escalation, ...]:
+        return self.inputs.escalations
+
+    @property
+    def records(self) -> Mapping[str, SubjectRecord]:
+        return self.inputs.log.records
+
+    @property
+    def log_entries(self) -> int:
+        return self.inputs.log.entries
+
+    @property
+    def workflow_dir(self) -> str:
+        return self.inputs.workflow_dir
+
+    @property
+    def checkpoints(self) -> list[str]:
+        return self.inputs.checkpoints
+
+    @property
+    def place(self) -> Callable[[str], str | None]:
+        return self.inputs.project.place
+
+    @property
+    def validations(self) -> int:
+        return self.state.validations
+
+    @property
+    def proposals(self) -> frozenset[str]:
+        return frozenset(self.state.proposals)
+
+    @property
+    def written(self) -> Mapping[str, str]:
+        return self.state.written
+
+    @property
+    def open_circuits(self) -> list[tuple[str, str, str]]:
+        return [(rule, version, str(why)) for (rule, version), why in self.circuits.open_rules()]
+
+    def circuit_epoch(self, rule: str, version: str) -> int:
+        return self.circuits.epoch(rule, version)
+
+    def task_epoch(self, task: str) -> int:
+        return self.state.task_epochs.get(task, 0)
+
+
+def decide(
+    inputs: Inputs,
+    *,
+    now: str,
+    run_id: str,
+    verification: str = "selfcorrect validate",
+    installed: Callable[[str], bool] = lambda _program: False,
+    cycles: int = 0,
+    assume_open: Sequence[Trip] = (),
+    at_cap: bool = False,
+) -> Decisions:
+    """Every decision of a run. `assume_open`: circuits this run's own records trip (decide by
+    them now, not a run later); `at_cap`: the correction cycles are spent, so an issue the loop
+    would work on is escalated instead."""
+    policy = inputs.policy
+    warnings = list(inputs.warnings)
+    history = list(inputs.history)
+    state = derive(history)
+    # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
+    # before any decision, exactly as `selfcorrect reset` would have (docs/integration.md).
+    human = hand_edits(inputs, state, warnings)
+    if human:
+        history += [r.record.to_json() for r in human]
+        state = derive(history)
+    circuits = fold_circuits(history)
+    trips = circuits.trips(policy)
+    for trip in assume_open:
+        circuits.assume_open(trip)
+        trips.append(trip)
+    subjects = _decide_subjects(inputs, state, policy)
+    issues = _decide_issues(inputs, state, circuits, installed)
+    if at_cap:
+        agent = bool(policy.get("agent.command", None))
+        issues = [capped(d, cycles, agent) for d in issues]
+    resolved: list[tuple[str, IssueState]] = []
+    if inputs.report is not None:  # a fresh report that no longer carries an issue handed out
+        current = {d.fingerprint for d in issues}
+        resolved = [
+            (fp, prior)
+            for fp, prior in state.issues.items()
+            if prior.status in ("directive", *UNSETTLED)
+            and fp not in current
+            and (
+                prior.report_digest != inputs.report_digest
+                or prior.validations != state.validations
+            )
+        ]
+    return Decisions(
+        inputs=inputs,
+        state=state,
+        subjects=subjects,
+        issues=issues,
+        now=now,
+        run_id=run_id,
+        verification=verification,
+        resolved=resolved,
+        cycles=cycles,
+        installed=installed,
+        work=_work_inputs(inputs, state),
+        circuits=circuits,
+        trips=trips,
+        human_resets=human,
+        calibration=calibrate(history),
+        history=history,
+        warnings=warnings,
+    )
+
+
+def unsettled(decisions: Decisions) -> bool:
+    """A fix was started or applied, but no fresh report has judged it yet."""
+    return any(
+        s.status in UNSETTLED
+        and s.report_digest == decisions.report_digest
+        and s.validations == decisions.state.validations
+        for s in decisions.state.issues.values()
+    )
+
+
+def _decide_subjects(inputs: Inputs, state: State, policy: Policy) -> list[SubjectDecision]:
+    coordination = inputs.coordination
+    reviews = review_loops(coordination.tasks, policy) if coordination else {}
+    records = dict(inputs.log.records)
+    for task_id in reviews:  # a review loop stalls a task that no tool failure names
+        records.setdefault(task_id, SubjectRecord(task_id, task_id=task_id))
+    subjects = []
+    for subject, record in records.items():
+        firing = inputs.log.firing.get(subject, ())
+        if subject in reviews:
+            firing = (*firing, reviews[subject])
+        subjects.append(decide_subject(record, firing, state.subject(subject), policy))
+    return subjects
+
+
+def _decide_issues(
+    inputs: Inputs, state: State, circuits: Circuits, installed: Callable[[str], bool]
+) -> list[IssueDecision]:
+    policy = inputs.policy
+    classifier = IssueClassifier(policy, installed)
+    issues: dict[str, IssueDecision] = {}
+    for issue in _issues_to_decide(inputs):
+        decision = classifier.decide(
+            issue,
+            state.issue(fingerprint(issue, classifier.type_of(issue)[0])),
+            inputs.report_digest,
+            circuit_open=lambda rule, version: circuits.blocked(rule, version, policy),
+            validations=state.validations,
+        )
+        issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
+    return list(issues.values())
+
+
+def _issues_to_decide(inputs: Inputs) -> Iterable[Issue]:
+    if inputs.report is None:
+        return ()
+    return (*inputs.report.issues, *inputs.rechecked)
+
+
+def hand_edits(inputs: Inputs, state: State, warnings: list[Diagnostic]) -> list[Reset]:
+    """Resets for the hand edits the journal has not seen yet; unusable ones are warnings."""
+    resets: list[Reset] = []
+    records = inputs.log.records
+    where_file = f"{inputs.workflow_dir}/{layout.ESCALATIONS}"
+    for index, entry in escalation_edits(inputs.escalations, state):
+        where = (
+            inputs.escalation_positions[index]
+            if index < len(inputs.escalation_positions)
+            else (1, 1)
+        )
+        if not (entry.evidence or "").strip():
+            warnings.append(unexplained_resolution(where_file, where, entry.id))
+            continue
+        request = ResetRequest(
+            "escalation",
+            entry.id,
+            str(entry.evidence),
+            entry.resolved_by or "unnamed (escalations.yaml edit)",
+            layout.ESCALATIONS,
+            retry=entry.retry,
+            false_positive=entry.false_positive,
+        )
+        try:
+            resets.append(
+                resolve_reset(
+                    request,
+                    state,
+                    records,
+                    inputs.escalations,
+                    inputs.policy,
+                    inputs.report_digest,
+                )
+            )
+        except UnknownTarget as exc:
+            warnings.append(Diagnostic(where_file, *where, str(exc), "warning"))
+    coordination = inputs.coordination
+    for item in unblocked_by_hand(coordination.failed_items if coordination else (), state):
+        evidence = item.extra.get("evidence")
+        actor = item.extra.get("resolved_by")
+        request = ResetRequest(
+            "subject",
+            item.task_id,
+            str(evidence or f"final_status set to {item.final_status.value} by hand"),
+            str(actor or "unnamed (coordination_log.yaml edit)"),
+            "failed_items",
+            retry=item.final_status is FinalStatus.RECOVERING,
+        )
+        try:
+            resets.append(
+                resolve_reset(
+                    request,
+                    state,
+                    records,
+                    inputs.escalations,
+                    inputs.policy,
+                    inputs.report_digest,
+                )
+            )
+        except UnknownTarget:
+            continue  # blocked by an older selfcorrect under another name: nothing to reset
+    return resets
+
+
+def unexplained_resolution(display: str, where: tuple[int, int], ident: str) -> Diagnostic:
+    """The warning for an escalation resolved by hand without `evidence:` (run and check)."""
+    return Diagnostic(
+        display,
+        *where,
+        f"{ident} is resolved but gives no `evidence:`; say why it is safe to go "
+        "on (and `resolved_by:` who you are): until then it is not acted on",
+        "warning",
+    )
+
+
+def _work_inputs(inputs: Inputs, state: State) -> WorkInputs:
+    return WorkInputs(
+        coordination=inputs.coordination,
+        waypoints=inputs.waypoints,
+        microtasks=inputs.microtasks,
+        records=inputs.log.records,
+        task_states=state.tasks,
+        exists=inputs.project.exists,
+        size_of=inputs.project.size_of,
+        place=inputs.project.place,
+        decisions=_journal_decisions(state),
+    )
+
+
+def _journal_decisions(state: State) -> dict[str, list[dict[str, str]]]:
+    """What selfcorrect decided before, per task, for a handoff's "key decisions and why"."""
+    decided: dict[str, list[dict[str, str]]] = {}
+    for subject, subject_state in state.subjects.items():
+        if subject_state.ladder_step:
+            decided.setdefault(subject, []).append(
+                {
+                    "decision": "selfcorrect put it on recovery ladder step "
+                    f"{subject_state.ladder_step}",
+                    "why": (subject_state.reason or "").lower().replace("_", " "),
+                }
+            )
+    for fp, issue in state.issues.items():
+        if issue.work_item and issue.status:
+            decided.setdefault(issue.work_item, []).append(
+                {
+                    "decision": f"{fp}: {issue.status} (attempt {issue.attempts})",
+                    "why": (issue.reason or "").lower().replace("_", " "),
+                }
+            )
+    return decided

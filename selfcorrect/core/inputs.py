@@ -1,0 +1,64 @@
+"""Everything a run reads, loaded once: the first stage of Inputs → Decisions → Plan.
+
+`io/workflow_inputs.py` fills an `Inputs` from the workflow folder; `core/decisions.py`
+turns it into `Decisions` without touching the disk (docs/architecture.md, "The path of
+run"). A test can build one by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.model import Coordination, Escalation, Issue, Report, Waypoint
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.stuck import Firing
+from selfcorrect.errors import Diagnostic
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    """The project as the core may see it: questions answered by the loader, never the disk."""
+
+    exists: Callable[[str], bool] = lambda _rel: False
+    size_of: Callable[[str], int | None] = lambda _rel: None
+    # How a path is shown to an agent: project-relative, or None when it leaves the project.
+    place: Callable[[str], str | None] = lambda path: path
+
+
+@dataclass(frozen=True)
+class LogFold:
+    """`tool_failures.yaml`, folded while it streams past: per-subject records and the stuck
+    signals firing at its end. A 100,000-entry log is never held whole (docs/architecture.md,
+    "Performance")."""
+
+    records: Mapping[str, SubjectRecord] = field(default_factory=dict)
+    firing: Mapping[str, tuple[Firing, ...]] = field(default_factory=dict)
+    entries: int = 0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The workflow folder as one run saw it. Every file is read once, here."""
+
+    workflow_dir: str  # as shown to people and agents
+    policy: Policy
+    report: Report | None = None
+    report_digest: str = "absent"  # the report's identity: its content
+    coordination: Coordination | None = None
+    escalations: tuple[Escalation, ...] = ()
+    # (line, col) of each escalation's `status:`, for warnings about a hand edit
+    escalation_positions: tuple[tuple[int, int], ...] = ()
+    history: tuple[Mapping[str, Any], ...] = ()  # the journal, in order
+    log: LogFold = field(default_factory=LogFold)
+    waypoints: tuple[Waypoint, ...] = ()
+    microtasks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # task_id -> file
+    rechecked: tuple[Issue, ...] = ()  # a PASS's cited evidence that does not hold
+    warnings: tuple[Diagnostic, ...] = ()  # hook-log entries skipped, and the like
+    project: ProjectView = field(default_factory=ProjectView)
+
+    @property
+    def checkpoints(self) -> list[str]:
+        return [w.source for w in self.waypoints]

@@ -1,0 +1,248 @@
+"""Load every file of a workflow folder once, into a frozen `core.inputs.Inputs`.
+
+Decision documents are strict: every broken one is reported at once (one `InputError` with a
+line per problem) before anything is written. Hook logs are tolerant: an unreadable entry or
+waypoint is a warning. The failure log is folded as it streams (core/ledger.py,
+core/stuck.py); a watcher's `LogCache` lets the next load read only the appended bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from selfcorrect import layout
+from selfcorrect.core.frozen import thaw
+from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
+from selfcorrect.core.ledger import Ledger
+from selfcorrect.core.model import Issue, Report, Severity, Verdict
+from selfcorrect.core.normalise import (
+    normalise_coordination,
+    normalise_escalations,
+    normalise_failure,
+    normalise_report,
+    normalise_waypoint,
+)
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.stuck import StuckDetector
+from selfcorrect.core.taxonomy import Taxonomy
+from selfcorrect.errors import Diagnostic, EnvironmentProblem, InputError
+from selfcorrect.io import documents, journal
+from selfcorrect.io.failure_log import RawFailure
+from selfcorrect.io.log_cursor import LogCursor
+from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io.project_paths import placer
+from selfcorrect.io.workspace import project_root, resolve_inside
+
+T = TypeVar("T")
+
+
+@dataclass
+class LogCache:
+    """The failure log's fold, kept between the runs of a watcher.
+
+    With it, a load parses and feeds only the entries appended since the last one, so its cost
+    follows what changed, not the log's length. Everything is rebuilt from the whole log when
+    the log's earlier bytes changed (io/log_cursor.py), when the policy changed, or for another
+    folder.
+    """
+
+    cursor: LogCursor | None = None
+    policy_version: str = ""  # digest of the policy data the objects below were built with
+    taxonomy: Taxonomy | None = None
+    ledger: Ledger | None = None
+    detector: StuckDetector | None = None
+    entries: int = 0
+    warnings: list[Diagnostic] = field(default_factory=list)  # the log's, reported every run
+
+
+def load_inputs(
+    folder: Path, policy_path: Path | None = None, cache: LogCache | None = None
+) -> Inputs:
+    """Read the folder; writes nothing. Raises InputError naming every broken document."""
+    policy = load_policy(policy_path or folder / layout.POLICY)
+    max_bytes = int(policy.get("limits.max_bytes"))
+    errors: list[InputError] = []
+
+    def strict(load: Callable[[], T], default: T) -> T:
+        try:
+            return load()
+        except EnvironmentProblem:
+            raise  # the machine refused: not the user's document, and a watcher retries it
+        except InputError as exc:
+            errors.append(exc)
+            return default
+
+    absent: tuple[Report | None, str] = (None, "absent")
+    report, digest = strict(lambda: _load_report(folder, max_bytes), absent)
+    coordination = None
+    if (folder / layout.COORDINATION_LOG).exists():
+        doc = strict(
+            lambda: documents.load_decision(
+                folder / layout.COORDINATION_LOG, "coordination_log", max_bytes=max_bytes
+            ),
+            None,
+        )
+        coordination = normalise_coordination(doc.data) if doc else None
+    escalations: tuple[Any, ...] = ()
+    positions: tuple[tuple[int, int], ...] = ()
+    if (folder / layout.ESCALATIONS).exists():  # strict: a broken hand edit stops the run
+        esc_doc = strict(
+            lambda: documents.load_decision(
+                folder / layout.ESCALATIONS, "escalations", max_bytes=max_bytes
+            ),
+            None,
+        )
+        if esc_doc is not None:
+            escalations = normalise_escalations(esc_doc.data or {})
+            positions = tuple(
+                esc_doc.position(["escalations", i, "status"]) for i in range(len(escalations))
+            )
+    microtasks: dict[str, dict[str, Any]] = {}
+    for path in sorted((folder / layout.MICROTASKS).glob("*.yaml")):  # agents mark items done
+        data = strict(_loader(path, "microtasks", max_bytes), None)
+        if data is not None:
+            microtasks[str(data["task_id"])] = data
+    if errors:
+        raise InputError.combined(errors)
+
+    warnings: list[Diagnostic] = []
+    history = tuple(journal.read_journal(folder, warnings))
+    log = _fold_log(folder / layout.FAILURE_LOG, policy, max_bytes, warnings, cache)
+    waypoints = []
+    for path in documents.waypoint_paths(folder):  # hook logs: a bad one is a warning
+        loaded = documents.load_waypoint(path, warnings, max_bytes=max_bytes)
+        if loaded is not None:
+            waypoints.append(normalise_waypoint(loaded.data, loaded.display))
+    root = project_root(folder)
+    return Inputs(
+        workflow_dir=documents.display_path(folder),
+        policy=policy,
+        report=report,
+        report_digest=digest,
+        coordination=coordination,
+        escalations=escalations,
+        escalation_positions=positions,
+        history=history,
+        log=log,
+        waypoints=tuple(waypoints),
+        microtasks=microtasks,
+        rechecked=_recheck(report, root),
+        warnings=tuple(warnings),
+        project=_project_view(root),
+    )
+
+
+def _loader(path: Path, stem: str, max_bytes: int) -> Callable[[], Any]:
+    return lambda: documents.load_decision(path, stem, max_bytes=max_bytes).data
+
+
+def _project_view(root: Path) -> ProjectView:
+    def size_of(rel: str) -> int | None:
+        path = resolve_inside(root, rel)
+        if path is None or not path.is_file():
+            return None
+        return len(path.read_text(encoding="utf-8", errors="replace"))
+
+    return ProjectView(
+        exists=lambda rel: (path := resolve_inside(root, rel)) is not None and path.exists(),
+        size_of=size_of,
+        place=placer(root),
+    )
+
+
+def _fold_log(
+    log: Path, policy: Policy, max_bytes: int, warnings: list[Diagnostic], cache: LogCache | None
+) -> LogFold:
+    if cache is None:
+        taxonomy, ledger, detector = _fresh(policy)
+        entries = 0
+        if log.exists():
+            raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
+            entries = _feed(raws, taxonomy, ledger, detector)
+    else:
+        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings)
+    records = dict(ledger.records)
+    return LogFold(records, {s: detector.firing(s) for s in records}, entries)
+
+
+def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
+    exempt = policy.get("stuck.exempt")
+    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
+    return Taxonomy(policy), ledger, StuckDetector(policy)
+
+
+def _feed(
+    raws: Iterable[RawFailure], taxonomy: Taxonomy, ledger: Ledger, detector: StuckDetector
+) -> int:
+    """Type each entry and feed the ledger and the detector, in log order; returns the count."""
+    entries = 0
+    for raw in raws:
+        failure = normalise_failure(raw.data, raw.index)
+        ledger.feed(failure, taxonomy.classify(failure).failure_type)
+        detector.feed(failure)
+        entries += 1
+    return entries
+
+
+def _read_on(
+    cache: LogCache, log: Path, policy: Policy, max_bytes: int, warnings: list[Diagnostic]
+) -> tuple[Ledger, StuckDetector, int]:
+    """Feed the cache's objects the log's new entries, or all of them after a reset."""
+    version = _policy_version(policy)
+    if (
+        cache.cursor is None
+        or cache.cursor.path != log
+        or cache.policy_version != version
+        or cache.taxonomy is None
+        or cache.ledger is None
+        or cache.detector is None
+    ):
+        cache.cursor, cache.policy_version = LogCursor(log), version  # a new cursor reads whole
+    found: list[Diagnostic] = []
+    reset, raws = cache.cursor.read(found, max_bytes=max_bytes)
+    if reset or cache.taxonomy is None or cache.ledger is None or cache.detector is None:
+        cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
+        cache.entries, cache.warnings = 0, []
+    # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
+    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector)
+    cache.warnings.extend(found)
+    warnings.extend(cache.warnings)
+    return cache.ledger, cache.detector, cache.entries
+
+
+def _policy_version(policy: Policy) -> str:
+    """A digest of the policy's data: the cached objects were built from it."""
+    return hashlib.sha256(repr(thaw(policy.data)).encode("utf-8")).hexdigest()[:16]
+
+
+def _recheck(report: Report | None, root: Path) -> tuple[Issue, ...]:
+    """A PASS is not taken on trust: its cited evidence is re-checked against the project
+    (docs/integration.md, "Reports")."""
+    if report is None or report.verdict is not Verdict.PASS:
+        return ()
+    from selfcorrect.checks.evidence import recheck
+
+    return tuple(
+        Issue(
+            severity=Severity.MAJOR,
+            description=finding.description,
+            type=finding.type,
+            target=finding.target,
+            task_id=finding.task_id,
+        )
+        for finding in recheck(report, root)
+    )
+
+
+def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:
+    path = folder / layout.REPORT
+    if not path.exists():
+        return None, "absent"
+    doc = documents.load_decision(path, "validation_report", max_bytes=max_bytes)
+    # A report's identity is its content; whether our own validator ran since a hand-out is
+    # journaled separately (State.validations), so touching or copying the file counts nothing.
+    return normalise_report(doc.data), doc.digest
