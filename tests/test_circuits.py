@@ -185,7 +185,7 @@ def lint_project(tmp_path: Path, files: list[str]) -> Path:
 
 def issues_by_target(outcome) -> dict[str, tuple[str, str]]:
     return {
-        d.issue.target: (d.classification.value, d.reason.value) for d in outcome.analysis.issues
+        d.issue.target: (d.classification.value, d.reason.value) for d in outcome.decisions.issues
     }
 
 

@@ -178,7 +178,8 @@ def test_syntax_errors_climb_the_ladder_one_round_at_a_time(tmp_path: Path, run_
 
     first = run_line(["run", folder])
     assert first.exit_code == 3, first.stdout
-    prompt = (folder / "recovery" / "T-9.md").read_text()
+    status, _, prompt = (folder / "recovery" / "T-9.md").read_text().partition("\n\n")
+    assert status.startswith("STATUS: recovering — ")  # the item's one status comes first
     assert prompt.startswith("STUCK RECOVERY for T-9:\nPrevious 3 attempts failed.")
     assert "TRY: Step 1 — Re-read everything" in prompt
 
@@ -280,7 +281,8 @@ def test_spent_retries_stay_spent_when_the_validator_renumbers(tmp_path: Path, r
     assert "docs/auth.md is missing" in directive
 
     unchanged = run_line(["run", folder, "--format", "json"])  # same report: counts nothing
-    assert json.loads(unchanged.stdout)["issues"][0]["attempts"] == 1
+    # The directive is out (attempt 1 of 1); none is spent until a fresh report judges it.
+    assert json.loads(unchanged.stdout)["issues"][0]["attempts"] == 0
     assert unchanged.exit_code == 3
 
     (folder / "validation_report.yaml").write_text(docs_report("V-7", "2026-11-29T11:00:00Z"))
@@ -324,7 +326,7 @@ def test_paging_reads_are_never_counted(tmp_path: Path, run_line) -> None:
     result = run_line(["run", folder, "--format", "json"])
     assert result.exit_code == 0
     (subject,) = json.loads(result.stdout)["subjects"]
-    assert (subject["status"], subject["attempts"], subject["signals"]) == ("ok", 0, [])
+    assert (subject["status"], subject["attempts"], subject["signals"]) == ("recovered", 0, [])
 
 
 def test_input_error_stops_the_run_before_any_write(tmp_path: Path, run_line) -> None:
@@ -361,7 +363,8 @@ def test_a_user_template_overrides_the_shipped_one(tmp_path: Path, run_line) -> 
         "OURS {{ work_item_id }} step {{ next_step.step }}\n"
     )
     run_line(["run", folder])
-    assert (folder / "recovery" / "T-9.md").read_text() == "OURS T-9 step 1\n"
+    status, _, ours = (folder / "recovery" / "T-9.md").read_text().partition("\n\n")
+    assert status.startswith("STATUS: recovering") and ours == "OURS T-9 step 1\n"
 
 
 def test_status_shows_attempts_ladder_step_and_last_decision(tmp_path: Path, run_line) -> None:
@@ -383,11 +386,12 @@ def test_status_shows_attempts_ladder_step_and_last_decision(tmp_path: Path, run
 
 
 def test_an_issue_gone_from_a_fresh_report_is_marked_recovered(tmp_path: Path, run_line) -> None:
-    folder = make_folder(tmp_path, [], docs_report("V-1", "2026-11-29T10:00:00Z"))
+    report = docs_report("V-1", "2026-11-29T10:00:00Z") + "    task_id: T-9\n"  # a task's issue
+    folder = make_folder(tmp_path, [], report)
     run_line(["run", folder])
     item = load(folder / "coordination_log.yaml")["failed_items"][0]
     assert (item["final_status"], item["error_summary"]) == (
-        "recovering",
+        "pending",  # handed to the agents: waiting for their work and a fresh report
         "docs/auth.md is missing",
     )
 
@@ -438,7 +442,7 @@ def test_the_shipped_example_runs_as_the_readme_says(tmp_path: Path, run_line) -
     states = {s["subject"]: (s["failure_type"], s["status"]) for s in report["subjects"]}
     assert states["WI-3"] == ("runtime_error", "blocked")
     assert states["WI-4"] == ("external_dependency", "skipped")
-    assert states["package-lock.json"][1] == "ok"  # a paging read, never counted
+    assert states["package-lock.json"][1] == "recovered"  # a paging read, never counted
     assert [i["classification"] for i in report["issues"]] == ["FIXABLE"] * 4
     assert [i["type"] for i in report["issues"]][2] == "missing_documentation"  # by pattern
     names = sorted(p.name for p in (folder / "recovery").iterdir())

@@ -20,10 +20,31 @@ from selfcorrect.errors import result_exit_code
 
 if TYPE_CHECKING:
     from selfcorrect.commands.run import RunOutcome
+    from selfcorrect.core.classify import IssueDecision
     from selfcorrect.core.decisions import Decisions
+    from selfcorrect.core.outputs import Plan
 
 
-def subject_rows(decisions: Decisions) -> list[dict[str, Any]]:
+# A subject no work item holds: its own state in the status vocabulary (docs/integration.md).
+_OWN = {"ok": "recovered", "failing": "pending"}
+
+
+def item_status(plan: Plan, work_item: str, own: str) -> str:
+    """The one status of the work item a subject or issue belongs to: the status the prompt
+    file, failed_items and escalations.yaml show too (core/work_items.py)."""
+    item = plan.work_items.get(work_item)
+    return item.final_status if item else _OWN.get(own, own)
+
+
+def spent(decision: IssueDecision) -> int:
+    """Attempts spent: a hand-out still out (a directive, a fix awaiting its report) is the
+    next attempt, not a spent one."""
+    out = decision.classification.value == "FIXABLE" and decision.attempts > 0
+    return decision.attempts - 1 if out else decision.attempts
+
+
+def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
+    records = decisions.records
     return [
         {
             "subject": d.subject,
@@ -40,14 +61,19 @@ def subject_rows(decisions: Decisions) -> list[dict[str, Any]]:
                 for f in d.signals
             ],
             "ladder_step": d.ladder_step,
-            "status": d.status.value,
+            "status": item_status(plan, _work_item(records, d.subject), d.status.value),
             "reason": d.reason.value,
         }
         for d in decisions.subjects
     ]
 
 
-def issue_rows(decisions: Decisions) -> list[dict[str, Any]]:
+def _work_item(records: Any, subject: str) -> str:
+    record = records.get(subject)
+    return (record.task_id if record else None) or subject
+
+
+def issue_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
     return [
         {
             "fingerprint": d.fingerprint,
@@ -57,8 +83,9 @@ def issue_rows(decisions: Decisions) -> list[dict[str, Any]]:
             "classification": d.classification.value,
             "reason": d.reason.value,
             "detail": d.detail,
-            "attempts": d.attempts,
+            "attempts": spent(d),
             "retries": d.retries,
+            "status": item_status(plan, d.work_item, "pending"),
             "strategy": d.strategy,
             "target": d.issue.target,
             "task_id": d.issue.task_id,
@@ -74,8 +101,8 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
         "result": plan.result.value,
         "cycles": outcome.cycles,
         "shadow": outcome.shadow,
-        "issues": issue_rows(outcome.decisions),
-        "subjects": subject_rows(outcome.decisions),
+        "issues": issue_rows(outcome.decisions, plan),
+        "subjects": subject_rows(outcome.decisions, plan),
         "escalations": [
             {"id": e["id"], "subject": e["subject"], "reason": e["reason"], "kind": e.get("kind")}
             for e in plan.escalations
@@ -135,7 +162,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         click.style(f"{plan.result.value}", fg=colour, bold=True)
         + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
-    lines += _body(decisions, common, advisory_lines(advisories(outcome), folder))
+    lines += _body(decisions, plan, common, advisory_lines(advisories(outcome), folder))
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
         lines += [
@@ -160,7 +187,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     click.echo("\n".join(lines), color=common.color)
 
 
-def _body(decisions: Decisions, common: Common, advisory: list[str]) -> list[str]:
+def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str]) -> list[str]:
     lines: list[str] = []
     failing = [d for d in decisions.subjects if d.status.value != "ok" or common.verbosity > 0]
     if failing:
@@ -171,7 +198,7 @@ def _body(decisions: Decisions, common: Common, advisory: list[str]) -> list[str
                 printable(d.subject)[:48],
                 printable(d.failure_type),
                 _cap(d.attempts, d.retries),
-                d.status.value,
+                item_status(plan, _work_item(decisions.records, d.subject), d.status.value),
                 _steps(d.ladder_step),
                 ", ".join(f"{f.signal.value} {f.count}/{f.threshold}" for f in d.signals),
             ]
@@ -183,13 +210,13 @@ def _body(decisions: Decisions, common: Common, advisory: list[str]) -> list[str
     if decisions.issues:
         verdict = decisions.report.verdict.value if decisions.report else "none"
         lines += ["", f"Issues (validation report verdict: {verdict}):"]
-        rows = [["ISSUE", "TYPE", "CLASS", "ATTEMPTS", "WHY"]]
+        rows = [["ISSUE", "TYPE", "STATUS", "ATTEMPTS", "WHY"]]
         rows += [
             [
                 printable(d.issue.id or d.fingerprint),
                 printable(d.type),
-                d.classification.value,
-                _cap(d.attempts, d.retries),
+                item_status(plan, d.work_item, "pending"),
+                _cap(spent(d), d.retries),
                 printable(d.detail),
             ]
             for d in decisions.issues

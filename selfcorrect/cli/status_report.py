@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 
 def status_json(status: FolderStatus) -> dict[str, Any]:
     decisions = status.outcome.decisions
-    subjects = subject_rows(decisions)
+    subjects = subject_rows(decisions, status.outcome.plan)
     for row in subjects:
         prior = decisions.state.subject(row["subject"])
         row["last_decision"] = {"reason": prior.reason, "at": prior.at} if prior.at else None
-    issues = issue_rows(decisions)
+    issues = issue_rows(decisions, status.outcome.plan)
     for row in issues:
         handed = decisions.state.issue(row["fingerprint"])
         row["last_decision"] = {"reason": handed.reason, "at": handed.at} if handed.at else None

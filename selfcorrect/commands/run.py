@@ -10,6 +10,7 @@ and writes nothing at all.
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import uuid
 from collections.abc import Callable
@@ -23,18 +24,25 @@ from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason
 from selfcorrect.core.decisions import Decisions, decide, unsettled
 from selfcorrect.core.inputs import Inputs
-from selfcorrect.core.journal_records import AgentEvent, IssueEvent, ValidatedEvent
-from selfcorrect.core.outputs import Plan, Prompt, Result
+from selfcorrect.core.journal_records import (
+    AgentEvent,
+    EpisodeEvent,
+    IssueEvent,
+    ValidatedEvent,
+)
+from selfcorrect.core.outputs import Plan, Result
+from selfcorrect.core.outputs import stamp as journal_stamp
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import block_issue
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.text_caps import cap_all, cap_text
 from selfcorrect.core.verification import FixVerdict, degraded
+from selfcorrect.core.work_items import WorkItem
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
+from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.remediation import FixOutcome, apply_fix, compensate, transition_writer
 from selfcorrect.effects.revalidate import Revalidation, revalidate, validator_argv
 from selfcorrect.effects.work_files import write_work
-from selfcorrect.io import atomic, documents, folder_lock, journal, prompts, safe_paths
+from selfcorrect.io import atomic, documents, folder_lock, journal, safe_paths
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.programs import installed
@@ -126,7 +134,9 @@ def _locked_run(
 
     inputs = load()
     policy = inputs.policy
+    # The cap bounds an episode's cycles, across runs: a fresh report buys no more.
     cap = max_cycles if max_cycles is not None else int(policy.get("caps.global_cycles"))
+    cap = max(cap - decided(inputs, 0).state.episode_cycles, 0)
     if not shadow and unsettled(decided(inputs, 0)):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
         # validator): reconcile by re-validating before anything is retried.
@@ -147,7 +157,7 @@ def _locked_run(
         if (plan.fixes or (agent and handed)) and cycles >= cap:
             decisions = decided(inputs, cycles, assume_open=late, at_cap=True)
             plan = build_plan(decisions)
-        rendered = _render(folder, plan, policy)
+        rendered = render_recovery(folder, plan, policy)
         if shadow:
             return RunOutcome(decisions, plan, rendered, [], True, cycles, uncertain)
         written += _write(folder, decisions, plan, rendered)
@@ -188,13 +198,13 @@ def _locked_run(
         else:
             break  # a cycle that executed no fix ends the run without re-validating
         cycles += 1
-        checked = _validate(folder, policy, root, trace, clock)
+        checked = _validate(folder, policy, root, trace, clock, cycle=True)
         inputs = load()
         if not checked.fresh:
             uncertain.append(checked.detail)
             decisions = decided(inputs, cycles)
             plan = build_plan(decisions)
-            rendered = _render(folder, plan, policy)
+            rendered = render_recovery(folder, plan, policy)
             written += _write(folder, decisions, plan, rendered)
             break
         after = list(inputs.report.issues) if inputs.report else []
@@ -203,6 +213,11 @@ def _locked_run(
             _validate(folder, policy, root, trace, clock)  # match the restored tree
             inputs = load()
     # `plan` is the last plan written: what stands after the final cycle.
+    if plan.result is Result.PASS and not uncertain and decisions.state.episode_cycles:
+        closed = EpisodeEvent(
+            status="closed", reason="a passing report", **journal_stamp(decisions)
+        )
+        journal.append(folder, [closed.to_json()])
     if uncertain:
         plan.reasons.append("uncertain: " + "; ".join(uncertain))
         if plan.result is Result.PASS:
@@ -256,20 +271,25 @@ def _run_agent(
         )
 
 
-def _validate(folder: Path, policy: Policy, root: Path, trace: str, clock: Clock) -> Revalidation:
+def _validate(
+    folder: Path, policy: Policy, root: Path, trace: str, clock: Clock, *, cycle: bool = False
+) -> Revalidation:
     """Run the validator; a fresh report is journaled, so a report with the same content as
-    one seen before still counts as a new verdict (§5) and attempts are judged by it."""
+    one seen before still counts as a new verdict and attempts are judged by it. `cycle`: it
+    ends a correction cycle, counted against caps.global_cycles across runs."""
     checked = revalidate(folder, policy, root)
     if checked.fresh:
-        now = stamp(clock)
-        journal.append(
-            folder,
-            [
-                ValidatedEvent(
-                    at=now, run=trace, actor="selfcorrect", detail=checked.detail
-                ).to_json()
-            ],
+        report = folder / layout.REPORT
+        digest = hashlib.sha256(report.read_bytes()).hexdigest()[:16] if report.is_file() else None
+        event = ValidatedEvent(
+            at=stamp(clock),
+            run=trace,
+            actor="selfcorrect",
+            detail=checked.detail,
+            report_digest=digest,
+            cycle=True if cycle else None,
         )
+        journal.append(folder, [event.to_json()])
     return checked
 
 
@@ -326,7 +346,7 @@ def _escalate_failed(
     if not failed:
         return []
     plan = Plan(Result.BLOCKED)
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, WorkItem] = {}
     for outcome in failed:
         block_issue(
             plan,
@@ -336,7 +356,8 @@ def _escalate_failed(
             f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
             code=code,
         )
-    plan.failed_items = list(items.values())
+    plan.work_items = items
+    plan.failed_items = [item.entry() for item in items.values() if item.is_task]
     return _write(folder, decisions, plan, {})
 
 
@@ -357,43 +378,6 @@ def _undo_cycle(
         )
         undone.append(outcome)
     return _escalate_failed(folder, decisions, undone)
-
-
-INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
-MORE = "_more.md"  # no work item's file name starts with "_" (naming.work_item_file)
-
-
-def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
-    """One recovery file per work item: its stuck prompt and directives, in plan order; at
-    most `limits.max_prompts` files, the last of them listing the work items past the limit
-    (100,000 issues once wrote 100,000 prompt files)."""
-    overrides = folder / layout.TEMPLATES
-    limit = int(policy.get("limits.max_prompts"))
-    items: dict[str, list[Prompt]] = {}
-    for prompt in plan.prompts:
-        items.setdefault(prompt.work_item, []).append(prompt)
-    kept = list(items) if len(items) <= limit else list(items)[: limit - 1]
-    max_text = int(policy.get("limits.max_text"))
-    rendered: dict[str, str] = {}
-    for work_item in kept:
-        # Contexts built from one input say where their text is; this catches every other.
-        texts = [
-            prompts.render(
-                p.template, cap_all(p.context, max_text, INPUTS), overrides=overrides
-            ).rstrip("\n")
-            for p in items[work_item]
-        ]
-        rendered[work_item_file(work_item)] = "\n\n---\n\n".join(texts) + "\n"
-    rest = [cap_text(item, max_text, INPUTS) for item in items if item not in kept]
-    if rest:
-        context = {
-            "count": len(rest),
-            "written": len(kept),
-            "items": rest,
-            "workflow_dir": documents.display_path(folder),
-        }
-        rendered[MORE] = prompts.render("more_prompts.md.j2", context, overrides=overrides)
-    return rendered
 
 
 def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, str]) -> list[str]:
@@ -417,11 +401,7 @@ def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, s
         escalations, plan.escalations, max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
-    recovery = folder / layout.RECOVERY
-    for name, text in rendered.items():
-        safe_paths.ensure_dir(recovery)
-        if atomic.replace_file(recovery / name, text.encode("utf-8")):
-            written.append(documents.display_path(recovery / name))
+    written += write_recovery(folder, plan, rendered)
     written += write_work(folder, plan, int(decisions.policy.get("limits.max_text")))
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))

@@ -147,8 +147,11 @@ class IssueClassifier:
         report_digest: str,
         circuit_open: Callable[[str, str], bool] = lambda _rule, _version: False,
         validations: int = 0,
+        agent_had_turn: bool = True,
     ) -> IssueDecision:
-        decision = self._decide(issue, prior, report_digest, circuit_open, validations)
+        decision = self._decide(
+            issue, prior, report_digest, circuit_open, validations, agent_had_turn
+        )
         rule = self.policy.issue_type(decision.type) or self.policy.issue_type(UNCLASSIFIED)
         stage = effective_stage(
             self.policy, rule, (issue.target, issue.task_id, decision.fingerprint)
@@ -171,6 +174,7 @@ class IssueClassifier:
         report_digest: str,
         circuit_open: Callable[[str, str], bool],
         validations: int,
+        agent_had_turn: bool = True,
     ) -> IssueDecision:
         issue_type, confidence = self.type_of(issue)
         rule = self.policy.issue_type(issue_type) or self.policy.issue_type(UNCLASSIFIED)
@@ -190,6 +194,8 @@ class IssueClassifier:
         )
         # The same content and no validator run of ours since: the report was merely seen again.
         seen_report = prior.report_digest == report_digest and prior.validations == validations
+        # A directive is spent only by a report written after an agent had its turn.
+        seen_report = seen_report or not agent_had_turn
         print_fp = fingerprint(issue, issue_type)
 
         def out(

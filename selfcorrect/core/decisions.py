@@ -34,6 +34,7 @@ from selfcorrect.core.model import Coordination, Escalation, FinalStatus, Issue,
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.state import IssueState, State, derive
 from selfcorrect.core.stuck import review_loops
+from selfcorrect.core.work_items import Guidance
 from selfcorrect.errors import Diagnostic
 
 # Issue states in which a remediation was started or applied but not yet judged by a fresh report.
@@ -125,6 +126,15 @@ class Decisions:
 
     def task_epoch(self, task: str) -> int:
         return self.state.task_epochs.get(task, 0)
+
+    def guidance(self, work_item: str) -> Guidance | None:
+        """A person's words for this item, from their latest reset of it."""
+        return self.state.guidance.get(work_item)
+
+    def is_task(self, work_item: str) -> bool:
+        """Is it one of the coordination log's tasks (failed_items holds tasks only)?"""
+        tasks = self.inputs.coordination.tasks if self.inputs.coordination else ()
+        return any(task.task_id == work_item for task in tasks)
 
 
 def decide(
@@ -227,15 +237,28 @@ def _decide_issues(
     classifier = IssueClassifier(policy, installed)
     issues: dict[str, IssueDecision] = {}
     for issue in _issues_to_decide(inputs):
+        prior = state.issue(fingerprint(issue, classifier.type_of(issue)[0]))
         decision = classifier.decide(
             issue,
-            state.issue(fingerprint(issue, classifier.type_of(issue)[0])),
+            prior,
             inputs.report_digest,
             circuit_open=lambda rule, version: circuits.blocked(rule, version, policy),
             validations=state.validations,
+            agent_had_turn=agent_had_turn(prior, inputs.report_digest, state),
         )
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
     return list(issues.values())
+
+
+def agent_had_turn(prior: IssueState, report_digest: str, state: State) -> bool:
+    """May this report judge the directive handed out before? Not when our own validator
+    wrote it in the run that handed the directive out, before any agent command ran there:
+    no agent has acted on the directive yet (docs/integration.md, "When an attempt is spent").
+    """
+    if prior.status != "directive" or prior.run is None:
+        return True
+    ours = report_digest in state.own_reports.get(prior.run, ())
+    return not ours or prior.run in state.agent_turns
 
 
 def _issues_to_decide(inputs: Inputs) -> Iterable[Issue]:

@@ -18,6 +18,7 @@ from typing import Any
 TRANSITION = "transition"  # one step of an autofix (docs/remediation.md)
 AGENT = "agent"  # an agent command `run --agent` ran
 VALIDATED = "validated"  # selfcorrect ran the validator and got a fresh report
+EPISODE = "episode"  # an episode of correction cycles ended (a passing report)
 ISSUE = "issue"
 SUBJECT = "subject"
 PROPOSAL = "proposal"  # a shadow (or out-of-scope canary) rule would have acted
@@ -117,6 +118,18 @@ class AgentEvent(Stamped):
 class ValidatedEvent(Stamped):
     event = VALIDATED
     detail: str
+    report_digest: str | None = _optional()  # the report it wrote
+    cycle: bool | None = _optional()  # it ended a correction cycle (counted per episode)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeEvent(Stamped):
+    """A passing report ended the episode: the next failing report starts a new one with
+    `caps.global_cycles` cycles (docs/integration.md, "Episodes")."""
+
+    event = EPISODE
+    status: str
+    reason: str | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,6 +269,7 @@ KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
         TransitionEvent,
+        EpisodeEvent,
         AgentEvent,
         ValidatedEvent,
         IssueEvent,

@@ -59,6 +59,7 @@ class FinalStatus(enum.StrEnum):
     """State of a `failed_items` entry (SPEC §9.6)."""
 
     RECOVERING = "recovering"
+    PENDING = "pending"  # handed to the agents, waiting for their work and a fresh report
     RECOVERED = "recovered"
     SKIPPED = "skipped"
     BLOCKED = "blocked"

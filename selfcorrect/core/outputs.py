@@ -16,8 +16,7 @@ from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.text_caps import cap_text
-
-_RANK = {"recovered": 0, "recovering": 1, "skipped": 2, "blocked": 3}
+from selfcorrect.core.work_items import WorkItem
 
 
 class Result(enum.StrEnum):
@@ -50,6 +49,8 @@ class Plan:
     work_blocked: list[str] = field(default_factory=list)
     resolutions: list[dict[str, Any]] = field(default_factory=list)  # escalations now settled
     work_pending: list[str] = field(default_factory=list)
+    # One decision per work item: every output renders from it (core/work_items.py).
+    work_items: dict[str, WorkItem] = field(default_factory=dict)
 
 
 def escalation_id(key: str, epoch: int = 0) -> str:
@@ -68,27 +69,6 @@ class Stamp(TypedDict):
 def stamp(run: Decisions) -> Stamp:
     """What every journal record carries: when, which run (the trace id), and who."""
     return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
-
-
-def merge_item(items: dict[str, dict[str, Any]], entry: dict[str, Any]) -> None:
-    """One failed_items entry per work item: the worst state wins, actions accumulate.
-
-    A `recovered` entry carries only its status and why, so the facts recorded while the
-    item was failing stay in the file.
-    """
-    current = items.get(entry["task_id"])
-    if current is None:
-        items[entry["task_id"]] = entry
-        return
-    actions = list(
-        dict.fromkeys(
-            [*current.get("recovery_actions_taken", ()), *entry.get("recovery_actions_taken", ())]
-        )
-    )
-    if _RANK[entry["final_status"]] > _RANK[current["final_status"]]:
-        current.update(entry)
-    if actions:
-        current["recovery_actions_taken"] = actions
 
 
 def escalation(

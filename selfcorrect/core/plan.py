@@ -28,21 +28,15 @@ from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Verdict
 from selfcorrect.core.normalise import normalise_failed_item
-from selfcorrect.core.outputs import (
-    Plan,
-    Prompt,
-    Result,
-    escalation,
-    merge_item,
-    stamp,
-)
+from selfcorrect.core.outputs import Plan, Prompt, Result, escalation, stamp
 from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import ACTIVE, SHADOW
+from selfcorrect.core.work_items import WorkItem, merge
 
 
 def build_plan(run: Decisions) -> Plan:
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, WorkItem] = {}
     plan = Plan(Result.PASS)
     _plan_human(plan, items, run)
     _plan_trips(plan, run)
@@ -59,7 +53,9 @@ def build_plan(run: Decisions) -> Plan:
     else:
         _plan_work(plan, items, run, work)
     _note_resets(items, run)
-    plan.failed_items = _keep_human_edits(plan, run, list(items.values()))
+    kept = _keep_human_edits(plan, run, list(items.values()))
+    plan.work_items = {item.task_id: item for item in kept}
+    plan.failed_items = [item.entry() for item in kept if item.is_task]
     _record_written(plan, run)
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
@@ -100,9 +96,7 @@ def _plan_revision(plan: Plan, run: Decisions) -> None:
 PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision directive
 
 
-def _keep_human_edits(
-    plan: Plan, run: Decisions, entries: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _keep_human_edits(plan: Plan, run: Decisions, entries: list[WorkItem]) -> list[WorkItem]:
     """A person who changed the final_status of an item we had blocked keeps that edit.
 
     SPEC §10 lets people unblock a task there. Acting on the edit (a fresh budget) comes with
@@ -121,10 +115,10 @@ def _keep_human_edits(
     }
     kept = []
     for entry in entries:
-        task_id = entry["task_id"]
+        task_id = entry.task_id
         edited = current.get(task_id)
         if (
-            entry.get("final_status") == "blocked"
+            entry.final_status == "blocked"
             and task_id in blocked_before
             and edited not in (None, "blocked")
         ):
@@ -136,7 +130,7 @@ def _keep_human_edits(
 
 def _plan_subject(
     plan: Plan,
-    items: dict[str, dict[str, Any]],
+    items: dict[str, WorkItem],
     run: Decisions,
     decision: SubjectDecision,
     record: SubjectRecord,
@@ -159,24 +153,24 @@ def _plan_subject(
     ):
         return
     context = subject_summary(decision, record)
-    entry: dict[str, Any]
     if status is SubjectStatus.RECOVERED:
-        entry = {
-            "task_id": work_item,
-            "final_status": status.value,
-            "escalation_context": "succeeded after selfcorrect acted",
-        }
+        entry = WorkItem(
+            task_id=work_item,
+            final_status=status.value,
+            escalation_context="succeeded after selfcorrect acted",
+        )
     else:
-        entry = {
-            "task_id": work_item,
-            "failure_type": decision.failure_type,
-            "attempts": decision.attempts,
-            "error_summary": short(latest),
-            "recovery_actions_taken": list(record.approaches),
-            "final_status": status.value,
-            "escalation_context": context,
-        }
-    merge_item(items, entry)
+        entry = WorkItem(
+            task_id=work_item,
+            failure_type=decision.failure_type,
+            attempts=decision.attempts,
+            error_summary=short(latest),
+            recovery_actions_taken=list(record.approaches),
+            final_status=status.value,
+            escalation_context=context,
+        )
+    entry.is_task = bool(record.task_id)
+    entry.guidance = run.guidance(work_item) or run.guidance(decision.subject)
     if decision.new:
         plan.journal.append(
             SubjectEvent(
@@ -214,28 +208,41 @@ def _plan_subject(
             )
         )
     elif status is SubjectStatus.BLOCKED:
-        plan.escalations.append(
-            escalation(
-                run,
-                f"subject:{decision.subject}|{decision.reason.value}",
-                decision.subject,
-                context,
-                decision.failure_type,
-                decision.attempts,
-                [
-                    f"#{a.position} {a.timestamp} {a.tool}"
-                    f"{' (' + a.approach + ')' if a.approach else ''}: {short(a.error)}"
-                    for a in record.chain
-                ],
-                list(record.approaches),
-                list(record.files),
-                decision.ladder_step,
-                decision.rule,
-                decision.rule_version,
-                kind="subject",
-                epoch=decision.epoch,
-            )
+        entry.escalation = _subject_escalation(plan, run, decision, record, context)
+    merge(items, entry)
+
+
+def _subject_escalation(
+    plan: Plan,
+    run: Decisions,
+    decision: SubjectDecision,
+    record: SubjectRecord,
+    context: str,
+) -> str:
+    """A blocked subject's escalation with full context; returns its id."""
+    plan.escalations.append(
+        escalation(
+            run,
+            f"subject:{decision.subject}|{decision.reason.value}",
+            decision.subject,
+            context,
+            decision.failure_type,
+            decision.attempts,
+            [
+                f"#{a.position} {a.timestamp} {a.tool}"
+                f"{' (' + a.approach + ')' if a.approach else ''}: {short(a.error)}"
+                for a in record.chain
+            ],
+            list(record.approaches),
+            list(record.files),
+            decision.ladder_step,
+            decision.rule,
+            decision.rule_version,
+            kind="subject",
+            epoch=decision.epoch,
         )
+    )
+    return str(plan.escalations[-1]["id"])
 
 
 def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
@@ -265,9 +272,7 @@ def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
         )
 
 
-def _plan_work(
-    plan: Plan, items: dict[str, dict[str, Any]], run: Decisions, work: WorkPlan
-) -> None:
+def _plan_work(plan: Plan, items: dict[str, WorkItem], run: Decisions, work: WorkPlan) -> None:
     """§11: micro-task files, handoffs, consolidation, and escalation past the limits."""
     plan.microtask_files.update(work.new_files)
     plan.consolidated += work.consolidated
@@ -279,40 +284,31 @@ def _plan_work(
         }
     plan.journal += [replace(record, **stamp(run)).to_json() for record in work.records]
     for task_id in work.waiting:
-        merge_item(
+        merge(
             items,
-            {
-                "task_id": task_id,
-                "failure_type": "incomplete_work",
-                "attempts": 0,
-                "error_summary": "the subagent returned with work unfinished",
-                "recovery_actions_taken": ["split into micro-tasks"],
-                "final_status": "recovering",
-                "escalation_context": f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml",
-            },
+            WorkItem(
+                task_id=task_id,
+                failure_type="incomplete_work",
+                attempts=0,
+                error_summary="the subagent returned with work unfinished",
+                recovery_actions_taken=["split into micro-tasks"],
+                final_status="pending",
+                escalation_context=f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml",
+                is_task=True,
+                guidance=run.guidance(task_id),
+            ),
         )
     for task_id in work.consolidated:
-        merge_item(
+        merge(
             items,
-            {
-                "task_id": task_id,
-                "final_status": "recovered",
-                "escalation_context": "every micro-task done: consolidated, re-validating",
-            },
+            WorkItem(
+                task_id=task_id,
+                final_status="recovered",
+                escalation_context="every micro-task done: consolidated, re-validating",
+                is_task=True,
+            ),
         )
     for task_id, reason, summary, checkpoint in work.blocked:
-        merge_item(
-            items,
-            {
-                "task_id": task_id,
-                "failure_type": "incomplete_work",
-                "attempts": 0,
-                "error_summary": summary,
-                "recovery_actions_taken": ["split into micro-tasks"],
-                "final_status": "blocked",
-                "escalation_context": reason,
-            },
-        )
         plan.escalations.append(
             escalation(
                 run,
@@ -333,11 +329,25 @@ def _plan_work(
         )
         if checkpoint:
             plan.escalations[-1]["checkpoints"] = [checkpoint, *run.checkpoints]
+        merge(
+            items,
+            WorkItem(
+                task_id=task_id,
+                failure_type="incomplete_work",
+                attempts=0,
+                error_summary=summary,
+                recovery_actions_taken=["split into micro-tasks"],
+                final_status="blocked",
+                escalation_context=reason,
+                is_task=True,
+                escalation=str(plan.escalations[-1]["id"]),
+            ),
+        )
     plan.work_blocked = [t for t, *_ in work.blocked]
     plan.work_pending = [*work.waiting, *work.handoffs]
 
 
-def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: Decisions) -> None:
+def _plan_human(plan: Plan, items: dict[str, WorkItem], run: Decisions) -> None:
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
     for reset in run.human_resets:
@@ -361,7 +371,7 @@ def _plan_human(plan: Plan, items: dict[str, dict[str, Any]], run: Decisions) ->
         ]
 
 
-def _note_resets(items: dict[str, dict[str, Any]], run: Decisions) -> None:
+def _note_resets(items: dict[str, WorkItem], run: Decisions) -> None:
     """A work item a hand-edit reset reopened says so, unless this run decided it anew (its
     own entry then stands, so the next run rewrites nothing). A failed_items edit is the
     person's own entry."""
@@ -372,12 +382,15 @@ def _note_resets(items: dict[str, dict[str, Any]], run: Decisions) -> None:
         for work_item in reset.work_items:
             items.setdefault(
                 work_item,
-                {
-                    "task_id": work_item,
-                    "final_status": "recovering" if retry else "recovered",
-                    "escalation_context": f"reset by {reset.record.actor}: "
+                WorkItem(
+                    task_id=work_item,
+                    # Handed back with a fresh budget: the agents have it again.
+                    final_status="pending" if retry else "recovered",
+                    escalation_context=f"reset by {reset.record.actor}: "
                     f"{short(str(reset.record.evidence))}",
-                },
+                    is_task=run.is_task(work_item),
+                    guidance=run.guidance(work_item),
+                ),
             )
 
 

@@ -16,19 +16,14 @@ from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import SubjectDecision
 from selfcorrect.core.model import Intent, Verdict
-from selfcorrect.core.outputs import (
-    Plan,
-    Prompt,
-    escalation,
-    merge_item,
-    stamp,
-)
+from selfcorrect.core.outputs import Plan, Prompt, escalation, stamp
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.work_items import WorkItem, merge
 
 
 def plan_issue(
-    plan: Plan, items: dict[str, dict[str, Any]], run: Decisions, decision: IssueDecision
+    plan: Plan, items: dict[str, WorkItem], run: Decisions, decision: IssueDecision
 ) -> None:
     issue = decision.issue
     if decision.stage == SHADOW:
@@ -53,24 +48,33 @@ def plan_issue(
     if blocked:
         block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
         return
-    # A fixer command, or a built-in fix. An observe task never gets one (§12): its agent
-    # gets the directive, which asks for a report instead.
+    held = items.get(decision.work_item)
+    if held is not None and held.final_status in ("blocked", "skipped"):
+        # Its work item is stopped already (a stuck subject blocked, a dependency down): no
+        # directive goes out, so no attempt opens and none is spent without an agent's turn.
+        merge(items, WorkItem(task_id=decision.work_item, final_status=held.final_status))
+        return
+    # A fixer command, or a built-in fix. An observe task never gets one: its agent gets the
+    # directive, which asks for a report instead (docs/integration.md, "Intent").
     runs_fixer = decision.fixer is not None and not _observes(run, decision)
-    merge_item(
+    merge(
         items,
-        {
-            "task_id": decision.work_item,
-            "failure_type": decision.type,
-            "attempts": decision.attempts,
-            "error_summary": short(issue.description),
-            "recovery_actions_taken": [decision.strategy] if decision.strategy else [],
-            "final_status": "recovering",
+        WorkItem(
+            task_id=decision.work_item,
+            failure_type=decision.type,
+            attempts=decision.attempts,
+            error_summary=short(issue.description),
+            recovery_actions_taken=[decision.strategy] if decision.strategy else [],
+            # A fixer selfcorrect runs is recovering; a directive waits for the agents.
+            final_status="recovering" if runs_fixer else "pending",
             # Stable while the attempt is out, so a rerun rewrites nothing.
-            "escalation_context": (
+            escalation_context=(
                 f"{'fixer run' if runs_fixer else 'directive out'}: {decision.strategy}, attempt "
                 f"{decision.attempts} of {decision.retries}; waiting for a fresh report"
             ),
-        },
+            is_task=bool(issue.task_id),
+            guidance=run.guidance(decision.work_item),
+        ),
     )
     if decision.new:
         plan.journal.append(
@@ -162,7 +166,7 @@ def _issue_record(run: Decisions, decision: IssueDecision, status: str) -> Issue
 
 def block_issue(
     plan: Plan,
-    items: dict[str, dict[str, Any]],
+    items: dict[str, WorkItem],
     run: Decisions,
     decision: IssueDecision,
     reason: str,
@@ -176,21 +180,38 @@ def block_issue(
     """
     issue = decision.issue
     tried = [decision.strategy] if decision.attempts and decision.strategy else []
+    entry = escalation(
+        run,
+        # A new reason is a new escalation: a resolved one for an old reason never hides it.
+        f"issue:{decision.fingerprint}|{code or decision.reason.value}",
+        decision.work_item,
+        reason,
+        decision.type,
+        decision.attempts,
+        [f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
+        tried,
+        [f for f in (issue.target,) if f],
+        None,
+        decision.rule,
+        decision.rule_version,
+        kind="issue",
+        epoch=decision.epoch,
+        fingerprint=decision.fingerprint,
+    )
     if journal:
-        merge_item(
-            items,
-            {
-                "task_id": decision.work_item,
-                "failure_type": decision.type,
-                "attempts": decision.attempts,
-                "error_summary": short(issue.description),
-                "recovery_actions_taken": tried,
-                "final_status": "blocked",
-                "escalation_context": reason,
-            },
+        item = WorkItem(
+            task_id=decision.work_item,
+            failure_type=decision.type,
+            attempts=decision.attempts,
+            error_summary=short(issue.description),
+            recovery_actions_taken=tried,
+            final_status="blocked",
+            escalation_context=reason,
         )
     else:  # blocked before: the entry says why already; a rerun must not rewrite it
-        merge_item(items, {"task_id": decision.work_item, "final_status": "blocked"})
+        item = WorkItem(task_id=decision.work_item, final_status="blocked")
+    item.is_task, item.escalation = bool(issue.task_id), entry["id"]
+    merge(items, item)
     if journal:
         record = _issue_record(run, decision, "blocked")
         plan.journal.append(
@@ -202,44 +223,26 @@ def block_issue(
                 evidence={**(record.evidence or {}), "why": reason},
             ).to_json()
         )
-    plan.escalations.append(
-        escalation(
-            run,
-            # A new reason is a new escalation: a resolved one for an old reason never hides it.
-            f"issue:{decision.fingerprint}|{code or decision.reason.value}",
-            decision.work_item,
-            reason,
-            decision.type,
-            decision.attempts,
-            [f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
-            tried,
-            [f for f in (issue.target,) if f],
-            None,
-            decision.rule,
-            decision.rule_version,
-            kind="issue",
-            epoch=decision.epoch,
-            fingerprint=decision.fingerprint,
-        )
-    )
+    plan.escalations.append(entry)
 
 
 def plan_resolved(
     plan: Plan,
-    items: dict[str, dict[str, Any]],
+    items: dict[str, WorkItem],
     run: Decisions,
     fingerprint: str,
     prior: IssueState,
 ) -> None:
     """A fresh report no longer carries an issue we handed out: it recovered."""
     work_item = prior.work_item or fingerprint
-    merge_item(
+    merge(
         items,
-        {
-            "task_id": work_item,
-            "final_status": "recovered",
-            "escalation_context": f"a fresh report no longer carries {fingerprint}",
-        },
+        WorkItem(
+            task_id=work_item,
+            final_status="recovered",
+            escalation_context=f"a fresh report no longer carries {fingerprint}",
+            is_task=work_item != fingerprint,
+        ),
     )
     plan.journal.append(
         IssueEvent(

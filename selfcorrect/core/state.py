@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selfcorrect.core.journal_records import (
+    AGENT,
+    EPISODE,
     FAILED_ITEMS,
     ISSUE,
     PROPOSAL,
@@ -21,6 +23,7 @@ from selfcorrect.core.journal_records import (
     TRANSITION,
     VALIDATED,
 )
+from selfcorrect.core.work_items import Guidance
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class IssueState:
     # A person resolved it without a retry: nothing is handed out until a fresh report
     # (another digest, or another validator run of ours) still carries it.
     acknowledged: tuple[str, int] | None = None
+    run: str | None = None  # the run that made the latest hand-out
 
 
 @dataclass
@@ -83,6 +87,14 @@ class State:
     written: dict[str, str] = field(default_factory=dict)
     task_epochs: dict[str, int] = field(default_factory=dict)  # resets per task (§11 blocks)
     proposals: set[str] = field(default_factory=set)  # shadow proposals already journaled
+    # Correction cycles of the current episode, across runs: a fresh report buys no more.
+    episode_cycles: int = 0
+    # Reports our own validator wrote, per run; runs in which an agent command took its turn.
+    # A directive is judged only by a report written after an agent had its turn.
+    own_reports: dict[str, set[str]] = field(default_factory=dict)
+    agent_turns: set[str] = field(default_factory=set)
+    # A person's latest words per subject, work item and task they reset: prompts show them.
+    guidance: dict[str, Guidance] = field(default_factory=dict)
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -110,6 +122,15 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             current.rule_version = record.get("rule_version", current.rule_version)
         elif kind == VALIDATED:
             state.validations += 1
+            if record.get("cycle"):
+                state.episode_cycles += 1
+            if isinstance(record.get("report_digest"), str):
+                run = str(record.get("run"))
+                state.own_reports.setdefault(run, set()).add(record["report_digest"])
+        elif kind == AGENT:
+            state.agent_turns.add(str(record.get("run")))
+        elif kind == EPISODE:
+            state.episode_cycles = 0
         elif kind == TASK and isinstance(record.get("task_id"), str):
             state.tasks[record["task_id"]] = str(record.get("status"))
         elif kind == ISSUE and isinstance(record.get("fingerprint"), str):
@@ -126,6 +147,7 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             issue.rule = record.get("rule") or issue.rule
             issue.rule_version = record.get("rule_version") or issue.rule_version
             if record.get("status") in ("directive", "remediating", "fixed"):
+                issue.run = str(record.get("run"))
                 issue.report_digest = record.get("report_digest")
                 issue.validations = int(record.get("validations") or 0)
                 issue.strategy = record.get("strategy", issue.strategy)
@@ -150,9 +172,29 @@ def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
             issue.reason = "NOT_STARTED"
 
 
+def _note_guidance(state: State, record: Mapping[str, Any]) -> None:
+    """Who handed what back, when and why: the next prompts of those items start with it."""
+    evidence = record.get("evidence")
+    if not isinstance(evidence, str) or not evidence.strip():
+        return
+    words = Guidance(
+        actor=str(record.get("actor") or "a person"),
+        at=str(record.get("at") or ""),
+        evidence=evidence,
+    )
+    names = [record.get("name"), *(record.get("tasks") or ())]
+    names += [s.get("subject") for s in record.get("subjects") or () if isinstance(s, Mapping)]
+    names += [state.issue(str(fp)).work_item for fp in record.get("fingerprints") or ()]
+    for name in names:
+        if isinstance(name, str) and name:
+            state.guidance[name] = words
+
+
 def _apply_reset(state: State, record: Mapping[str, Any]) -> None:
     """A person's reset: the named subjects, issues and tasks start again (SPEC §10)."""
     retry = bool(record.get("retry"))
+    _note_guidance(state, record)
+    state.episode_cycles = 0  # a person's reset ends the episode
     for entry in record.get("subjects") or ():
         if not isinstance(entry, Mapping) or not isinstance(entry.get("subject"), str):
             continue

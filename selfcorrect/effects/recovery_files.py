@@ -1,0 +1,100 @@
+"""`recovery/<work item>.md`: one file per work item, rendered from the plan's one decision.
+
+Each file opens with the item's status (templates/status.md.j2) and a person's guidance;
+only a recovering or pending item's file goes on with its stuck prompt and directives
+(docs/integration.md, "One state"). At most `limits.max_prompts` files are written; the last
+lists the work items past the limit (100,000 issues once wrote 100,000 prompt files).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selfcorrect import layout
+from selfcorrect.core.outputs import Plan, Prompt
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_caps import cap_all, cap_text
+from selfcorrect.core.work_items import WorkItem
+from selfcorrect.io import atomic, documents, prompts, safe_paths
+from selfcorrect.layout import work_item_file
+
+INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
+MORE = "_more.md"  # no work item's file name starts with "_" (layout.work_item_file)
+ACTS = ("recovering", "pending")  # the statuses whose file holds a directive to act
+
+
+def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
+    """File name -> text, for every work item with a prompt or a status an agent must see."""
+    overrides = folder / layout.TEMPLATES
+    workflow_dir = documents.display_path(folder)
+    sections: dict[str, list[Prompt]] = {}
+    for prompt in plan.prompts:
+        sections.setdefault(prompt.work_item, []).append(prompt)
+    for work_item, decided in plan.work_items.items():
+        if decided.final_status not in ACTS or decided.is_task:
+            sections.setdefault(work_item, [])
+    limit = int(policy.get("limits.max_prompts"))
+    kept = list(sections) if len(sections) <= limit else list(sections)[: limit - 1]
+    max_text = int(policy.get("limits.max_text"))
+    rendered: dict[str, str] = {}
+    for work_item in kept:
+        item = plan.work_items.get(work_item)
+        body = sections[work_item] if item is None or item.final_status in ACTS else []
+        # Contexts built from one input say where their text is; this catches every other.
+        texts = [
+            prompts.render(
+                p.template, cap_all(p.context, max_text, INPUTS), overrides=overrides
+            ).rstrip("\n")
+            for p in body
+        ]
+        head = _status(item, workflow_dir, max_text, overrides) if item else ""
+        rendered[work_item_file(work_item)] = head + "\n\n---\n\n".join(texts) + "\n"
+    rest = [cap_text(item, max_text, INPUTS) for item in sections if item not in kept]
+    if rest:
+        context = {"count": len(rest), "written": len(kept), "items": rest}
+        context["workflow_dir"] = workflow_dir
+        rendered[MORE] = prompts.render("more_prompts.md.j2", context, overrides=overrides)
+    return rendered
+
+
+def _status(item: WorkItem, workflow_dir: str, max_text: int, overrides: Path) -> str:
+    guidance = item.guidance
+    context = {
+        "work_item": item.task_id,
+        "status": item.final_status,
+        "reason": _one_line(item.reason()),
+        "escalation": item.escalation,
+        "guidance": (
+            {"actor": guidance.actor, "at": guidance.at, "evidence": guidance.evidence}
+            if guidance
+            else None
+        ),
+        "workflow_dir": workflow_dir,
+    }
+    where = f"{workflow_dir}/{layout.JOURNAL}"
+    text = prompts.render("status.md.j2", cap_all(context, max_text, where), overrides=overrides)
+    return text.rstrip("\n") + "\n\n"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    """The reason on the STATUS line: one line, short enough to read at a glance."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def write_recovery(folder: Path, plan: Plan, rendered: dict[str, str]) -> list[str]:
+    """Write what changed. A recovered item's file is rewritten only when it exists: it says
+    there is nothing left to do, and a work item that never needed a prompt gets none."""
+    recovery = folder / layout.RECOVERY
+    recovered = {
+        work_item_file(w) for w, item in plan.work_items.items() if item.final_status == "recovered"
+    }
+    written: list[str] = []
+    for name, text in rendered.items():
+        path = recovery / name
+        if name in recovered and not path.exists():
+            continue
+        safe_paths.ensure_dir(recovery)
+        if atomic.replace_file(path, text.encode("utf-8")):
+            written.append(documents.display_path(path))
+    return written
