@@ -11,7 +11,7 @@ from pathlib import Path
 
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.inputs import Inputs
-from selfcorrect.core.outputs import escalation
+from selfcorrect.core.outputs import EscalationEntry
 from selfcorrect.core.state import derive
 from selfcorrect.core.text_caps import cap_text
 from selfcorrect.io.policy_file import load_policy
@@ -71,21 +71,19 @@ def test_escalations_carry_capped_agent_text() -> None:
     policy = load_policy(None)
     run = Decisions(Inputs("workflow", policy), derive([]), (), (), "t", "r", "v")
     long = "tried " + "y" * MB
-    entry = escalation(
-        run,
-        "k",
-        "WI-1",
-        "why",
-        "runtime_error",
-        3,
-        [long],
-        [long],
-        [long],
-        None,
-        "r",
-        "v",
+    entry = EscalationEntry(
+        key="k",
         kind="subject",
-    )
+        subject="WI-1",
+        reason="why",
+        failure_type="runtime_error",
+        attempts=3,
+        error_chain=[long],
+        tried=[long],
+        files=[long],
+        rule="r",
+        rule_version="v",
+    ).entry(run)
     for key in ("error_chain", "tried", "files"):
         (text,) = entry[key]
         assert len(text.encode()) < 4096 + 200

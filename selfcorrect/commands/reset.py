@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,13 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
+from selfcorrect.core.plan import build_plan
+from selfcorrect.effects.recovery_files import render_recovery, write_recovery
+from selfcorrect.effects.revalidate import validator_argv
 from selfcorrect.io import documents, folder_lock, journal, safe_paths
+from selfcorrect.io.programs import installed
 from selfcorrect.io.workflow_inputs import load_inputs
+from selfcorrect.layout import work_item_file
 
 
 @dataclass
@@ -109,7 +115,27 @@ def _reset(
     # Last: the hand edits above would be journaled by the next run, were we to die here.
     journal.append(folder, [record.to_json()])
     written.append(documents.display_path(journal.journal_path(folder)))
+    written += _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
     return ResetOutcome(record.to_json(), resolved.escalations, resolved.work_items, written)
+
+
+def _rewrite_prompts(
+    folder: Path, policy_path: Path | None, clock: Clock, work_items: list[str]
+) -> list[str]:
+    """The reset items' prompts, rewritten at once: an agent reading one sees the person's
+    guidance and the item's new status now, not after the next run."""
+    inputs = load_inputs(folder, policy_path)
+    decisions = decide(
+        inputs,
+        now=stamp(clock),
+        run_id="reset",
+        verification=shlex.join(validator_argv(folder, inputs.policy, shown=True)),
+        installed=installed,
+    )
+    plan = build_plan(decisions)
+    names = {work_item_file(item) for item in work_items}
+    rendered = render_recovery(folder, plan, inputs.policy)
+    return write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
 
 
 def _existing(decisions: Decisions, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

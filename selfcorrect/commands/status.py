@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfcorrect import layout
 from selfcorrect.commands.run import RunOutcome, correction_run
-from selfcorrect.io import documents
+from selfcorrect.core.model import EscalationStatus
 
 
 @dataclass
@@ -19,13 +18,10 @@ class FolderStatus:
 
 def folder_status(folder: Path, policy_path: Path | None) -> FolderStatus:
     outcome = correction_run(folder, policy_path=policy_path, shadow=True)
-    escalations: list[dict[str, Any]] = []
-    path = folder / layout.ESCALATIONS
-    if path.exists():
-        data = documents.load_decision(path, "escalations").data or {}
-        escalations = [
-            e
-            for e in data.get("escalations") or []
-            if str(e.get("status", "open")).lower() != "resolved"
-        ]
+    # escalations.yaml as the run loaded it: normalised, size-limited, read once.
+    escalations = [
+        {"id": e.id, "subject": e.subject, "reason": e.reason, "kind": e.extra.get("kind")}
+        for e in outcome.decisions.escalations
+        if e.status is EscalationStatus.OPEN
+    ]
     return FolderStatus(outcome, escalations)

@@ -86,6 +86,7 @@ class EscalationStatus(enum.StrEnum):
 
     OPEN = "open"
     RESOLVED = "resolved"
+    SUPERSEDED = "superseded"  # a newer escalation for the same work item replaced it
 
 
 # --------------------------------------------------------------------------- tool_failures.yaml

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -71,50 +71,59 @@ def stamp(run: Decisions) -> Stamp:
     return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
 
 
-def escalation(
-    run: Decisions,
-    key: str,
-    subject: str,
-    reason: str,
-    failure_type: str,
-    attempts: int,
-    chain: list[str],
-    tried: list[str],
-    files: list[str],
-    step: int | None,
-    rule: str,
-    version: str,
-    *,
-    kind: str,
-    epoch: int = 0,
-    fingerprint: str | None = None,
-) -> dict[str, Any]:
-    """One escalations.yaml entry with full context. `kind` (subject | issue | task | circuit)
-    and `fingerprint` tell `selfcorrect reset --escalation` exactly what starts again."""
-    entry: dict[str, Any] = {
-        "id": escalation_id(key, epoch),
-        "kind": kind,
-        "subject": subject,
-        "reason": reason,
-        "status": "open",
-        "failure_type": failure_type,
-        "attempts": attempts,
-        "error_chain": chain,
-        "tried": tried,
-        "files": files,
-        "checkpoints": list(run.checkpoints),
-        "rule": rule,
-        "rule_version": version,
-        "created_at": run.now,
-    }
-    if fingerprint:
-        entry["fingerprint"] = fingerprint
-    if step:
-        entry["ladder_step"] = step
-    # Agent text (approaches, files, errors) is capped: the whole is in the workflow's inputs.
-    limit = int(run.policy.get("limits.max_text"))
-    source = layout.REPORT if kind == "issue" else layout.FAILURE_LOG
-    where = f"{run.workflow_dir}/{source}"
-    for key in ("error_chain", "tried", "files"):
-        entry[key] = [cap_text(str(text), limit, where) for text in entry[key]]
-    return entry
+@dataclass(frozen=True, kw_only=True)
+class EscalationEntry:
+    """One escalations.yaml entry with full context, built by keyword. `kind` (subject |
+    issue | task | circuit) and `fingerprint` tell `selfcorrect reset --escalation` exactly
+    what starts again; `key` and `epoch` make its id (a person's reset starts a new one)."""
+
+    key: str
+    kind: str
+    subject: str
+    reason: str
+    failure_type: str
+    attempts: int
+    error_chain: Sequence[str] = ()
+    tried: Sequence[str] = ()
+    files: Sequence[str] = ()
+    ladder_step: int | None = None
+    rule: str
+    rule_version: str
+    epoch: int = 0
+    fingerprint: str | None = None
+
+    @property
+    def id(self) -> str:
+        return escalation_id(self.key, self.epoch)
+
+    def entry(self, run: Decisions) -> dict[str, Any]:
+        """The file's entry: stamped by the run, agent text capped (the whole is in the
+        workflow's inputs)."""
+        limit = int(run.policy.get("limits.max_text"))
+        source = layout.REPORT if self.kind == "issue" else layout.FAILURE_LOG
+        where = f"{run.workflow_dir}/{source}"
+
+        def capped(texts: Sequence[str]) -> list[str]:
+            return [cap_text(str(text), limit, where) for text in texts]
+
+        entry: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "subject": self.subject,
+            "reason": self.reason,
+            "status": "open",
+            "failure_type": self.failure_type,
+            "attempts": self.attempts,
+            "error_chain": capped(self.error_chain),
+            "tried": capped(self.tried),
+            "files": capped(self.files),
+            "checkpoints": list(run.checkpoints),
+            "rule": self.rule,
+            "rule_version": self.rule_version,
+            "created_at": run.now,
+        }
+        if self.fingerprint:
+            entry["fingerprint"] = self.fingerprint
+        if self.ladder_step:
+            entry["ladder_step"] = self.ladder_step
+        return entry

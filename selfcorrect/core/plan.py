@@ -26,9 +26,9 @@ from selfcorrect.core.journal_records import (
 )
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
 from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import Verdict
+from selfcorrect.core.model import EscalationStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
-from selfcorrect.core.outputs import Plan, Prompt, Result, escalation, stamp
+from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, Result, stamp
 from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import ACTIVE, SHADOW
@@ -57,9 +57,32 @@ def build_plan(run: Decisions) -> Plan:
     plan.work_items = {item.task_id: item for item in kept}
     plan.failed_items = [item.entry() for item in kept if item.is_task]
     _record_written(plan, run)
+    _supersede(plan, run)
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
     return plan
+
+
+def _supersede(plan: Plan, run: Decisions) -> None:
+    """An open escalation for a subject this plan escalates anew (another reason, another
+    epoch) is closed as superseded: a person reads one open entry per work item, never a
+    stale one beside the new one."""
+    newest = {(e["kind"], e["subject"]): e["id"] for e in plan.escalations}
+    current = set(newest.values())
+    for old in run.escalations:
+        if old.status is not EscalationStatus.OPEN or old.id in current:
+            continue
+        replaced_by = newest.get((old.extra.get("kind"), old.subject))
+        if replaced_by:
+            plan.resolutions.append(
+                {
+                    "id": old.id,
+                    "status": EscalationStatus.SUPERSEDED.value,
+                    "resolved_at": run.now,
+                    "resolved_by": "selfcorrect",
+                    "evidence": f"superseded by {replaced_by}",
+                }
+            )
 
 
 def _record_written(plan: Plan, run: Decisions) -> None:
@@ -221,26 +244,25 @@ def _subject_escalation(
 ) -> str:
     """A blocked subject's escalation with full context; returns its id."""
     plan.escalations.append(
-        escalation(
-            run,
-            f"subject:{decision.subject}|{decision.reason.value}",
-            decision.subject,
-            context,
-            decision.failure_type,
-            decision.attempts,
-            [
+        EscalationEntry(
+            key=f"subject:{decision.subject}|{decision.reason.value}",
+            kind="subject",
+            subject=decision.subject,
+            reason=context,
+            failure_type=decision.failure_type,
+            attempts=decision.attempts,
+            error_chain=[
                 f"#{a.position} {a.timestamp} {a.tool}"
                 f"{' (' + a.approach + ')' if a.approach else ''}: {short(a.error)}"
                 for a in record.chain
             ],
-            list(record.approaches),
-            list(record.files),
-            decision.ladder_step,
-            decision.rule,
-            decision.rule_version,
-            kind="subject",
+            tried=list(record.approaches),
+            files=list(record.files),
+            ladder_step=decision.ladder_step,
+            rule=decision.rule,
+            rule_version=decision.rule_version,
             epoch=decision.epoch,
-        )
+        ).entry(run)
     )
     return str(plan.escalations[-1]["id"])
 
@@ -310,22 +332,19 @@ def _plan_work(plan: Plan, items: dict[str, WorkItem], run: Decisions, work: Wor
         )
     for task_id, reason, summary, checkpoint in work.blocked:
         plan.escalations.append(
-            escalation(
-                run,
-                f"task:{task_id}",
-                task_id,
-                f"{reason}; progress: {summary}",
-                "incomplete_work",
-                0,
-                [summary],
-                ["split into micro-tasks"],
-                [],
-                None,
-                "continuation",
-                "",
+            EscalationEntry(
+                key=f"task:{task_id}",
                 kind="task",
+                subject=task_id,
+                reason=f"{reason}; progress: {summary}",
+                failure_type="incomplete_work",
+                attempts=0,
+                error_chain=[summary],
+                tried=["split into micro-tasks"],
+                rule="continuation",
+                rule_version="",
                 epoch=run.task_epoch(task_id),
-            )
+            ).entry(run)
         )
         if checkpoint:
             plan.escalations[-1]["checkpoints"] = [checkpoint, *run.checkpoints]
@@ -400,23 +419,19 @@ def _shadow(run: Decisions) -> bool:
 
 
 def _circuit_escalation(run: Decisions, rule: str, version: str, detail: str) -> dict[str, Any]:
-    return escalation(
-        run,
-        f"circuit:{rule}@{version}",
-        rule,
-        f"circuit open: {detail}. The rule is disabled (observation continues) until a person "
-        f"resets it with evidence: selfcorrect reset DIR --rule {rule} --evidence TEXT",
-        rule.split(":", 1)[-1],
-        0,
-        [detail],
-        [],
-        [],
-        None,
-        rule,
-        version,
+    return EscalationEntry(
+        key=f"circuit:{rule}@{version}",
         kind="circuit",
+        subject=rule,
+        reason=f"circuit open: {detail}. The rule is disabled (observation continues) until a "
+        f"person resets it with evidence: selfcorrect reset DIR --rule {rule} --evidence TEXT",
+        failure_type=rule.split(":", 1)[-1],
+        attempts=0,
+        error_chain=[detail],
+        rule=rule,
+        rule_version=version,
         epoch=run.circuit_epoch(rule, version),
-    )
+    ).entry(run)
 
 
 def _plan_trips(plan: Plan, run: Decisions) -> None:

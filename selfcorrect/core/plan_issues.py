@@ -16,7 +16,7 @@ from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import SubjectDecision
 from selfcorrect.core.model import Intent, Verdict
-from selfcorrect.core.outputs import Plan, Prompt, escalation, stamp
+from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, stamp
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
 from selfcorrect.core.work_items import WorkItem, merge
@@ -180,24 +180,22 @@ def block_issue(
     """
     issue = decision.issue
     tried = [decision.strategy] if decision.attempts and decision.strategy else []
-    entry = escalation(
-        run,
+    entry = EscalationEntry(
         # A new reason is a new escalation: a resolved one for an old reason never hides it.
-        f"issue:{decision.fingerprint}|{code or decision.reason.value}",
-        decision.work_item,
-        reason,
-        decision.type,
-        decision.attempts,
-        [f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
-        tried,
-        [f for f in (issue.target,) if f],
-        None,
-        decision.rule,
-        decision.rule_version,
+        key=f"issue:{decision.fingerprint}|{code or decision.reason.value}",
         kind="issue",
+        subject=decision.work_item,
+        reason=reason,
+        failure_type=decision.type,
+        attempts=decision.attempts,
+        error_chain=[f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
+        tried=tried,
+        files=[f for f in (issue.target,) if f],
+        rule=decision.rule,
+        rule_version=decision.rule_version,
         epoch=decision.epoch,
         fingerprint=decision.fingerprint,
-    )
+    ).entry(run)
     if journal:
         item = WorkItem(
             task_id=decision.work_item,

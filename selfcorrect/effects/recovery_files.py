@@ -48,7 +48,8 @@ def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
             for p in body
         ]
         head = _status(item, workflow_dir, max_text, overrides) if item else ""
-        rendered[work_item_file(work_item)] = head + "\n\n---\n\n".join(texts) + "\n"
+        text = head + "\n\n---\n\n".join(texts)
+        rendered[work_item_file(work_item)] = text.rstrip("\n") + "\n"
     rest = [cap_text(item, max_text, INPUTS) for item in sections if item not in kept]
     if rest:
         context = {"count": len(rest), "written": len(kept), "items": rest}
