@@ -10,7 +10,6 @@ and writes nothing at all.
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import uuid
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from selfcorrect.io import atomic, documents, folder_lock, journal, safe_paths
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.programs import installed
-from selfcorrect.io.workflow_inputs import LogCache, load_inputs
+from selfcorrect.io.workflow_inputs import LogCache, load_inputs, report_stamp
 from selfcorrect.io.workspace import project_root
 from selfcorrect.layout import work_item_file
 
@@ -279,14 +278,12 @@ def _validate(
     ends a correction cycle, counted against caps.global_cycles across runs."""
     checked = revalidate(folder, policy, root)
     if checked.fresh:
-        report = folder / layout.REPORT
-        digest = hashlib.sha256(report.read_bytes()).hexdigest()[:16] if report.is_file() else None
         event = ValidatedEvent(
             at=stamp(clock),
             run=trace,
             actor="selfcorrect",
             detail=checked.detail,
-            report_digest=digest,
+            report_stamp=report_stamp(folder / layout.REPORT) or None,
             cycle=True if cycle else None,
         )
         journal.append(folder, [event.to_json()])

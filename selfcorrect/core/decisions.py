@@ -244,20 +244,20 @@ def _decide_issues(
             inputs.report_digest,
             circuit_open=lambda rule, version: circuits.blocked(rule, version, policy),
             validations=state.validations,
-            agent_had_turn=agent_had_turn(prior, inputs.report_digest, state),
+            agent_had_turn=agent_had_turn(prior, inputs.report_stamp, state),
         )
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
     return list(issues.values())
 
 
-def agent_had_turn(prior: IssueState, report_digest: str, state: State) -> bool:
+def agent_had_turn(prior: IssueState, report_stamp: str, state: State) -> bool:
     """May this report judge the directive handed out before? Not when our own validator
     wrote it in the run that handed the directive out, before any agent command ran there:
     no agent has acted on the directive yet (docs/integration.md, "When an attempt is spent").
     """
     if prior.status != "directive" or prior.run is None:
         return True
-    ours = report_digest in state.own_reports.get(prior.run, ())
+    ours = report_stamp in state.own_reports.get(prior.run, ())
     return not ours or prior.run in state.agent_turns
 
 

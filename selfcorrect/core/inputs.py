@@ -47,6 +47,9 @@ class Inputs:
     policy: Policy
     report: Report | None = None
     report_digest: str = "absent"  # the report's identity: its content
+    # Which write of the file it is (inode and modification time): a report with the same
+    # content written by someone else after our validator is still a new verdict.
+    report_stamp: str = ""
     coordination: Coordination | None = None
     escalations: tuple[Escalation, ...] = ()
     # (line, col) of each escalation's `status:`, for warnings about a hand edit

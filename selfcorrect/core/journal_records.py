@@ -118,7 +118,7 @@ class AgentEvent(Stamped):
 class ValidatedEvent(Stamped):
     event = VALIDATED
     detail: str
-    report_digest: str | None = _optional()  # the report it wrote
+    report_stamp: str | None = _optional()  # which write of the report it made (inode:mtime)
     cycle: bool | None = _optional()  # it ended a correction cycle (counted per episode)
 
 

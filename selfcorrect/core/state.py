@@ -124,9 +124,9 @@ def derive(records: Iterable[Mapping[str, Any]]) -> State:
             state.validations += 1
             if record.get("cycle"):
                 state.episode_cycles += 1
-            if isinstance(record.get("report_digest"), str):
+            if isinstance(record.get("report_stamp"), str):
                 run = str(record.get("run"))
-                state.own_reports.setdefault(run, set()).add(record["report_digest"])
+                state.own_reports.setdefault(run, set()).add(record["report_stamp"])
         elif kind == AGENT:
             state.agent_turns.add(str(record.get("run")))
         elif kind == EPISODE:

@@ -78,6 +78,7 @@ def load_inputs(
 
     absent: tuple[Report | None, str] = (None, "absent")
     report, digest = strict(lambda: _load_report(folder, max_bytes), absent)
+    stamp = report_stamp(folder / layout.REPORT) if report is not None else ""
     coordination = None
     if (folder / layout.COORDINATION_LOG).exists():
         doc = strict(
@@ -123,6 +124,7 @@ def load_inputs(
         policy=policy,
         report=report,
         report_digest=digest,
+        report_stamp=stamp,
         coordination=coordination,
         escalations=escalations,
         escalation_positions=positions,
@@ -236,6 +238,15 @@ def _recheck(report: Report | None, root: Path) -> tuple[Issue, ...]:
         )
         for finding in recheck(report, root)
     )
+
+
+def report_stamp(path: Path) -> str:
+    """Which write of the report this is: its inode and modification time."""
+    try:
+        info = path.stat()
+    except OSError:
+        return ""
+    return f"{info.st_ino}:{info.st_mtime_ns}"
 
 
 def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:

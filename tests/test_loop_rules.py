@@ -1,0 +1,149 @@
+"""The closed loop's rules across runs, on a real git project with a real validator script:
+when an agent attempt is spent, how many correction cycles an episode gets, and that every
+output shows a work item's one status (docs/integration.md, "One state" and "Episodes")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_remediation import git, project
+
+# Lint: every file named in lint.txt that still holds "import os". Docs: docs/auth.md missing.
+VALIDATOR = """
+import json, os, pathlib
+folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
+issues = [{"id": f"L{n}", "type": "linting_errors", "severity": "MAJOR",
+           "description": "F401 unused import", "target": name}
+          for n, name in enumerate(pathlib.Path("lint.txt").read_text().split())
+          if "import os" in pathlib.Path(name).read_text()]
+if not pathlib.Path("docs/auth.md").exists():
+    issues.append({"id": "D1", "type": "missing_documentation", "severity": "MINOR",
+                   "description": "docs/auth.md is missing", "target": "docs/auth.md",
+                   "task_id": "T-1"})
+(folder / "validation_report.yaml").write_text(json.dumps(
+    {"status": "FIXABLE" if issues else "PASS", "validator": "project-check",
+     "issues": issues}))
+"""
+FIXER = """
+import pathlib, sys
+pathlib.Path(sys.argv[1]).write_text("x = 1\\n")
+"""
+POLICY = f"""
+issue_types:
+  linting_errors:
+    retries: 1
+    fix:
+      command: [{sys.executable}, fixer.py, "{{target}}"]
+"""
+TASKS = """
+implementation_tasks:
+  - task_id: T-1
+    name: write the auth docs
+    status: in_progress
+"""
+
+
+def loop_project(tmp_path: Path, lint: list[str], policy: str = POLICY) -> Path:
+    repo = project(tmp_path, VALIDATOR, policy)
+    for name in lint:
+        (repo / name).write_text("import os\n")
+    (repo / "lint.txt").write_text(" ".join(lint))
+    (repo / "fixer.py").write_text(FIXER)
+    log = repo / "workflow" / "coordination_log.yaml"
+    log.write_text(log.read_text() + TASKS)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "lint")
+    return repo
+
+
+def run_json(run_line, repo: Path, *args: str) -> dict:
+    result = run_line(["run", repo / "workflow", "--format", "json", *args])
+    assert result.exit_code in (0, 1, 3), result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def issue(out: dict, type_: str) -> dict:
+    (found,) = [i for i in out["issues"] if i["type"] == type_]
+    return found
+
+
+def first_line(repo: Path, item: str) -> str:
+    return (repo / "workflow" / "recovery" / f"{item}.md").read_text().splitlines()[0]
+
+
+def failed_item(repo: Path, task: str) -> dict:
+    import yaml
+
+    log = yaml.safe_load((repo / "workflow" / "coordination_log.yaml").read_text())
+    (entry,) = [e for e in log.get("failed_items") or () if e["task_id"] == task]
+    return entry
+
+
+def test_our_own_revalidation_never_spends_an_agent_attempt(tmp_path: Path, run_line) -> None:
+    repo = loop_project(tmp_path, ["a.py"])
+
+    first = run_json(run_line, repo, "--validate-first")
+    # The fixer cleared the lint, and our validator wrote a fresh report that still carries
+    # the doc issue; no agent has had the directive yet, so nothing of it is spent.
+    assert first["cycles"] == 1
+    docs = issue(first, "missing_documentation")
+    assert (docs["classification"], docs["attempts"], docs["status"]) == ("FIXABLE", 0, "pending")
+    assert first_line(repo, "T-1").startswith("STATUS: pending")
+    assert "attempt 1 of 1" in (repo / "workflow" / "recovery" / "T-1.md").read_text()
+    assert failed_item(repo, "T-1")["final_status"] == "pending"
+
+    again = run_json(run_line, repo)  # nothing happened since: the same directive stays out
+    assert issue(again, "missing_documentation")["status"] == "pending"
+
+    # An agent had its turn (it wrote nothing useful) and the project's validator, run by
+    # the controller outside our run, judged it: now the attempt is spent.
+    env = {**os.environ, "SELFCORRECT_DIR": str(repo / "workflow")}
+    subprocess.run([sys.executable, "validate.py"], cwd=repo, env=env, check=True)
+    spent = run_json(run_line, repo)
+    docs = issue(spent, "missing_documentation")
+    assert (docs["classification"], docs["status"]) == ("BLOCKED", "blocked")
+    assert first_line(repo, "T-1").startswith("STATUS: blocked")
+    assert failed_item(repo, "T-1")["final_status"] == "blocked"
+
+
+def test_the_global_cap_counts_an_episodes_cycles_across_runs(tmp_path: Path, run_line) -> None:
+    # Each run, the validator finds one new lint file (a fresh report each time) while the
+    # doc issue keeps the episode open; caps.global_cycles is 2 for the whole episode.
+    repo = loop_project(tmp_path, ["a.py"], POLICY + "caps:\n  global_cycles: 2\n")
+    for name in ("b.py", "c.py"):
+        (repo / name).write_text("import os\n")
+
+    cycles = [run_json(run_line, repo, "--validate-first")["cycles"]]
+    for listed in ("a.py b.py", "a.py b.py c.py"):
+        (repo / "lint.txt").write_text(listed)
+        out = run_json(run_line, repo, "--validate-first")
+        cycles.append(out["cycles"])
+    assert cycles == [1, 1, 0]  # the third fresh report bought no third cycle
+    assert (repo / "c.py").read_text() == "import os\n"  # so the fixer never ran on it
+    lint = issue(out, "linting_errors")
+    assert (lint["classification"], lint["reason"]) == ("BLOCKED", "CAPS_EXHAUSTED")
+    assert out["result"] == "BLOCKED"
+
+
+def test_an_issue_of_a_blocked_work_item_gets_no_directive(tmp_path: Path, run_line) -> None:
+    repo = loop_project(tmp_path, [])
+    failures = "".join(
+        f'  - tool: Edit\n    error: "TypeError: x is undefined at a.js:{n}"\n'
+        f'    timestamp: "2026-11-29T10:0{n}:00Z"\n    task_id: T-1\n'
+        for n in range(4)
+    )
+    (repo / "workflow" / "tool_failures.yaml").write_text("failures:\n" + failures)
+    out = run_json(run_line, repo, "--validate-first")
+    statuses = {s["subject"]: s["status"] for s in out["subjects"]}
+    docs = issue(out, "missing_documentation")
+    # Whatever the subject's state, the doc issue shows the same one status as its task.
+    assert docs["status"] == statuses["T-1"] == failed_item(repo, "T-1")["final_status"]
+    assert first_line(repo, "T-1").startswith(f"STATUS: {docs['status']}")
+    if docs["status"] in ("blocked", "skipped"):
+        text = (repo / "workflow" / "recovery" / "T-1.md").read_text()
+        assert "Write the missing documentation" not in text
+        assert docs["attempts"] == 0
