@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from selfcorrect.core.outputs import Plan
 
 
-# A subject no work item holds: its own state in the status vocabulary (docs/integration.md).
+# A subject no work item holds: its own state in the status vocabulary
+# (docs/rules.md, "One state").
 _OWN = {"ok": "recovered", "failing": "pending"}
 
 
@@ -41,6 +42,14 @@ def spent(decision: IssueDecision) -> int:
     next attempt, not a spent one."""
     out = decision.classification.value == "FIXABLE" and decision.attempts > 0
     return decision.attempts - 1 if out else decision.attempts
+
+
+def _why(plan: Plan, decision: IssueDecision) -> str:
+    """The decision's reason; for a stopped work item (blocked, skipped), why it stopped."""
+    item = plan.work_items.get(decision.work_item)
+    if item is None or item.final_status not in ("blocked", "skipped"):
+        return decision.detail
+    return item.reason() + (f" ({item.escalation})" if item.escalation else "")
 
 
 def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
@@ -217,7 +226,7 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
                 printable(d.type),
                 item_status(plan, d.work_item, "pending"),
                 _cap(spent(d), d.retries),
-                printable(d.detail),
+                printable(_why(plan, d)),
             ]
             for d in decisions.issues
         ]

@@ -55,7 +55,7 @@ def plan_issue(
         merge(items, WorkItem(task_id=decision.work_item, final_status=held.final_status))
         return
     # A fixer command, or a built-in fix. An observe task never gets one: its agent gets the
-    # directive, which asks for a report instead (docs/integration.md, "Intent").
+    # directive, which asks for a report instead (docs/rules.md, "Intent and repair tools").
     runs_fixer = decision.fixer is not None and not _observes(run, decision)
     merge(
         items,
@@ -206,8 +206,11 @@ def block_issue(
             final_status="blocked",
             escalation_context=reason,
         )
-    else:  # blocked before: the entry says why already; a rerun must not rewrite it
-        item = WorkItem(task_id=decision.work_item, final_status="blocked")
+    else:  # blocked before: say why as the escalation said it then (the same words)
+        earlier = next((e.reason for e in run.escalations if e.id == entry["id"]), None)
+        item = WorkItem(
+            task_id=decision.work_item, final_status="blocked", escalation_context=earlier
+        )
     item.is_task, item.escalation = bool(issue.task_id), entry["id"]
     merge(items, item)
     if journal:
