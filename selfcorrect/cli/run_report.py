@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 # A subject no work item holds: its own state in the status vocabulary
-# (docs/rules.md, "One state").
+# (docs/rules.md §9.1).
 _OWN = {"ok": "recovered", "failing": "pending"}
 
 

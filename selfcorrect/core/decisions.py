@@ -156,8 +156,8 @@ def decide(
     history = list(inputs.history)
     state = derive(history)
     # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
-    # before any decision, exactly as `selfcorrect reset` would have (docs/rules.md,
-    # "Circuits and people").
+    # before any decision, exactly as `selfcorrect reset` would have (docs/rules.md
+    # §10).
     human = hand_edits(inputs, state, warnings)
     if human:
         history += [r.record.to_json() for r in human]
@@ -254,7 +254,7 @@ def _decide_issues(
 def agent_had_turn(prior: IssueState, report_stamp: str, state: State) -> bool:
     """May this report judge the directive handed out before? Not when our own validator
     wrote it in the run that handed the directive out, before any agent command ran there:
-    no agent has acted on the directive yet (docs/rules.md, "When an attempt is spent").
+    no agent has acted on the directive yet (docs/rules.md §5).
     """
     if prior.status != "directive" or prior.run is None:
         return True

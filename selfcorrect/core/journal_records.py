@@ -125,7 +125,7 @@ class ValidatedEvent(Stamped):
 @dataclass(frozen=True, kw_only=True)
 class EpisodeEvent(Stamped):
     """A passing report ended the episode: the next failing report starts a new one with
-    `caps.global_cycles` cycles (docs/rules.md, "Episodes")."""
+    `caps.global_cycles` cycles (docs/rules.md §4)."""
 
     event = EPISODE
     status: str

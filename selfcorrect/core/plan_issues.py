@@ -55,7 +55,7 @@ def plan_issue(
         merge(items, WorkItem(task_id=decision.work_item, final_status=held.final_status))
         return
     # A fixer command, or a built-in fix. An observe task never gets one: its agent gets the
-    # directive, which asks for a report instead (docs/rules.md, "Intent and repair tools").
+    # directive, which asks for a report instead (docs/rules.md §12).
     runs_fixer = decision.fixer is not None and not _observes(run, decision)
     merge(
         items,

@@ -3,8 +3,8 @@
 Every planner (subjects, issues, incomplete work, resets) contributes a `WorkItem`; `merge`
 keeps one per work item, the most severe status winning. That one decision is rendered
 everywhere: the terminal table, `--format json`, `failed_items` (tasks only), the escalation
-and the first line of `recovery/<item>.md`, so they cannot disagree (docs/rules.md,
-"One state").
+and the first line of `recovery/<item>.md`, so they cannot disagree (docs/rules.md
+§9.1).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each file opens with the item's status (templates/status.md.j2) and a person's guidance;
 only a recovering or pending item's file goes on with its stuck prompt and directives
-(docs/rules.md, "One state"). At most `limits.max_prompts` files are written; the last
+(docs/rules.md §9.1). At most `limits.max_prompts` files are written; the last
 lists the work items past the limit (100,000 issues once wrote 100,000 prompt files).
 """
 

@@ -223,7 +223,7 @@ def _policy_version(policy: Policy) -> str:
 
 def _recheck(report: Report | None, root: Path) -> tuple[Issue, ...]:
     """A PASS is not taken on trust: its cited evidence is re-checked against the project
-    (docs/rules.md, "Inputs")."""
+    (docs/rules.md §2.2)."""
     if report is None or report.verdict is not Verdict.PASS:
         return ()
     from selfcorrect.checks.evidence import recheck
