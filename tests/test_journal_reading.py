@@ -46,7 +46,7 @@ def tamper(folder: Path) -> Path:
                 "evidence": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
             }
         ).encode(),
-        json.dumps({**GOOD, "attempt": "two"}).encode(),  # the wrong type
+        json.dumps({**GOOD, "cycle": "two"}).encode(),  # the wrong type (a boolean)
         b'{"event": "issue", "detail": "' + b"x" * (journal.MAX_RECORD + 10) + b'"}',
         b'"just a string"',
         json.dumps(GOOD).encode(),
@@ -62,7 +62,7 @@ def test_every_unusable_record_is_skipped_with_its_position(folder: Path) -> Non
     assert records == [GOOD, GOOD]
     assert [w.line for w in warnings] == [2, 3, 4, 5, 6]
     assert "nested deeper" in warnings[0].message and "nested deeper" in warnings[1].message
-    assert "`attempt` has the wrong type" in warnings[2].message
+    assert "`cycle` has the wrong type" in warnings[2].message
     assert f"over {journal.MAX_RECORD} bytes" in warnings[3].message
     assert all(w.path == str(path) for w in warnings)
 

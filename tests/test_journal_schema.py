@@ -17,6 +17,7 @@ import pytest
 from selfcorrect.core.journal_records import KINDS as CLASSES
 from selfcorrect.core.journal_records import parse_record
 from selfcorrect.io import journal
+from selfcorrect.io.journal import read_journal_file
 from tests.conftest import EXAMPLES, JOURNAL_SCHEMA, journal_problems
 from tests.test_policy import _properties  # every property described, as in the policy
 
@@ -86,9 +87,18 @@ def test_there_is_one_record_class_per_kind_and_each_reads_back_what_it_wrote() 
             assert parsed.to_json() == record
 
 
-def test_a_kind_from_a_newer_version_is_no_record_class_but_no_error_either() -> None:
+def test_a_kind_from_a_newer_version_is_no_record_class_but_no_error_either(
+    tmp_path: Path,
+) -> None:
     assert parse_record({"event": "rollback", "at": "t"}) is None
-    assert parse_record({"event": "issue", "at": "t"}) is None  # what it is about is missing
+    # A known kind missing what the schema requires is refused by the one reader, positioned.
+    path = tmp_path / "journal.jsonl"
+    path.write_text('{"event": "rollback", "at": "t"}\n{"event": "issue", "at": "t"}\n')
+    warnings: list = []
+    assert read_journal_file(path, warnings) == [{"event": "rollback", "at": "t"}]
+    assert [(w.line, w.message) for w in warnings] == [
+        (2, "journal record ignored: a `issue` record needs 'fingerprint'")
+    ]
 
 
 def test_every_negative_example_is_listed() -> None:

@@ -47,7 +47,7 @@ from selfcorrect.errors import (
 )
 from selfcorrect.io import folder_lock, safe_paths, watch_lock
 from selfcorrect.io.documents import display_path
-from selfcorrect.io.input_hashes import ABSENT, InputSet, Snapshot, changed
+from selfcorrect.io.input_hashes import ABSENT, Snapshot, WatchedInputs, changed
 from selfcorrect.io.workflow_inputs import LogCache
 
 POLL_S = 0.1  # how often the idle loop looks at `stop`
@@ -123,7 +123,7 @@ class Watcher:
         self.warn = warn
         self.verbosity = verbosity
         self.debug = debug
-        self.inputs = InputSet(folder, policy_path)
+        self.inputs = WatchedInputs(folder, policy_path)
         self._recorded: Snapshot = {}
         self._warned: set[str] = set()
         # Derived state of the failure log, kept between runs: an append costs what was

@@ -1,6 +1,6 @@
 """Which strategies recovered what, folded from the journal: `calibration.yaml` (SPEC §13).
 
-Pure: `calibrate` reads journal records (plain dicts, in order) and counts, per failure type or
+Pure: `calibrate` reads the journal's typed records, in order, and counts, per failure type or
 issue type and per strategy or ladder step, the attempts handed out and the verified recoveries
 that followed. `worked_before` turns those rows into the sentences prompts cite ("ladder step 3
 and the prompts cite the strategies that worked before").
@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from selfcorrect.core.journal_records import ISSUE, RESET, SUBJECT
+from selfcorrect.core.journal_records import (
+    IssueEvent,
+    ResetEvent,
+    Stamped,
+    SubjectEvent,
+    typed,
+)
 from selfcorrect.core.stats import reset_targets
 
 LADDER = "ladder:"  # strategy prefix of a ladder step
@@ -46,16 +52,15 @@ class _Ladder:
     last: Key | None = None  # (failure type, "ladder:N") of the last one
 
 
-def calibrate(records: Iterable[Mapping[str, Any]]) -> list[CalibrationRow]:
+def calibrate(records: Iterable[Stamped | Mapping[str, Any]]) -> list[CalibrationRow]:
     """One row per (type, strategy) handed out or credited, in first-seen order."""
     fold = _Fold()
-    for record in records:
-        kind = record.get("event")
-        if kind == ISSUE and _text(record.get("fingerprint")):
-            fold.issue(record, record["fingerprint"])
-        elif kind == SUBJECT and _text(record.get("subject")):
-            fold.subject(record, record["subject"])
-        elif kind == RESET:
+    for record in typed(records):
+        if isinstance(record, IssueEvent) and _text(record.fingerprint):
+            fold.issue(record, record.fingerprint)
+        elif isinstance(record, SubjectEvent) and _text(record.subject):
+            fold.subject(record, record.subject)
+        elif isinstance(record, ResetEvent):
             subjects, fingerprints = reset_targets(record)
             for name in subjects:
                 fold.ladders.pop(name, None)
@@ -74,11 +79,11 @@ class _Fold:
     def count(self, key: Key, index: int) -> None:
         self.counts.setdefault(key, [0, 0])[index] += 1
 
-    def issue(self, record: Mapping[str, Any], fingerprint: str) -> None:
-        if (named := _text(record.get("type"))) is not None:
+    def issue(self, record: IssueEvent, fingerprint: str) -> None:
+        if (named := _text(record.type)) is not None:
             self.types[fingerprint] = named
-        issue_type, strategy = self.types.get(fingerprint), _text(record.get("strategy"))
-        status = record.get("status")
+        issue_type, strategy = self.types.get(fingerprint), _text(record.strategy)
+        status = record.status
         if status in ("directive", "remediating") and issue_type and strategy:
             self.handed[fingerprint] = (issue_type, strategy)
             self.count((issue_type, strategy), 0)
@@ -89,10 +94,10 @@ class _Fold:
             if key is not None:
                 self.count(key, 1)
 
-    def subject(self, record: Mapping[str, Any], name: str) -> None:
+    def subject(self, record: SubjectEvent, name: str) -> None:
         ladder = self.ladders.setdefault(name, _Ladder())
-        step, failure_type = _step(record.get("ladder_step")), _text(record.get("failure_type"))
-        status = record.get("status")
+        step, failure_type = _step(record.ladder_step), _text(record.failure_type)
+        status = record.status
         if status == "recovering" and step and failure_type:
             ladder.last = (failure_type, f"{LADDER}{step}")
             if step not in ladder.steps:

@@ -25,7 +25,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from selfcorrect.core.journal_records import CIRCUIT, ISSUE, PROPOSAL, RESET, TRANSITION
+from selfcorrect.core.journal_records import (
+    CircuitEvent,
+    IssueEvent,
+    ProposalEvent,
+    ResetEvent,
+    Stamped,
+    TransitionEvent,
+    typed,
+)
 from selfcorrect.core.policy import Policy
 
 RuleKey = tuple[str, str]  # (rule, rule_version), e.g. ("issue_type:linting_errors", "ab12…")
@@ -158,29 +166,29 @@ _FAILED_STEPS = {("verifying", "compensating"), ("verifying", "escalated")}
 _HANDED_OUT = ("directive", "remediating")
 
 
-def fold_circuits(records: Iterable[Mapping[str, Any]]) -> Circuits:
+def fold_circuits(records: Iterable[Stamped | Mapping[str, Any]]) -> Circuits:
     """Per rule version: open or closed, and the evidence gathered since its last reset."""
     circuits = Circuits()
-    for record in records:
-        event = record.get("event")
-        if event == RESET:
-            for name in record.get("rules") or ():
+    for record in typed(records):
+        if isinstance(record, ResetEvent):
+            for name in record.rules or ():
                 for (rule, _version), state in circuits.rules.items():
                     if rule == name or rule.split(":", 1)[-1] == name:
                         _close(state)
             continue
-        rule_name, version = record.get("rule"), record.get("rule_version")
+        rule_name = getattr(record, "rule", None)
+        version = getattr(record, "rule_version", None)
         if not isinstance(rule_name, str) or not isinstance(version, str):
             continue
         state = circuits.rules.setdefault((rule_name, version), _Rule())
-        if event == CIRCUIT and record.get("status") == "open":
-            state.open, state.reason = True, str(record.get("reason"))
-        elif event == TRANSITION:
+        if isinstance(record, CircuitEvent) and record.status == "open":
+            state.open, state.reason = True, str(record.reason)
+        elif isinstance(record, TransitionEvent):
             _transition(state, record)
-        elif event == ISSUE:
+        elif isinstance(record, IssueEvent):
             _issue(state, record)
-        elif event == PROPOSAL and isinstance(record.get("evidence"), Mapping):
-            _confidence(state, record["evidence"])
+        elif isinstance(record, ProposalEvent) and isinstance(record.evidence, Mapping):
+            _confidence(state, record.evidence)
     return circuits
 
 
@@ -191,30 +199,31 @@ def _close(state: _Rule) -> None:
     state.epoch = epoch
 
 
-def _transition(state: _Rule, record: Mapping[str, Any]) -> None:
-    step = (record.get("from"), record.get("to"))
+def _transition(state: _Rule, record: TransitionEvent) -> None:
+    step = (record.source, record.target)
     if step in _FAILED_STEPS:
-        at = _time(record.get("at"))
+        at = _time(record.at)
         if at is not None:
             state.verification_failures.append(at)
         state.outcomes.append(True)
     elif step == ("compensating", "circuit_open"):
         state.compensation_failures += 1
     elif step == ("preflight", "remediating"):
-        key = (str(record.get("run")), str(record.get("fingerprint")))
+        key = (str(record.run), str(record.fingerprint))
         state.per_run_targets[key] += 1
 
 
-def _issue(state: _Rule, record: Mapping[str, Any]) -> None:
-    status = record.get("status")
+def _issue(state: _Rule, record: IssueEvent) -> None:
+    status = record.status
+    attempt = record.attempt if isinstance(record.attempt, int) else 0
     if status == "resolved":
         state.outcomes.append(False)
-    elif status in _HANDED_OUT and int(record.get("attempt") or 0) > 1:
+    elif status in _HANDED_OUT and attempt > 1:
         state.outcomes.append(True)  # a fresh report still carried the previous attempt's issue
-    elif status == "blocked" and record.get("reason") == "MAXIMUM_ATTEMPTS_REACHED":
+    elif status == "blocked" and record.reason == "MAXIMUM_ATTEMPTS_REACHED":
         state.outcomes.append(True)
-    if status in (*_HANDED_OUT, "blocked") and isinstance(record.get("evidence"), Mapping):
-        _confidence(state, record["evidence"])
+    if status in (*_HANDED_OUT, "blocked") and isinstance(record.evidence, Mapping):
+        _confidence(state, record.evidence)
 
 
 def _confidence(state: _Rule, evidence: Mapping[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """What the journal says happened before: ladder positions, attempts, what was handed out.
 
-Pure: `derive` folds journal records (plain dicts, in order) into state. Records are the only
-memory selfcorrect has between runs, so every count here survives restarts, and a record is
-only ever written for a new fact, so nothing is counted twice.
+Pure: `derive` folds the journal's typed records (core/journal_records.py), in order, into
+state. Records are the only memory selfcorrect has between runs, so every count here survives
+restarts, and a record is only ever written for a new fact, so nothing is counted twice.
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selfcorrect.core.journal_records import (
-    AGENT,
-    EPISODE,
-    FAILED_ITEMS,
-    ISSUE,
-    PROPOSAL,
-    RESET,
-    SUBJECT,
-    TASK,
-    TRANSITION,
-    VALIDATED,
+    OMIT,
+    AgentEvent,
+    EpisodeEvent,
+    FailedItemsEvent,
+    IssueEvent,
+    ProposalEvent,
+    ResetEvent,
+    Stamped,
+    SubjectEvent,
+    TaskEvent,
+    TransitionEvent,
+    ValidatedEvent,
+    typed,
 )
 from selfcorrect.core.work_items import Guidance
 
@@ -103,62 +106,69 @@ class State:
         return self.issues.get(fingerprint, IssueState())
 
 
-def derive(records: Iterable[Mapping[str, Any]]) -> State:
+def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
+    """Fold the journal's typed records, in order (dicts are parsed: core/journal_records)."""
     state = State()
     started: set[tuple[str, int]] = set()  # (fingerprint, attempt) whose preflight ran
-    for record in records:
-        kind = record.get("event")
-        if kind == TRANSITION and record.get("from") == "preflight":
-            started.add((str(record.get("fingerprint")), int(record.get("attempt") or 0)))
-        if kind == SUBJECT and isinstance(record.get("subject"), str):
-            current = state.subjects.setdefault(record["subject"], SubjectState())
-            current.status = record.get("status")
-            current.ladder_step = int(record.get("ladder_step") or 0)
-            current.log_position = int(record.get("log_position", -1))
-            current.attempt = int(record.get("attempt") or 0)
-            current.reason = record.get("reason")
-            current.at = record.get("at")
-            current.rule = record.get("rule", current.rule)
-            current.rule_version = record.get("rule_version", current.rule_version)
-        elif kind == VALIDATED:
+    for record in typed(records):
+        if isinstance(record, TransitionEvent) and record.source == "preflight":
+            started.add((str(record.fingerprint), _int(record.attempt)))
+        if isinstance(record, SubjectEvent) and isinstance(record.subject, str):
+            current = state.subjects.setdefault(record.subject, SubjectState())
+            current.status = record.status
+            current.ladder_step = _int(record.ladder_step)
+            current.log_position = -1 if record.log_position is None else _int(record.log_position)
+            current.attempt = _int(record.attempt)
+            current.reason = record.reason
+            current.at = record.at
+            current.rule = record.rule or current.rule
+            current.rule_version = record.rule_version or current.rule_version
+        elif isinstance(record, ValidatedEvent):
             state.validations += 1
-            if record.get("cycle"):
+            if record.cycle:
                 state.episode_cycles += 1
-            if isinstance(record.get("report_stamp"), str):
-                run = str(record.get("run"))
-                state.own_reports.setdefault(run, set()).add(record["report_stamp"])
-        elif kind == AGENT:
-            state.agent_turns.add(str(record.get("run")))
-        elif kind == EPISODE:
+            if isinstance(record.report_stamp, str):
+                state.own_reports.setdefault(str(record.run), set()).add(record.report_stamp)
+        elif isinstance(record, AgentEvent):
+            state.agent_turns.add(str(record.run))
+        elif isinstance(record, EpisodeEvent):
             state.episode_cycles = 0
-        elif kind == TASK and isinstance(record.get("task_id"), str):
-            state.tasks[record["task_id"]] = str(record.get("status"))
-        elif kind == ISSUE and isinstance(record.get("fingerprint"), str):
-            issue = state.issues.setdefault(record["fingerprint"], IssueState())
-            issue.status = record.get("status")
-            attempt = int(record.get("attempt") or 0)
-            # A fix refused before it ran (`not_run`) gives its counted attempt back.
-            issue.attempts = attempt if record.get("not_run") else max(issue.attempts, attempt)
-            issue.reason = record.get("reason")
-            issue.at = record.get("at")
-            issue.work_item = record.get("work_item", issue.work_item)
-            issue.type = record.get("type", issue.type)
-            issue.acknowledged = None
-            issue.rule = record.get("rule") or issue.rule
-            issue.rule_version = record.get("rule_version") or issue.rule_version
-            if record.get("status") in ("directive", "remediating", "fixed"):
-                issue.run = str(record.get("run"))
-                issue.report_digest = record.get("report_digest")
-                issue.validations = int(record.get("validations") or 0)
-                issue.strategy = record.get("strategy", issue.strategy)
-        elif kind == RESET:
+        elif isinstance(record, TaskEvent) and isinstance(record.task_id, str):
+            state.tasks[record.task_id] = str(record.status)
+        elif isinstance(record, IssueEvent) and isinstance(record.fingerprint, str):
+            _apply_issue(state.issues.setdefault(record.fingerprint, IssueState()), record)
+        elif isinstance(record, ResetEvent):
             _apply_reset(state, record)
-        elif kind == PROPOSAL and isinstance(record.get("key"), str):
-            state.proposals.add(record["key"])
-        elif kind == FAILED_ITEMS and isinstance(record.get("statuses"), Mapping):
-            state.written.update({str(k): str(v) for k, v in record["statuses"].items()})
+        elif isinstance(record, ProposalEvent) and isinstance(record.key, str):
+            state.proposals.add(record.key)
+        elif isinstance(record, FailedItemsEvent) and isinstance(record.statuses, Mapping):
+            state.written.update({str(k): str(v) for k, v in record.statuses.items()})
     _refund_unstarted(state, started)
     return state
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
+    issue.status = record.status
+    attempt = _int(record.attempt)
+    # A fix refused before it ran (`not_run`) gives its counted attempt back.
+    issue.attempts = attempt if record.not_run else max(issue.attempts, attempt)
+    issue.reason = record.reason
+    issue.at = record.at
+    issue.work_item = record.work_item or issue.work_item
+    issue.type = record.type or issue.type
+    issue.acknowledged = None
+    issue.rule = record.rule or issue.rule
+    issue.rule_version = record.rule_version or issue.rule_version
+    if record.status in ("directive", "remediating", "fixed"):
+        issue.run = str(record.run)
+        issue.report_digest = record.report_digest
+        issue.validations = _int(record.validations)
+        if record.strategy is not OMIT:  # absent keeps the strategy handed out
+            issue.strategy = record.strategy if isinstance(record.strategy, str) else None
 
 
 def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
@@ -172,61 +182,52 @@ def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
             issue.reason = "NOT_STARTED"
 
 
-def _note_guidance(state: State, record: Mapping[str, Any]) -> None:
+def _note_guidance(state: State, record: ResetEvent) -> None:
     """Who handed what back, when and why: the next prompts of those items start with it."""
-    evidence = record.get("evidence")
+    evidence = record.evidence
     if not isinstance(evidence, str) or not evidence.strip():
         return
     words = Guidance(
-        actor=str(record.get("actor") or "a person"),
-        at=str(record.get("at") or ""),
-        evidence=evidence,
+        actor=str(record.actor or "a person"), at=str(record.at or ""), evidence=evidence
     )
-    names = [record.get("name"), *(record.get("tasks") or ())]
-    names += [s.get("subject") for s in record.get("subjects") or () if isinstance(s, Mapping)]
-    names += [state.issue(str(fp)).work_item for fp in record.get("fingerprints") or ()]
+    names: list[object] = [record.name, *(record.tasks or ())]
+    names += [s.subject for s in record.subjects or ()]
+    names += [state.issue(str(fp)).work_item for fp in record.fingerprints or ()]
     for name in names:
         if isinstance(name, str) and name:
             state.guidance[name] = words
 
 
-def _apply_reset(state: State, record: Mapping[str, Any]) -> None:
-    """A person's reset: the named subjects, issues and tasks start again (SPEC §10)."""
-    retry = bool(record.get("retry"))
+def _apply_reset(state: State, record: ResetEvent) -> None:
+    """A person's reset: the named subjects, issues and tasks start again (rules §10)."""
+    retry = bool(record.retry)
     _note_guidance(state, record)
     state.episode_cycles = 0  # a person's reset ends the episode
-    for entry in record.get("subjects") or ():
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("subject"), str):
-            continue
-        subject_before = state.subject(entry["subject"])
-        position = int(entry.get("log_position", -1))
-        raw = entry.get("attempts")
-        attempts: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        state.subjects[entry["subject"]] = SubjectState(
+    for entry in record.subjects or ():
+        subject_before = state.subject(entry.subject)
+        position = _int(entry.log_position) if entry.log_position is not None else -1
+        attempts = entry.attempts if isinstance(entry.attempts, Mapping) else {}
+        state.subjects[entry.subject] = SubjectState(
             # With a fresh budget the work is back with the agents; a later success recovers it.
             status="recovering" if retry else None,
             log_position=position,
             baseline=Baseline(
                 position,
-                {str(k): int(v) for k, v in attempts.items()},
-                int(entry.get("successes") or 0),
+                {str(k): _int(v) for k, v in attempts.items()},
+                _int(entry.successes),
                 retry,
             ),
             epoch=subject_before.epoch + 1,
-            at=record.get("at"),
+            at=record.at,
             reason="RESET",
             rule=subject_before.rule,
             rule_version=subject_before.rule_version,
         )
-    for fingerprint in record.get("fingerprints") or ():
+    for fingerprint in record.fingerprints or ():
         if not isinstance(fingerprint, str):
             continue
         before = state.issue(fingerprint)
-        acknowledged = (
-            None
-            if retry
-            else (str(record.get("report_digest")), int(record.get("validations") or 0))
-        )
+        acknowledged = None if retry else (str(record.report_digest), _int(record.validations))
         state.issues[fingerprint] = IssueState(
             attempts=0 if retry else before.attempts,
             work_item=before.work_item,
@@ -237,13 +238,13 @@ def _apply_reset(state: State, record: Mapping[str, Any]) -> None:
             epoch=before.epoch + 1,
             acknowledged=acknowledged,
             reason="RESET",
-            at=record.get("at"),
+            at=record.at,
         )
-    for task_id in record.get("tasks") or ():
+    for task_id in record.tasks or ():
         state.tasks.pop(str(task_id), None)
         state.task_epochs[str(task_id)] = state.task_epochs.get(str(task_id), 0) + 1
-    if isinstance(record.get("written"), Mapping):
-        state.written.update({str(k): str(v) for k, v in record["written"].items()})
-    if record.get("escalation"):
-        state.resolved_escalations.add(str(record["escalation"]))
-    state.resolved_escalations.update(str(e) for e in record.get("escalations") or ())
+    if isinstance(record.written, Mapping):
+        state.written.update({str(k): str(v) for k, v in record.written.items()})
+    if record.escalation:
+        state.resolved_escalations.add(str(record.escalation))
+    state.resolved_escalations.update(str(e) for e in record.escalations or ())

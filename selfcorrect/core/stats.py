@@ -1,6 +1,6 @@
 """Per-rule-version figures folded from the journal: what `selfcorrect stats` prints (SPEC §13).
 
-Pure: `rule_stats` reads journal records (plain dicts, in order) and counts, per (rule,
+Pure: `rule_stats` reads the journal's typed records, in order, and counts, per (rule,
 rule_version), the facts the journal already holds. Nothing is stored elsewhere, so the figures
 survive restarts and a rerun that journals nothing changes nothing. Unknown events and fields
 are ignored: the journal format grows.
@@ -40,7 +40,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from selfcorrect.core.journal_records import CIRCUIT, ISSUE, PROPOSAL, RESET, SUBJECT, TRANSITION
+from selfcorrect.core.journal_records import (
+    CircuitEvent,
+    IssueEvent,
+    ProposalEvent,
+    ResetEvent,
+    Stamped,
+    SubjectEvent,
+    TransitionEvent,
+    typed,
+)
 
 Pair = tuple[str, str]  # (rule, rule_version)
 
@@ -96,28 +105,26 @@ class _Fold:
         self.items: dict[tuple[str, str], _Item] = {}
         self.versions: dict[str, str] = {}  # rule -> last version seen
 
-    def feed(self, record: Mapping[str, Any]) -> None:
-        kind = record.get("event")
-        if kind == ISSUE and _text(record, "fingerprint"):
-            self._issue(record, self._item("issue", record["fingerprint"]))
-        elif kind == SUBJECT and _text(record, "subject"):
-            self._subject(record, self._item("subject", record["subject"]))
-        elif kind == TRANSITION and _text(record, "fingerprint"):
-            item = self._item("issue", record["fingerprint"])
-            counter = _TRANSITIONS.get((str(record.get("from")), str(record.get("to"))))
+    def feed(self, record: Stamped) -> None:
+        if isinstance(record, IssueEvent) and _text(record.fingerprint):
+            self._issue(record, self._item("issue", record.fingerprint))
+        elif isinstance(record, SubjectEvent) and _text(record.subject):
+            self._subject(record, self._item("subject", record.subject))
+        elif isinstance(record, TransitionEvent) and _text(record.fingerprint):
+            item = self._item("issue", record.fingerprint)
+            counter = _TRANSITIONS.get((str(record.source), str(record.target)))
             self._count(self._attribute(record, item, item.handed_out or item.last), counter)
-        elif kind == PROPOSAL:
-            key = _key(record)
-            if key is not None:
-                item = self._item(*key)
-                self._detect(item, self._attribute(record, item, item.last))
-        elif kind == CIRCUIT and record.get("status") == "open":
+        elif isinstance(record, ProposalEvent) and _text(record.name):
+            # What a shadow rule would have acted on: a fingerprint, a subject or a task.
+            item = self._item("proposal", record.name)
+            self._detect(item, self._attribute(record, item, item.last))
+        elif isinstance(record, CircuitEvent) and record.status == "open":
             self._count(self._attribute(record, None, None), "circuit_opens")
-        elif kind == RESET:
+        elif isinstance(record, ResetEvent):
             self._reset(record)
 
-    def _issue(self, record: Mapping[str, Any], item: _Item) -> None:
-        status = record.get("status")
+    def _issue(self, record: IssueEvent, item: _Item) -> None:
+        status = record.status
         pair = self._attribute(record, item, item.handed_out or item.last)
         if status == "resolved":
             self._count(pair, "verified_recoveries")
@@ -129,10 +136,10 @@ class _Fold:
         if status in _HAND_OUTS:
             item.handed_out = pair
 
-    def _subject(self, record: Mapping[str, Any], item: _Item) -> None:
-        status = record.get("status")
+    def _subject(self, record: SubjectEvent, item: _Item) -> None:
+        status = record.status
         pair = self._attribute(record, item, item.last)
-        step = _int(record.get("ladder_step"))
+        step = _int(record.ladder_step)
         if status == "recovered":
             self._count(pair, "verified_recoveries")
             _close(item, recovered=True)
@@ -145,13 +152,13 @@ class _Fold:
         if step:
             item.ladder_step = step
 
-    def _reset(self, record: Mapping[str, Any]) -> None:
+    def _reset(self, record: ResetEvent) -> None:
         subjects, fingerprints = reset_targets(record)
         for key in [*(("subject", s) for s in subjects), *(("issue", f) for f in fingerprints)]:
             if key in self.items:
                 _close(self.items[key], recovered=False)
-        if record.get("false_positive") is True:
-            for pair in _list(record.get("detections")):
+        if record.false_positive is True:
+            for pair in _list(record.detections):
                 if isinstance(pair, list | tuple) and len(pair) == 2:
                     rule, version = pair
                     if isinstance(rule, str) and rule and isinstance(version, str):
@@ -167,10 +174,8 @@ class _Fold:
         if new and item.recovered_before:
             self._count(pair, "recurrences")
 
-    def _attribute(
-        self, record: Mapping[str, Any], item: _Item | None, fallback: Pair | None
-    ) -> Pair | None:
-        rule, version = record.get("rule"), record.get("rule_version")
+    def _attribute(self, record: Stamped, item: _Item | None, fallback: Pair | None) -> Pair | None:
+        rule, version = getattr(record, "rule", None), getattr(record, "rule_version", None)
         if not isinstance(rule, str) or not rule:
             pair = fallback
         elif isinstance(version, str):
@@ -194,12 +199,11 @@ class _Fold:
         return self.items.setdefault((kind, name), _Item())
 
 
-def rule_stats(records: Iterable[Mapping[str, Any]]) -> list[RuleStats]:
+def rule_stats(records: Iterable[Stamped | Mapping[str, Any]]) -> list[RuleStats]:
     """One RuleStats per (rule, rule_version) seen, in first-seen order."""
     fold = _Fold()
-    for record in records:
-        if isinstance(record, Mapping):
-            fold.feed(record)
+    for record in typed(records):
+        fold.feed(record)
     return [
         RuleStats(rule, version, **{c: counts[c] for c in COUNTERS}, precision=_precision(counts))
         for (rule, version), counts in fold.counts.items()
@@ -213,14 +217,12 @@ def _precision(counts: Counter[str]) -> float | None:
     return max(detections - marks, 0) / max(detections, marks)
 
 
-def reset_targets(record: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def reset_targets(record: ResetEvent) -> tuple[list[str], list[str]]:
     """The subjects and fingerprints a `reset` record gives a fresh start."""
-    subjects = [
-        s.get("subject") if isinstance(s, Mapping) else s for s in _list(record.get("subjects"))
-    ]
-    if record.get("kind") == "subject":
-        subjects.append(record.get("name"))
-    fingerprints = _list(record.get("fingerprints"))
+    subjects: list[object] = [s.subject for s in record.subjects or ()]
+    if record.kind == "subject":
+        subjects.append(record.name)
+    fingerprints = _list(record.fingerprints)
     return (
         [s for s in subjects if isinstance(s, str)],
         [f for f in fingerprints if isinstance(f, str)],
@@ -234,16 +236,7 @@ def _close(item: _Item, *, recovered: bool) -> None:
     item.recovered_before = item.recovered_before or recovered
 
 
-def _key(record: Mapping[str, Any]) -> tuple[str, str] | None:
-    if _text(record, "fingerprint"):
-        return ("issue", record["fingerprint"])
-    if _text(record, "subject"):
-        return ("subject", record["subject"])
-    return None
-
-
-def _text(record: Mapping[str, Any], key: str) -> bool:
-    value = record.get(key)
+def _text(value: object) -> bool:
     return isinstance(value, str) and bool(value)
 
 

@@ -33,7 +33,7 @@ def _ignored_name(name: str) -> bool:
     return name.startswith(".") or name.endswith("~")
 
 
-class InputSet:
+class WatchedInputs:
     """The input files of one workflow folder, and the content hashes of what is there now."""
 
     def __init__(self, folder: Path, policy_path: Path | None) -> None:
@@ -165,4 +165,4 @@ def changed(recorded: Snapshot, current: Snapshot) -> list[str]:
     )
 
 
-__all__ = ["ABSENT", "InputSet", "Snapshot", "changed"]
+__all__ = ["ABSENT", "Snapshot", "WatchedInputs", "changed"]

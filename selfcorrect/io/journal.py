@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from selfcorrect import layout
+from selfcorrect.core.journal_records import KINDS
 from selfcorrect.errors import Diagnostic, InputError
+from selfcorrect.io import schemas
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
 
@@ -107,10 +109,31 @@ def _parse(line: bytes) -> tuple[dict[str, Any] | None, str]:
         return None, "journal record ignored: not a JSON object"
     if _too_deep(record):
         return None, f"journal record ignored: nested deeper than {MAX_DEPTH} levels"
-    wrong = _wrong_field(record)
-    if wrong:  # a hand edit gone wrong: every fold below trusts these types
-        return None, f"journal record ignored: `{wrong}` has the wrong type"
+    wrong = _against_schema(record)
+    if wrong:  # a hand edit gone wrong: every fold trusts the schema's types
+        return None, f"journal record ignored: {wrong}"
     return record, ""
+
+
+def _against_schema(record: Mapping[str, Any]) -> str | None:
+    """What is wrong with a record of a kind this version knows, by schemas/journal.schema.json
+    (the same schema the record classes are held to); None when nothing is. A kind a newer
+    version wrote is left to the folds, which pass it over."""
+    if record.get("event") not in KINDS:
+        return None
+    check = schemas.fast_check("journal")
+    if check is not None and check(record):
+        return None
+    errors = sorted(schemas.validator("journal").iter_errors(record), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    error = errors[0]
+    where = schemas.dotted(error.path)
+    if error.validator == "type" or error.validator == "const":
+        return f"`{where}` has the wrong type"
+    if error.validator == "required":
+        return f"a `{record.get('event')}` record needs {error.message.split(' ')[0]}"
+    return f"`{where}`: {error.message[:120]}"
 
 
 def _too_deep(record: Any) -> bool:
@@ -129,42 +152,6 @@ def _too_deep(record: Any) -> bool:
 
 def _skip(warnings: list[Diagnostic], path: Path, number: int, message: str) -> None:
     warnings.append(Diagnostic(str(path), number, 1, message, "warning"))
-
-
-# The fields the folds read, and the types they expect (None is always allowed).
-_INTS = ("attempt", "ladder_step", "log_position", "validations")
-_STRS = (
-    *("event", "subject", "fingerprint", "status", "reason", "rule", "rule_version", "at"),
-    *("work_item", "type", "strategy", "key", "task_id", "escalation"),
-)
-_LISTS = ("subjects", "fingerprints", "tasks", "rules", "detections", "escalations")
-
-
-def _wrong_field(record: Mapping[str, Any]) -> str | None:
-    for key in _INTS:
-        value = record.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            return key
-    for key in _STRS:
-        if record.get(key) is not None and not isinstance(record[key], str):
-            return key
-    for key in _LISTS:
-        if record.get(key) is not None and not isinstance(record[key], list):
-            return key
-    for key in ("statuses", "written"):  # work item -> final_status written
-        value = record.get(key)
-        if value is not None and (
-            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
-        ):
-            return key
-    for entry in record.get("subjects") or ():
-        if not isinstance(entry, dict) or not isinstance(entry.get("attempts", {}), dict):
-            return "subjects"
-        numbers = [entry.get("log_position", 0), entry.get("successes", 0)]
-        numbers += list(entry.get("attempts", {}).values())
-        if any(not isinstance(n, int) or isinstance(n, bool) for n in numbers if n is not None):
-            return "subjects"
-    return None
 
 
 def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:

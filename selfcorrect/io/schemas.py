@@ -44,7 +44,7 @@ def schema_id(stem: str) -> str:
 
 
 @cache
-def _validator(stem: str, fragment: str = "") -> Any:
+def validator(stem: str, fragment: str = "") -> Any:
     # jsonschema is heavy to import (~40 ms); only commands that validate pay for it.
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource
@@ -152,7 +152,7 @@ def validate(
     if check is not None and check(data):
         return []  # valid: no need to import jsonschema for messages
     problems: list[Diagnostic] = []
-    for error in _specific(_validator(stem, fragment).iter_errors(data)):
+    for error in _specific(validator(stem, fragment).iter_errors(data)):
         path = [*node_path, *error.absolute_path]
         if error.validator == "additionalProperties":
             for key in _unknown_keys(error):
