@@ -134,7 +134,9 @@ def test_a_subject_on_the_ladder_shows_its_step_and_prompt_round_by_round(
     assert block[5] == (
         f"  💡 Recovery: Step 1 — Re-read everything (prompt: {folder}/recovery/WI-5.md)"
     )
-    assert (folder / "recovery" / "WI-5.md").read_text().startswith("STUCK RECOVERY for WI-5:")
+    status, _, prompt = (folder / "recovery" / "WI-5.md").read_text().partition("\n\n")
+    assert status.startswith("STATUS: recovering")  # the item's one status, then the prompt
+    assert prompt.startswith("STUCK RECOVERY for WI-5:")
 
     # the same log again: the prompt is still out
     again = run_line(["run", folder])

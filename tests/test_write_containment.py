@@ -231,9 +231,14 @@ def test_a_log_with_two_documents_is_a_positioned_input_error(tmp_path: Path, ru
 
 
 def test_a_log_that_would_outgrow_max_bytes_is_not_written(tmp_path: Path, run_line) -> None:
-    # Each issue of a task-less report becomes a failed_items entry three times its size.
+    # Each issue of a task becomes a failed_items entry three times its size.
     issues = [
-        {"severity": "MAJOR", "description": f"missing null check {n}", "target": f"src/h{n}.ts"}
+        {
+            "severity": "MAJOR",
+            "description": f"missing null check {n}",
+            "target": f"src/h{n}.ts",
+            "task_id": f"T-{n}",
+        }
         for n in range(50)
     ]
     report = yaml.safe_dump({"status": "FIXABLE", "issues": issues}, sort_keys=False)

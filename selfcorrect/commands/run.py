@@ -29,6 +29,7 @@ from selfcorrect.core.journal_records import (
     IssueEvent,
     ValidatedEvent,
 )
+from selfcorrect.core.model import Verdict
 from selfcorrect.core.outputs import Plan, Result
 from selfcorrect.core.outputs import stamp as journal_stamp
 from selfcorrect.core.plan import build_plan
@@ -212,7 +213,7 @@ def _locked_run(
             _validate(folder, policy, root, trace, clock)  # match the restored tree
             inputs = load()
     # `plan` is the last plan written: what stands after the final cycle.
-    if plan.result is Result.PASS and not uncertain and decisions.state.episode_cycles:
+    if _report_passes(decisions) and not uncertain and decisions.state.episode_cycles:
         closed = EpisodeEvent(
             status="closed", reason="a passing report", **journal_stamp(decisions)
         )
@@ -222,6 +223,12 @@ def _locked_run(
         if plan.result is Result.PASS:
             plan.result = Result.PENDING  # an unchecked effect is never a PASS
     return RunOutcome(decisions, plan, rendered, sorted(set(written)), False, cycles, uncertain)
+
+
+def _report_passes(decisions: Decisions) -> bool:
+    """A passing report ends the episode, whatever the failure log holds (docs/rules.md §4)."""
+    report = decisions.report
+    return report is not None and report.verdict is Verdict.PASS and not decisions.issues
 
 
 def _late_trips(decisions: Decisions, plan: Plan) -> list[Trip]:
