@@ -185,6 +185,9 @@ def test_rules_read_their_fixed_keys_typed() -> None:
     assert circular.blocked and not linting.blocked
     assert unclassified.severity is None and linting.severity == "MAJOR"
     assert (linting.retries, linting.scope) == (3, ("src/*",))
+    assert (linting.strategy, linting.estimated_minutes) == ("autofix", 5.0)
+    assert linting.patterns[0].confidence == 0.85 and "lint" in linting.patterns[0].regex
+    assert (unclassified.patterns, syntax.patterns, syntax.strategy) == ((), (), None)
 
 
 def test_a_fixer_uses_its_own_bounds_or_none() -> None:

@@ -88,6 +88,24 @@ class Rule:
         return None if value is None else int(value)
 
     @property
+    def strategy(self) -> str | None:
+        """An issue type's strategy (docs/policy.md), e.g. autofix or targeted_fix."""
+        value = self.definition.get("strategy")
+        return None if value is None else str(value)
+
+    @property
+    def estimated_minutes(self) -> float | None:
+        """How long an issue of this type takes to fix, when the policy says."""
+        value = self.definition.get("estimated_minutes")
+        return None if value is None else float(value)
+
+    @property
+    def patterns(self) -> tuple[views.IssuePattern, ...]:
+        """An issue type's description patterns, in policy order."""
+        entries = self.definition.get("patterns") or ()
+        return tuple(views.IssuePattern.of(entry) for entry in entries)
+
+    @property
     def severity(self) -> str | None:
         """The severity the rule gives, as written; None to keep the validator's."""
         value = self.definition.get("severity")

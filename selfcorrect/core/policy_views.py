@@ -323,6 +323,18 @@ def tools_of(data: Mapping[str, Any]) -> tuple[Tool, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class IssuePattern:
+    """One `patterns:` entry of an issue type: a regex over issue descriptions."""
+
+    regex: str
+    confidence: float
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> IssuePattern:
+        return cls(str(entry["regex"]), float(entry["confidence"]))
+
+
+@dataclass(frozen=True, slots=True)
 class FailurePattern:
     """One `patterns:` entry: a regex over error text that names a failure type."""
 
