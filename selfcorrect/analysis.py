@@ -132,7 +132,7 @@ def analyze(
     """
     warnings: list[Diagnostic] = []
     policy = load_policy(policy_path or folder / layout.POLICY)
-    max_bytes = int(policy.get("limits.max_bytes"))
+    max_bytes = policy.limits.max_bytes
     report, digest = _load_report(folder, max_bytes)
     coordination = None
     if (folder / layout.COORDINATION_LOG).exists():
@@ -297,8 +297,8 @@ def _hand_edits(
 
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
-    exempt = policy.get("stuck.exempt")
-    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
+    stuck = policy.stuck
+    ledger = Ledger(frozenset(stuck.exempt_tools), frozenset(stuck.exempt_subjects))
     return Taxonomy(policy), ledger, StuckDetector(policy)
 
 

@@ -107,7 +107,7 @@ def _locked_run(
         if not first.fresh:
             uncertain.append(first.detail)
     analysis = analyze(folder, policy_path, is_installed, cache)
-    cap = max_cycles if max_cycles is not None else int(analysis.policy.get("caps.global_cycles"))
+    cap = max_cycles if max_cycles is not None else analysis.policy.caps.global_cycles
     if not shadow and _unsettled(analysis):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
         # validator): reconcile by re-validating before anything is retried (§9.5).
@@ -125,7 +125,7 @@ def _locked_run(
             inputs = _inputs(folder, analysis, clock, trace, cycles)
             plan = build_plan(inputs)
         handed = _handed_out(plan)
-        agent = analysis.policy.get("agent.command", None)
+        agent = analysis.policy.agent.command
         if (plan.fixes or (agent and handed)) and cycles >= cap:
             analysis.issues = [capped(d, cycles, bool(agent)) for d in analysis.issues]
             plan = build_plan(_inputs(folder, analysis, clock, trace, cycles))
@@ -257,7 +257,7 @@ def _run_agent(
     files: list[str],
     record: Callable[[dict[str, Any]], None],
 ) -> None:
-    timeout = float(policy.get("remediation.step_timeout_s"))
+    timeout = policy.remediation.step_timeout_s
     for name in files:
         prompt = folder / layout.RECOVERY / name
         argv = [str(part) for part in command] + [str(prompt)]
@@ -393,12 +393,12 @@ def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     most `limits.max_prompts` files, the last of them listing the work items past the limit
     (100,000 issues once wrote 100,000 prompt files)."""
     overrides = folder / layout.TEMPLATES
-    limit = int(policy.get("limits.max_prompts"))
+    limit = policy.limits.max_prompts
     items: dict[str, list[Prompt]] = {}
     for prompt in plan.prompts:
         items.setdefault(prompt.work_item, []).append(prompt)
     kept = list(items) if len(items) <= limit else list(items)[: limit - 1]
-    max_text = int(policy.get("limits.max_text"))
+    max_text = policy.limits.max_text
     rendered: dict[str, str] = {}
     for work_item in kept:
         # Contexts built from one input say where their text is; this catches every other.
@@ -423,7 +423,7 @@ def _render(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
 
 def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str]) -> list[str]:
     written: list[str] = []
-    max_bytes = int(analysis.policy.get("limits.max_bytes"))
+    max_bytes = analysis.policy.limits.max_bytes
     # The files a write may refuse (over limits.max_bytes, read-only) first: a refusal then
     # leaves no prompt behind that points at failed_items the log never received.
     log = folder / layout.COORDINATION_LOG
@@ -447,7 +447,7 @@ def _write(folder: Path, analysis: Analysis, plan: Plan, rendered: dict[str, str
         safe_paths.ensure_dir(recovery)
         if atomic.replace_file(recovery / name, text.encode("utf-8")):
             written.append(documents.display_path(recovery / name))
-    written += write_work(folder, plan, int(analysis.policy.get("limits.max_text")))
+    written += write_work(folder, plan, analysis.policy.limits.max_text)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # §13: what worked. The journal as analysed plus this plan's records: no second read

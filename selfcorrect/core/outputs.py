@@ -174,7 +174,7 @@ def escalation(
     if step:
         entry["ladder_step"] = step
     # Agent text (approaches, files, errors) is capped: the whole is in the workflow's inputs.
-    limit = int(run.policy.get("limits.max_text"))
+    limit = run.policy.limits.max_text
     source = layout.REPORT if kind == "issue" else layout.FAILURE_LOG
     where = f"{run.workflow_dir}/{source}"
     for key in ("error_chain", "tried", "files"):

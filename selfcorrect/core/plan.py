@@ -383,7 +383,7 @@ def _note_resets(items: dict[str, dict[str, Any]], run: RunInputs) -> None:
 
 def _shadow(run: RunInputs) -> bool:
     """`mode: shadow` (§13): every rule proposes and journals, and nothing else is written."""
-    return bool(run.policy.get("mode", "active") == SHADOW)
+    return run.policy.mode == SHADOW
 
 
 def _circuit_escalation(run: RunInputs, rule: str, version: str, detail: str) -> dict[str, Any]:
