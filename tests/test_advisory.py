@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.conftest import REPO
+from tests.helpers import example
 
 HEADER = "--- [Stuck Detection] Loop detected ---"
 
@@ -23,12 +22,6 @@ def blocks(stdout: str) -> list[list[str]]:
             end = lines.index("---", at)
             found.append(lines[at : end + 1])
     return found
-
-
-def example(tmp_path: Path) -> Path:
-    folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
-    return folder
 
 
 def test_run_on_the_example_shows_each_detection_in_the_hooks_shape(

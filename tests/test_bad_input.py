@@ -121,3 +121,15 @@ def test_missing_folder_is_a_usage_error(tmp_path: Path, run_line) -> None:
     assert result.exit_code == 2
     assert "not a folder" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_huge_number_in_a_report_is_not_a_crash(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "validation_report.yaml").write_text(
+        "status: FIXABLE\nissues:\n  - severity: MAJOR\n    description: x\n"
+        f"    estimated_minutes: {'9' * 400}\n"
+    )
+    result = run_line(["run", folder])
+    assert result.exit_code in (0, 1, 3), result.stderr
+    assert "internal error" not in result.stderr

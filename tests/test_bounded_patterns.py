@@ -29,10 +29,11 @@ from selfcorrect.core import taxonomy as taxonomy_module
 from selfcorrect.core.classify import IssueClassifier
 from selfcorrect.core.intent import infer_intent
 from selfcorrect.core.model import Intent, Issue, Severity, Task
-from selfcorrect.core.policy import Policy, build_policy
+from selfcorrect.core.policy import Policy
 from selfcorrect.core.taxonomy import Taxonomy, error_class, normalise_error
 from selfcorrect.core.text_window import HEAD, TAIL, window
 from selfcorrect.io.policy_file import default_policy_data
+from tests.helpers import policy_with
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1 << 20
@@ -262,12 +263,8 @@ def test_the_window_is_the_first_and_last_4_kib() -> None:
     assert window("short") == "short"
 
 
-def policy(**user: Any) -> Policy:
-    return build_policy(default_policy_data(), user)
-
-
 def typed(marker: str) -> Policy:
-    return policy(patterns=[{"regex": marker, "type": "timeout", "confidence": 0.9}])
+    return policy_with(patterns=[{"regex": marker, "type": "timeout", "confidence": 0.9}])
 
 
 @pytest.mark.parametrize(
@@ -283,7 +280,7 @@ def test_failure_patterns_see_only_the_window(marker: str, seen: bool) -> None:
 )
 def test_issue_patterns_see_only_the_window(marker: str, seen: bool) -> None:
     rules = {"linting_errors": {"patterns": [{"regex": marker, "confidence": 0.9}]}}
-    classifier = IssueClassifier(policy(issue_types=rules), lambda _: True)
+    classifier = IssueClassifier(policy_with(issue_types=rules), lambda _: True)
     got, _ = classifier.type_of(Issue(Severity.MAJOR, marked()))
     assert (got == "linting_errors") is seen
 
@@ -292,7 +289,7 @@ def test_issue_patterns_see_only_the_window(marker: str, seen: bool) -> None:
     "marker,seen", [("HEADMARK", True), ("TAILMARK", True), ("MIDDLEMARK", False)]
 )
 def test_intent_patterns_see_only_the_window(marker: str, seen: bool) -> None:
-    rules = policy(intent={"observe": [], "create": [marker]})
+    rules = policy_with(intent={"observe": [], "create": [marker]})
     got = infer_intent(Task("WI-1", name=marked()), rules)
     assert (got is Intent.CREATE) is seen
 
@@ -318,7 +315,7 @@ WORST = [
 @pytest.mark.parametrize("text", WORST, ids=range(len(WORST)))
 def test_a_megabyte_of_each_worst_case_is_classified(text: str) -> None:
     """Completes; how long it takes is bounded by the window, and never asserted."""
-    defaults = policy()
+    defaults = policy_with()
     Taxonomy(defaults).classify_text(text)
     error_class(text)
     normalise_error(text)

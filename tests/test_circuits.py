@@ -16,7 +16,8 @@ import pytest
 from selfcorrect.commands.run import correction_run
 from selfcorrect.core.circuits import CircuitReason, fold_circuits
 from selfcorrect.io.policy_file import load_policy
-from tests.test_remediation import git, journal, project
+from tests.conftest import tree_digest
+from tests.helpers import fixable_report, git, journal, project, records
 
 RULE, VERSION = "issue_type:linting_errors", "v1"
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -342,3 +343,28 @@ def test_confidence_drift_opens_the_circuit_through_real_runs(tmp_path: Path, ru
     decided = {i["id"]: i["reason"] for i in second["issues"]}
     assert decided["D1"] == "CIRCUIT_OPEN"
     assert any(e["kind"] == "circuit" for e in second["escalations"])
+
+
+def test_confidence_drift_opens_in_the_run_that_records_it(tmp_path: Path, run_line) -> None:
+    """The circuit used to open one run late, so a second run over unchanged inputs wrote."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "selfcorrect.yaml").write_text(
+        "issue_types:\n  missing_documentation:\n    patterns:\n"
+        "      - {regex: 'could use (more )?words', confidence: 0.5}\n"
+    )
+    parts = ("the intro", "the API section", "the glossary", "the FAQ", "the changelog")
+    fixable_report(
+        folder,
+        *(
+            {"id": f"P{n}", "severity": "MINOR", "description": f"{part} could use more words"}
+            for n, part in enumerate(parts)
+        ),
+    )
+    first = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+    assert [r["reason"] for r in records(folder) if r["event"] == "circuit"] == ["CONFIDENCE_DRIFT"]
+    assert any(e["kind"] == "circuit" for e in first["escalations"])
+    before = tree_digest(folder)
+    second = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+    assert tree_digest(folder) == before
+    assert any(e["kind"] == "circuit" for e in second["escalations"])  # still listed

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from selfcorrect.checks.coordination import coordination_findings
 from selfcorrect.checks.findings import Finding
@@ -16,8 +15,8 @@ from selfcorrect.core.model import Issue, Severity
 from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.io.policy_file import default_policy_data, load_policy
-from selfcorrect.io.yaml_nodes import FastLoader
 from tests.conftest import CORPUS
+from tests.helpers import load
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION_LOG = CORPUS / "workflow" / "coordination_log.yaml"
@@ -53,11 +52,6 @@ def check(raw: dict[str, Any] | None, policy: Policy = POLICY) -> list[Finding]:
 
 def kinds(findings: list[Finding]) -> list[str]:
     return [f.type for f in findings]
-
-
-def load(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.load(path.read_text(encoding="utf-8"), Loader=FastLoader)
-    return data
 
 
 def test_a_clean_log_has_no_findings() -> None:

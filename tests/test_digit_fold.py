@@ -14,15 +14,12 @@ from bench import generate
 from selfcorrect.core import taxonomy as taxonomy_module
 from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
 from selfcorrect.core.normalise import normalise_failure
-from selfcorrect.core.policy import Policy, build_policy
+from selfcorrect.core.policy import Policy
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import ErrorClasses, Taxonomy, error_class, normalise_error
 from selfcorrect.core.text_window import window
-from selfcorrect.io.policy_file import default_policy_data, load_policy
-
-
-def policy_with(**user: Any) -> Policy:
-    return build_policy(default_policy_data(), user)
+from selfcorrect.io.policy_file import load_policy
+from tests.helpers import policy_with
 
 
 @pytest.mark.parametrize(

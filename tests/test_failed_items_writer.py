@@ -16,6 +16,7 @@ from selfcorrect.errors import InputError
 from selfcorrect.io import atomic
 from selfcorrect.io.documents import update_failed_items
 from selfcorrect.io.yaml_nodes import FastLoader
+from tests.helpers import load
 
 SEED_ENTRY = {
     "task_id": "WI-3",
@@ -239,3 +240,30 @@ def test_an_empty_file_at_write_time_is_left_alone(tmp_path: Path) -> None:
     assert log.read_bytes() == b""
     log.write_bytes(b"  \n")
     assert update_failed_items(log, [entry]) is False
+
+
+def test_a_numeric_task_id_is_updated_not_duplicated(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text(
+        "failed_items:\n  - task_id: 3\n    final_status: recovering\n"
+    )
+    (folder / "tool_failures.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "failures": [
+                    {
+                        "tool": "Edit",
+                        "error": "TypeError: x",
+                        "timestamp": f"2026-11-29T10:0{n}:00Z",
+                        "task_id": 3,
+                    }
+                    for n in range(3)
+                ]
+            }
+        )
+    )
+    run_line(["run", folder])
+    items = load(folder / "coordination_log.yaml")["failed_items"]
+    assert [str(i["task_id"]) for i in items] == ["3"]
+    assert items[0]["final_status"] == "blocked"

@@ -11,18 +11,9 @@ from selfcorrect.errors import Diagnostic
 from selfcorrect.io import schemas
 from selfcorrect.io.documents import read_failure_log
 from selfcorrect.io.failure_log import entry_is_valid
+from tests.helpers import hook_entry
 
 HEADER = "# Tool Failure Log\n# Session: s1\n\nfailures:"
-
-
-def hook_entry(tool: str, error: str, file_path: str | None = None) -> str:
-    """Exactly what cAgents' tool-failure-tracker.cjs appends (its template, by hand)."""
-    safe = error.replace('"', "'").replace("\n", " ")
-    path_line = f'\n  file_path: "{file_path.replace(chr(34), chr(39))}"' if file_path else ""
-    return (
-        f'\n- tool: "{tool}"{path_line}\n  error: "{safe}"\n'
-        f'  timestamp: "2026-11-29T10:00:00.000Z"\n  agent_id: "a1"\n  recoverable: true\n'
-    )
 
 
 def read(path: Path) -> tuple[list, list[Diagnostic]]:

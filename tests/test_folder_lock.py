@@ -21,7 +21,7 @@ import pytest
 
 from selfcorrect.errors import InputError
 from selfcorrect.io import folder_lock
-from tests.test_remediation import git, journal
+from tests.helpers import git, journal
 from tests.test_watch import Watch
 
 WAIT_S = 120.0  # a safety net for a stuck test, never the thing that decides it

@@ -1,20 +1,21 @@
 """People take over (SPEC §10): `selfcorrect reset`, and the hand edits that mean the same.
 
-Every test works on a copy of the shipped example folder, where WI-3 ends blocked: three
-runtime errors spend its budget of three.
+Most tests work on a copy of the shipped example folder, where WI-3 ends blocked: three
+runtime errors spend its budget of three. The last ones pin what counts as a person's hand
+(selfcorrect's own writes never do) and when a task blocked again gets a new escalation.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from selfcorrect.io.yaml_nodes import FastLoader
-from tests.conftest import REPO, tree_digest
+from tests.conftest import tree_digest
+from tests.helpers import edits, example, fixable_report, folder_with, load, records
 
 FAILURE = """
   - tool: Edit
@@ -29,16 +30,10 @@ FAILURE = """
 @pytest.fixture
 def blocked(tmp_path: Path, run_line) -> Path:
     """The example after one run: WI-3 blocked, its escalation open."""
-    folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    folder = example(tmp_path)
     result = run_line(["run", folder])
     assert result.exit_code == 1, result.stdout + result.stderr
     return folder
-
-
-def journal(folder: Path) -> list[dict]:
-    path = folder / ".selfcorrect" / "journal.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def escalations(folder: Path) -> list[dict]:
@@ -95,7 +90,7 @@ def test_reset_gives_a_fresh_budget_and_journals_who_when_why(blocked: Path, run
 
     assert result.exit_code == 0, result.stderr
     assert "reset by ana: WI-3" in result.stdout
-    record = journal(blocked)[-1]
+    record = records(blocked)[-1]
     assert record["event"] == "reset"
     assert (record["actor"], record["evidence"], record["via"]) == (
         "ana",
@@ -152,7 +147,7 @@ def test_a_hand_edited_escalation_with_retry_acts_at_the_next_run(blocked: Path,
     add_failure(blocked, "guard the user lookup")
     out = run_json(run_line, blocked)
 
-    record = next(r for r in journal(blocked) if r["event"] == "reset")
+    record = next(r for r in records(blocked) if r["event"] == "reset")
     assert (record["actor"], record["via"], record["evidence"]) == (
         "bo",
         "escalations.yaml",
@@ -164,7 +159,7 @@ def test_a_hand_edited_escalation_with_retry_acts_at_the_next_run(blocked: Path,
     assert "# done by hand" in path.read_text()  # the person's edit and comment stay
     # Acted on once: a second run journals no second reset.
     run_json(run_line, blocked)
-    assert sum(r["event"] == "reset" for r in journal(blocked)) == 1
+    assert sum(r["event"] == "reset" for r in records(blocked)) == 1
 
 
 def test_a_resolved_escalation_without_evidence_is_not_acted_on(blocked: Path, run_line) -> None:
@@ -174,7 +169,7 @@ def test_a_resolved_escalation_without_evidence_is_not_acted_on(blocked: Path, r
     assert result.exit_code == 1
     assert "gives no `evidence:`" in result.stderr
     assert "escalations.yaml:" in result.stderr  # positioned
-    assert not any(r["event"] == "reset" for r in journal(blocked))
+    assert not any(r["event"] == "reset" for r in records(blocked))
 
 
 def test_unblocking_a_failed_item_by_hand_gives_a_fresh_budget(blocked: Path, run_line) -> None:
@@ -188,7 +183,7 @@ def test_unblocking_a_failed_item_by_hand_gives_a_fresh_budget(blocked: Path, ru
     add_failure(blocked, "guard the user lookup")
     out = run_json(run_line, blocked)
 
-    record = next(r for r in journal(blocked) if r["event"] == "reset")
+    record = next(r for r in records(blocked) if r["event"] == "reset")
     assert record["via"] == "failed_items" and record["retry"] is True
     assert "final_status set to recovering" in record["evidence"]
     assert subject(out, "WI-3")["attempts"] == 1
@@ -215,7 +210,7 @@ def test_false_positive_marks_are_journaled_against_the_rule(blocked: Path, run_
         ["reset", blocked, "--subject", "WI-3", "--evidence", "not stuck", "--false-positive"]
     )
     assert result.exit_code == 0
-    record = journal(blocked)[-1]
+    record = records(blocked)[-1]
     assert record["false_positive"] is True
     assert ["failure_type:runtime_error", record["detections"][0][1]] in record["detections"]
 
@@ -226,3 +221,143 @@ def test_the_prompt_after_a_reset_says_it_was_handed_back(blocked: Path, run_lin
     prompt = (blocked / "recovery" / "WI-3.md").read_text()
     assert "Failure pattern: handed back by a person with a fresh budget" in prompt
     assert "retry limit" not in prompt.splitlines()[1]
+
+
+# --------------------------------------------------------------------------- what counts as a
+# person's hand: selfcorrect's own writes never do, and a task blocked again is escalated again
+
+BLOCKED_ISSUE = {
+    "id": "A",
+    "type": "acceptance_criterion_unmet",
+    "severity": "MAJOR",
+    "description": "retry-after is sent in ms",
+    "target": "src/retry.ts",
+    "task_id": "WI-7",
+    "classification": "BLOCKED",
+}
+COVERAGE_ISSUE = {
+    "id": "B",
+    "type": "test_coverage_low",
+    "severity": "MAJOR",
+    "description": "coverage of src/retry.ts is 40%",
+    "target": "src/retry.ts",
+    "task_id": "WI-7",
+}
+
+
+def test_selfcorrects_own_status_change_is_no_hand_edit(tmp_path: Path, run_line) -> None:
+    """selfcorrect itself moved WI-7 from blocked to recovering (a fresh report kept only the
+    fixable issue); the next run took that for a person's edit and journaled a reset nobody
+    made, actor 'unnamed', and wrote again over unchanged inputs."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text("controller: lead\n")
+    fixable_report(folder, BLOCKED_ISSUE, COVERAGE_ISSUE)
+    assert run_line(["run", folder]).exit_code == 1
+    fixable_report(folder, COVERAGE_ISSUE | {"id": "B2"})  # a fresh report: A is gone, B remains
+    run_line(["run", folder])
+    before = tree_digest(folder)
+    run_line(["run", folder])
+    assert not any(r["event"] == "reset" for r in records(folder))
+    assert tree_digest(folder) == before  # the third run, over unchanged inputs, wrote nothing
+
+
+def test_a_subject_reset_leaves_an_escalated_issue_of_its_task_open(
+    tmp_path: Path, run_line
+) -> None:
+    folder = example(tmp_path)
+    data = load(folder / "validation_report.yaml")
+    data["issues"].append(BLOCKED_ISSUE | {"id": "V-6", "task_id": "WI-3"})
+    (folder / "validation_report.yaml").write_text(json.dumps(data))
+    assert run_line(["run", folder]).exit_code == 1
+    entries = load(folder / "escalations.yaml")["escalations"]
+    subject = next(e["id"] for e in entries if e["kind"] == "subject")
+    issue = next(e["id"] for e in entries if e["kind"] == "issue")
+    reset = ["reset", folder, "--escalation", subject, "--evidence", "middleware fixed"]
+    assert run_line(reset).exit_code == 0
+    status = {e["id"]: e["status"] for e in load(folder / "escalations.yaml")["escalations"]}
+    assert (status[subject], status[issue]) == ("resolved", "open")
+    run_line(["run", folder])
+    resets = [r for r in records(folder) if r["event"] == "reset"]
+    assert len(resets) == 1  # selfcorrect's own failed_items write is no second reset
+
+
+def test_a_task_blocked_again_after_a_reset_gets_a_new_escalation(tmp_path: Path, run_line) -> None:
+    folder = folder_with(tmp_path, edits(2), continuations=6)
+    assert run_line(["run", folder]).exit_code == 1
+    (first,) = load(folder / "escalations.yaml")["escalations"]
+    reset = ["reset", folder, "--escalation", first["id"], "--evidence", "go on"]
+    assert run_line(reset).exit_code == 0
+    assert run_line(["run", folder]).exit_code == 1  # still over the limit: blocked again
+    entries = load(folder / "escalations.yaml")["escalations"]
+    assert [e["status"] for e in entries] == ["resolved", "open"]
+    assert entries[1]["id"] != first["id"]
+
+
+def test_an_issue_blocked_for_a_new_reason_gets_a_new_escalation(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    report = folder / "validation_report.yaml"
+
+    def issue(minutes: int) -> str:
+        return (
+            f"status: FIXABLE\ngenerated_at: '{minutes}'\nissues:\n  - id: V-1\n"
+            "    type: missing_documentation\n    severity: MINOR\n    task_id: WI-9\n"
+            f"    description: docs missing\n    estimated_minutes: {minutes}\n"
+        )
+
+    report.write_text(issue(100))  # too long: blocked, escalated
+    run_line(["run", folder])
+    escalations = folder / "escalations.yaml"
+    escalations.write_text(escalations.read_text().replace("status: open", "status: resolved"))
+    report.write_text(issue(10))  # now fixable: a directive (attempt 1)
+    run_line(["run", folder])
+    report.write_text(issue(11))  # a fresh report still carries it: retries spent
+    assert run_line(["run", folder]).exit_code == 1
+    entries = load(escalations)["escalations"]
+    assert [e["status"] for e in entries] == ["resolved", "open"]
+    assert "attempts spent" in entries[1]["reason"]
+
+
+def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_line) -> None:
+    """People may edit a failed_items final_status (docs/walkthrough.md, "Hand WI-3 back");
+    the edit must survive."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text("controller: lead  # mine\n")
+    (folder / "tool_failures.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "failures": [
+                    {
+                        "tool": "Edit",
+                        "error": "TypeError: x",
+                        "timestamp": f"2026-11-29T10:0{n}:00Z",
+                        "task_id": "WI-3",
+                        "approach": f"try {n}",
+                    }
+                    for n in range(3)
+                ]
+            }
+        )
+    )
+    assert run_line(["run", folder]).exit_code == 1
+    log = folder / "coordination_log.yaml"
+    log.write_text(
+        log.read_text().replace(
+            "final_status: blocked", "final_status: recovering  # I fixed the input"
+        )
+    )
+    edited = log.read_text()
+
+    result = run_line(["run", folder, "--format", "json"])
+
+    # The person's edit and comment stand, and the edit is acted on as a reset.
+    assert "final_status: recovering  # I fixed the input" in log.read_text()
+    assert log.read_text().startswith("controller: lead  # mine\n")
+    assert edited != ""
+    (wi3,) = json.loads(result.stdout)["subjects"]
+    assert (wi3["status"], wi3["attempts"]) == ("recovering", 0)  # a fresh budget
+    journal = (folder / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
+    (reset,) = [r for r in map(json.loads, journal) if r["event"] == "reset"]
+    assert (reset["event"], reset["via"], reset["retry"]) == ("reset", "failed_items", True)

@@ -3,83 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import yaml
 
-from selfcorrect.io.yaml_nodes import FastLoader
-
-LOG = """\
-controller: cagents:tech-lead
-status: in_progress
-synthesized_solution:
-  approach: "Guard every handler against a missing user"
-  rationale: "the middleware can call next() without req.user on expired sessions"
-  implementation_steps:
-    - "Guard the profile handlers"
-    - "Add the expired-session regression test"
-  risks:
-    - "Clients that relied on the 500 may retry"
-implementation_tasks:
-  - task_id: WI-1
-    name: "Return 401 from the auth middleware"
-    status: completed
-    review_result: PASS
-  - task_id: WI-7
-    name: "Guard the profile handlers"
-    assigned_to: "cagents:backend-developer"
-    acceptance_criteria: ["no handler dereferences an undefined req.user"]
-    status: in_progress
-    returned: true
-    continuations: {continuations}
-"""
-
-
-def waypoint(pending: list[dict]) -> str:
-    return yaml.safe_dump(
-        {
-            "id": "WP-7",
-            "type": "pre_compact",
-            "task_id": "WI-7",
-            "created_at": "2026-11-29T10:30:00Z",
-            "completed": ["src/handlers/me.ts"],
-            "pending": pending,
-            "partial_outputs": ["src/handlers/me.ts guarded"],
-        },
-        sort_keys=False,
-    )
-
-
-def edits(count: int) -> list[dict]:
-    return [
-        {
-            "id": f"P{n}",
-            "kind": "file_edit",
-            "target": f"src/handlers/h{n}.ts",
-            "description": f"guard req.user in h{n}.ts",
-        }
-        for n in range(count)
-    ]
-
-
-def folder_with(
-    tmp_path: Path, pending: list[dict], continuations: int = 1, validator: str | None = None
-) -> Path:
-    folder = tmp_path / "workflow"
-    (folder / "waypoints").mkdir(parents=True)
-    (folder / "coordination_log.yaml").write_text(LOG.format(continuations=continuations))
-    (folder / "waypoints" / "wp-7.yaml").write_text(waypoint(pending))
-    if validator is not None:
-        (tmp_path / "validate.py").write_text(validator)
-        (folder / "selfcorrect.yaml").write_text(
-            f"validator:\n  command: [{sys.executable}, validate.py]\n"
-        )
-    return folder
-
-
-def load(path: Path) -> dict:
-    return yaml.load(path.read_text(), Loader=FastLoader)
+from tests.helpers import edits, folder_with, load
 
 
 def test_six_file_edits_and_a_test_suite_make_exactly_seven_micro_tasks(

@@ -9,7 +9,6 @@ journal that is not a file is an environment error naming it, and a watcher does
 from __future__ import annotations
 
 import json
-import shutil
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,8 @@ import pytest
 
 from selfcorrect.commands.watch import Watcher
 from selfcorrect.io import journal
-from tests.conftest import REPO, Result
+from tests.conftest import Result
+from tests.helpers import example
 
 # Every test here writes a hostile journal on purpose: it is not checked against the schema.
 pytestmark = pytest.mark.tampered_journal
@@ -29,9 +29,7 @@ GOOD = {"event": "validated", "at": "2026-01-01T00:00:00Z", "run": "r1", "actor"
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    target = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", target)
-    return target
+    return example(tmp_path)
 
 
 def tamper(folder: Path) -> Path:
@@ -143,3 +141,15 @@ def test_a_watcher_does_not_retry_a_journal_that_is_a_folder(folder: Path) -> No
     assert watch._cycle([], contain=True) == 2
     # A permanent error: no retry is scheduled (it was retried once a second, forever).
     assert watch._failures == 0 and not watch._wake.is_set()
+
+
+def test_a_naive_timestamp_in_the_journal_is_read_as_utc(folder: Path, run_line: Run) -> None:
+    """Hand-written transitions, one stamped without a zone, no fingerprint."""
+    (folder / ".selfcorrect").mkdir()
+    step = {"event": "transition", "from": "verifying", "to": "compensating"}
+    step |= {"rule": "issue_type:linting_errors", "rule_version": "v1"}
+    lines = [step | {"at": "2026-11-29T10:00:00"}, step | {"at": "2026-11-29T10:05:00Z"}]
+    (folder / ".selfcorrect" / "journal.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )
+    assert run_line(["run", folder]).exit_code == 1  # blocked WI-3, not an internal error

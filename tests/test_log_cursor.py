@@ -24,19 +24,10 @@ from selfcorrect.io.failure_log import RawFailure
 from selfcorrect.io.log_cursor import LogCursor
 from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 from tests.conftest import CORPUS
+from tests.helpers import hook_entry
 
 MAX = 50 * 1024 * 1024
 HEADER = "# Tool Failure Log\n# Session: s1\n\nfailures:"
-
-
-def hook_entry(tool: str, error: str, file_path: str | None = None) -> str:
-    """Exactly what cAgents' tool-failure-tracker.cjs appends (as tests/test_failure_log.py)."""
-    safe = error.replace('"', "'").replace("\n", " ")
-    path_line = f'\n  file_path: "{file_path.replace(chr(34), chr(39))}"' if file_path else ""
-    return (
-        f'\n- tool: "{tool}"{path_line}\n  error: "{safe}"\n'
-        f'  timestamp: "2026-11-29T10:00:00.000Z"\n  agent_id: "a1"\n  recoverable: true\n'
-    )
 
 
 def canonical_entry(tool: str, error: str, file_path: str | None = None, **extra: Any) -> str:

@@ -142,8 +142,8 @@ def test_a_huge_subject_or_target_never_makes_a_record_too_long_to_read_back(
 
 
 def test_micro_task_files_carry_capped_agent_text(tmp_path: Path, run_line) -> None:
-    from tests.test_incomplete_work import folder_with as work_folder
-    from tests.test_incomplete_work import load
+    from tests.helpers import folder_with as work_folder
+    from tests.helpers import load
 
     huge = "guard every handler " + "z" * MB
     pending = [{"id": "P1", "kind": "file_edit", "target": "src/h.ts", "description": huge}]

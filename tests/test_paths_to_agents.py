@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from selfcorrect.io.project_paths import in_project
-from tests.test_incomplete_work import folder_with, load
+from tests.helpers import folder_with, load
 
 
 def report(folder: Path, *targets: str) -> None:

@@ -17,9 +17,9 @@ import yaml
 
 from selfcorrect.io.programs import locate
 from selfcorrect.io.yaml_nodes import FastLoader
+from tests.helpers import UNUSED, git, journal, project
 
 RUFF = locate("ruff")
-UNUSED = "import os\nimport sys\n\nprint('hello')\n"
 
 # A validator: runs ruff on app.py and writes a canonical report (SPEC §2.2).
 RUFF_VALIDATOR = f"""
@@ -47,33 +47,6 @@ issues += [{"id": f"B{n}", "type": "acceptance_criterion_unmet", "severity": "CR
 (folder / "validation_report.yaml").write_text(
     json.dumps({"status": "FIXABLE" if issues else "PASS", "issues": issues}))
 """
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
-def project(tmp_path: Path, validator: str, policy: str = "", app: str = UNUSED) -> Path:
-    """A git repository with app.py, a validator script, and a workflow/ folder."""
-    repo = tmp_path / "repo"
-    (repo / "workflow").mkdir(parents=True)
-    (repo / "app.py").write_text(app)
-    (repo / "validate.py").write_text(validator)
-    (repo / "workflow" / "coordination_log.yaml").write_text(
-        "# the controller's log\ncontroller: lead   # keep\nstatus: in_progress\n"
-    )
-    (repo / "workflow" / "selfcorrect.yaml").write_text(
-        f"validator:\n  command: [{sys.executable}, validate.py]\n{policy}"
-    )
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "start")
-    return repo
-
-
-def journal(repo: Path) -> list[dict]:
-    path = repo / "workflow" / ".selfcorrect" / "journal.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def report(repo: Path) -> dict:
@@ -471,3 +444,29 @@ def test_the_default_ruff_fixer_works_outside_git(tmp_path: Path, run_line) -> N
     result = run_line(["run", project_dir / "workflow", "--format", "json"])
     assert result.exit_code == 0, result.stdout + result.stderr
     assert (project_dir / "app.py").read_text() == "\nprint('hello')\n"  # fixed, and kept
+
+
+def test_a_dot_slash_target_is_the_same_file_to_the_fixer(tmp_path: Path, run_line) -> None:
+    repo = tmp_path / "repo"
+    (repo / "workflow").mkdir(parents=True)
+    (repo / "app.py").write_text("x = 1\n")
+    (repo / "fix.py").write_text(
+        "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('x = 2\\n')\n"
+    )
+    (repo / "validate.py").write_text(
+        "import json, os, pathlib\nf = pathlib.Path(os.environ['SELFCORRECT_DIR'])\n"
+        "bad = 'x = 1' in pathlib.Path('app.py').read_text()\n"
+        "(f / 'validation_report.yaml').write_text(json.dumps({'status': 'FIXABLE' if bad "
+        "else 'PASS', 'issues': [{'type': 'linting_errors', 'severity': 'MAJOR', "
+        "'description': 'E1 x', 'target': './app.py'}] if bad else []}))\n"
+    )
+    (repo / "workflow" / "selfcorrect.yaml").write_text(
+        f"validator:\n  command: [{sys.executable}, validate.py]\nissue_types:\n"
+        f"  linting_errors:\n    fix:\n      - command: [{sys.executable}, fix.py, '{{target}}']"
+        "\n"
+    )
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", *command], cwd=repo, check=True, capture_output=True)
+    result = run_line(["run", repo / "workflow", "--validate-first"])
+    assert result.exit_code == 0, result.stdout
+    assert (repo / "app.py").read_text() == "x = 2\n"

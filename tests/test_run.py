@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from selfcorrect.io.yaml_nodes import FastLoader
 from tests.conftest import tree_digest
+from tests.helpers import example, load
 
 COORDINATION = """\
 # Coordination log (hand-kept header comment)
@@ -62,10 +62,6 @@ def make_folder(tmp_path: Path, entries: list[dict], report: str | None = None) 
     if report is not None:
         (folder / "validation_report.yaml").write_text(report)
     return folder
-
-
-def load(path: Path) -> dict:
-    return yaml.load(path.read_text(), Loader=FastLoader)
 
 
 def seed_entries() -> list[dict]:
@@ -477,3 +473,24 @@ def test_a_pass_is_not_taken_on_trust(tmp_path: Path, run_line) -> None:
     (tmp_path / "migrations").mkdir()
     (tmp_path / "migrations" / "001_tokens.sql").write_text("create table tokens ();\n")
     assert run_line(["run", folder]).exit_code == 0
+
+
+def test_touching_or_copying_the_report_spends_no_attempt(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    run_line(["run", folder])
+    report = folder / "validation_report.yaml"
+    text = report.read_text()
+    report.unlink()
+    report.write_text(text)  # a new inode and mtime, the same content (git checkout, cp)
+    before = tree_digest(folder)
+    result = run_line(["run", folder, "--format", "json"])
+    assert tree_digest(folder) == before  # seen again: counts nothing, writes nothing
+    # Nothing spent: the copy is the same report seen again (JSON attempts count spent ones).
+    assert {i["attempts"] for i in json.loads(result.stdout)["issues"]} == {0}
+
+
+def test_a_second_run_on_the_real_session_writes_nothing(corpus: Path, run_line) -> None:
+    run_line(["run", corpus])
+    before = tree_digest(corpus.parent)
+    assert "Nothing new to write." in run_line(["run", corpus]).stdout
+    assert tree_digest(corpus.parent) == before

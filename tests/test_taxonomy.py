@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from selfcorrect.core.model import Failure
 from selfcorrect.core.normalise import normalise_failure
-from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.core.taxonomy import Taxonomy, Typed, TypeSource, error_class, normalise_error
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io.documents import read_failure_log
-from selfcorrect.io.policy_file import default_policy_data, load_policy
+from selfcorrect.io.policy_file import load_policy
 from tests.conftest import CORPUS
+from tests.helpers import policy_with
 
 CORPUS_LOG = CORPUS / "workflow" / "tool_failures.yaml"
 
@@ -28,10 +28,6 @@ def taxonomy() -> Taxonomy:
 
 def failure(error: str, **fields: Any) -> Failure:
     return normalise_failure({"tool": "Bash", "error": error, "timestamp": "t", **fields}, 0)
-
-
-def policy_with(**user: Any) -> Policy:
-    return build_policy(default_policy_data(), user)
 
 
 # --------------------------------------------------------------------------- the real corpus

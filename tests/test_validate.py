@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 
-from selfcorrect.io.yaml_nodes import FastLoader
 from tests.conftest import REPO, tree_digest
+from tests.helpers import example, load
 
 COORDINATION_TYPES = {
     "missing_coordination_log",
@@ -19,16 +22,6 @@ COORDINATION_TYPES = {
     "weak_synthesis",
     "circular_delegation",
 }
-
-
-def example(tmp_path: Path) -> Path:
-    folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
-    return folder
-
-
-def load(path: Path) -> dict:
-    return yaml.load(path.read_text(), Loader=FastLoader)
 
 
 def test_validate_writes_a_canonical_report_that_check_accepts(tmp_path: Path, run_line) -> None:
@@ -180,3 +173,21 @@ def test_invalid_input_exits_2_and_writes_nothing(tmp_path: Path, run_line) -> N
     assert result.exit_code == 2
     assert "coordination_log.yaml:" in result.stderr
     assert tree_digest(tmp_path) == before
+
+
+def test_a_relative_folder_validates_the_right_report(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    shutil.copytree(REPO / "workflow", repo / "wf")
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", ".", "--validate-first"],
+        cwd=repo / "wf",
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ},
+    )
+    assert done.returncode in (1, 3), done.stderr
+    assert not (repo / "validation_report.yaml").exists()  # no stray report at the root
+    assert load(repo / "wf" / "validation_report.yaml")["validator"] == "selfcorrect"

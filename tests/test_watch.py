@@ -12,7 +12,6 @@ import json
 import os
 import queue
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from typing import IO, Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import example
 
 START_S = 30.0  # start-up (imports, first run) on a slow, loaded machine
 RUN_S = 15.0  # a change → its run line
@@ -129,9 +128,7 @@ class Watch:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    target = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", target)
-    return target
+    return example(tmp_path)
 
 
 @pytest.fixture

@@ -25,14 +25,10 @@ from selfcorrect.io.workspace import (
     restore,
     snapshot,
 )
+from tests.helpers import git
 
 BINARY = bytes(range(256)) * 4
 TEXT = b"one\ntwo\nthree\nfour\nfive\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return done.stdout
 
 
 def write(path: Path, data: bytes, mode: int = 0o644) -> None:

@@ -20,7 +20,8 @@ import yaml
 
 from selfcorrect.io import atomic, journal
 from tests.conftest import tree_digest
-from tests.test_run import failure, load, make_folder, seed_entries
+from tests.helpers import load
+from tests.test_run import failure, make_folder, seed_entries
 
 IS_ROOT = os.geteuid() == 0
 

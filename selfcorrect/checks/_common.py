@@ -24,8 +24,8 @@ _HOW_COVERAGE = "produce it before validating, e.g. `coverage json` or `coverage
 def severity_of(policy: Policy, type_: str) -> str:
     """The severity the policy gives an issue type; MAJOR when it gives none (or null)."""
     rule = policy.issue_type(type_)
-    value = rule.definition.get("severity") if rule is not None else None
-    word = str(value).strip().upper() if value is not None else ""
+    value = rule.severity if rule is not None else None
+    word = value.strip().upper() if value is not None else ""
     return word if word in SEVERITIES else "MAJOR"
 
 

@@ -74,8 +74,8 @@ def coordination_findings(
 
 
 def _question_problems(coordination: Coordination, policy: Policy) -> Iterator[Problem]:
-    min_words = int(policy.get("coordination.min_answer_words", 5))
-    hedges = _hedges(tuple(str(h) for h in policy.get("coordination.hedges", ()) or ()))
+    min_words = policy.coordination.min_answer_words
+    hedges = _hedges(policy.coordination.hedges)
     for number, question in enumerate(coordination.questions, 1):
         who = question.delegated_to or "an agent"
         asked = f"question {number} {_quote(question.question)}"
@@ -121,7 +121,7 @@ def _synthesis_problems(coordination: Coordination, policy: Policy) -> Iterator[
                 None,
             )
         return
-    for part in map(str, policy.get("coordination.required_synthesis", ()) or ()):
+    for part in policy.coordination.required_synthesis:
         known = part in ("approach", "rationale", "implementation_steps", "risks")
         value = getattr(synthesis, part) if known else synthesis.extra.get(part)
         if not _filled(value):
@@ -194,7 +194,7 @@ def _cycle_problems(coordination: Coordination) -> Iterator[Problem]:
 
 def _severity(policy: Policy, kind: str) -> str:
     rule = policy.issue_type(kind)
-    value = str((rule.definition.get("severity") if rule else None) or "").upper()
+    value = ((rule.severity if rule else None) or "").upper()
     return value if value in ("CRITICAL", "MAJOR", "MINOR") else _SEVERITY[kind]
 
 

@@ -50,7 +50,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
     if policy_path.exists():
         result.checked.append(documents.display_path(policy_path))
         try:
-            max_bytes = int(load_policy(policy_path).get("limits.max_bytes"))
+            max_bytes = load_policy(policy_path).limits.max_bytes
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]

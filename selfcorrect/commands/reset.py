@@ -77,7 +77,7 @@ def _reset(
     )
     now = stamp(clock)
     record = replace(resolved.record, at=now, run="reset")
-    max_bytes = int(decisions.policy.get("limits.max_bytes"))
+    max_bytes = decisions.policy.limits.max_bytes
     written: list[str] = []
     path = folder / layout.ESCALATIONS
     updates = [

@@ -1,11 +1,11 @@
 """`selfcorrect run DIR`: one correction run (docs/architecture.md, "The path of run").
 
-Analyze (selfcorrect.analysis) → plan (core.plan) → write prompts, failed_items, escalations
-and the journal → run the cycle's autofixes under the remediation state machine
-(effects/remediation.py) → re-validate, trusting only a fresh report (effects/revalidate.py)
-→ undo a cycle that made the report worse → next cycle, up to caps.global_cycles. A cycle
-that executed no fix ends the run without re-validating. --shadow stops after the first plan
-and writes nothing at all.
+Load (io/workflow_inputs) → decide (core/decisions) → plan (core/plan) → write the prompts,
+failed_items, escalations and the journal → run the cycle's autofixes under the remediation
+state machine (effects/remediation.py) → re-validate, trusting only a fresh report
+(effects/revalidate.py) → undo a cycle that made the report worse → reload and go again,
+while the episode has cycles left. A cycle that executed no fix ends the run without
+re-validating. --shadow stops after the first plan and writes nothing at all.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def _locked_run(
     inputs = load()
     policy = inputs.policy
     # The cap bounds an episode's cycles, across runs: a fresh report buys no more.
-    cap = max_cycles if max_cycles is not None else int(policy.get("caps.global_cycles"))
+    cap = max_cycles if max_cycles is not None else policy.caps.global_cycles
     cap = max(cap - decided(inputs, 0).state.episode_cycles, 0)
     if not shadow and unsettled(decided(inputs, 0)):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
@@ -153,7 +153,7 @@ def _locked_run(
             decisions = decided(inputs, cycles, assume_open=late)
             plan = build_plan(decisions)
         handed = _handed_out(plan)
-        agent = policy.get("agent.command", None)
+        agent = policy.agent.command
         if (plan.fixes or (agent and handed)) and cycles >= cap:
             decisions = decided(inputs, cycles, assume_open=late, at_cap=True)
             plan = build_plan(decisions)
@@ -262,7 +262,7 @@ def _run_agent(
     files: list[str],
     record: Callable[[dict[str, Any]], None],
 ) -> None:
-    timeout = float(policy.get("remediation.step_timeout_s"))
+    timeout = policy.remediation.step_timeout_s
     for name in files:
         prompt = folder / layout.RECOVERY / name
         argv = [str(part) for part in command] + [str(prompt)]
@@ -386,7 +386,7 @@ def _undo_cycle(
 
 def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, str]) -> list[str]:
     written: list[str] = []
-    max_bytes = int(decisions.policy.get("limits.max_bytes"))
+    max_bytes = decisions.policy.limits.max_bytes
     # The files a write may refuse (over limits.max_bytes, read-only) first: a refusal then
     # leaves no prompt behind that points at failed_items the log never received.
     log = folder / layout.COORDINATION_LOG
@@ -406,7 +406,7 @@ def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, s
     ):
         written.append(documents.display_path(escalations))
     written += write_recovery(folder, plan, rendered)
-    written += write_work(folder, plan, int(decisions.policy.get("limits.max_text")))
+    written += write_work(folder, plan, decisions.policy.limits.max_text)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # §13: what worked. The journal as analysed plus this plan's records: no second read

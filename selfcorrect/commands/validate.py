@@ -39,7 +39,7 @@ def _status(findings: list[Finding], policy: Policy) -> str:
         return "PASS"
     for finding in findings:
         rule = policy.issue_type(finding.type)
-        if rule and str(rule.definition.get("classification") or "").upper() == "BLOCKED":
+        if rule and rule.blocked:
             return "BLOCKED"
     return "FIXABLE"
 
@@ -52,7 +52,7 @@ def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[F
     from selfcorrect.core.normalise import normalise_coordination, normalise_report
 
     root = project_root(folder)
-    max_bytes = int(policy.get("limits.max_bytes"))
+    max_bytes = policy.limits.max_bytes
     log = folder / layout.COORDINATION_LOG
     coordination = None
     if log.exists():
@@ -60,14 +60,12 @@ def collect(folder: Path, policy: Policy, recheck: Path | None = None) -> list[F
             documents.load_decision(log, "coordination_log", max_bytes=max_bytes).data
         )
     findings = coordination_findings(coordination, policy, relative_to_root(log, root))
-    checks = policy.get("checks", {}) or {}
-    timeout = float(policy.get("validator.timeout_s"))
-    findings += quality.command_findings(
-        checks.get("commands") or (), root, policy, timeout_s=timeout
-    )
-    findings += quality.coverage_findings(checks.get("coverage"), root, policy)
-    findings += quality.docs_findings(checks.get("docs"), root, policy)
-    findings += quality.template_findings(checks.get("templates") or (), root, policy)
+    checks = policy.checks
+    timeout = policy.validator.timeout_s
+    findings += quality.command_findings(checks.commands, root, policy, timeout_s=timeout)
+    findings += quality.coverage_findings(checks.coverage, root, policy)
+    findings += quality.docs_findings(checks.docs, root, policy)
+    findings += quality.template_findings(checks.templates, root, policy)
     if recheck is not None:
         other = documents.load_decision(recheck, "validation_report", max_bytes=max_bytes)
         findings += recheck_evidence(normalise_report(other.data), root)

@@ -118,8 +118,8 @@ class Circuits:
 
 
 def _condition(state: _Rule, policy: Policy) -> tuple[CircuitReason, str] | None:
-    window = float(policy.get("circuit.window_s"))
-    needed = int(policy.get("circuit.verification_failures"))
+    window = policy.circuit.window_s
+    needed = policy.circuit.verification_failures
     times = sorted(state.verification_failures)
     for i in range(needed - 1, len(times)):
         span = (times[i] - times[i - needed + 1]).total_seconds()
@@ -128,21 +128,21 @@ def _condition(state: _Rule, policy: Policy) -> tuple[CircuitReason, str] | None
                 CircuitReason.VERIFICATION_FAILURES,
                 f"verification failed {needed} times within {window:g} s",
             )
-    if state.compensation_failures >= int(policy.get("circuit.compensation_failures")):
+    if state.compensation_failures >= policy.circuit.compensation_failures:
         return (
             CircuitReason.COMPENSATION_FAILED,
             f"{state.compensation_failures} undo(s) of a fix failed: files may be half-changed",
         )
-    recurrences = int(policy.get("circuit.target_recurrences"))
+    recurrences = policy.circuit.target_recurrences
     for (_run, target), count in state.per_run_targets.items():
         if count >= recurrences:
             return (
                 CircuitReason.TARGET_RECURRENCE,
                 f"{target} was remediated {count} times in one run: the fix does not stick",
             )
-    calls = int(policy.get("circuit.min_calls"))
+    calls = policy.circuit.min_calls
     recent = list(state.outcomes)[-calls:]
-    rate_limit = float(policy.get("circuit.max_failure_rate"))
+    rate_limit = policy.circuit.max_failure_rate
     if calls > 0 and len(recent) >= calls and sum(recent) / len(recent) > rate_limit:
         return (
             CircuitReason.FAILURE_RATE,
@@ -150,7 +150,7 @@ def _condition(state: _Rule, policy: Policy) -> tuple[CircuitReason, str] | None
             f"over circuit.max_failure_rate {rate_limit:g}",
         )
     confidences = list(state.confidences)[-calls:]
-    floor = float(policy.get("min_confidence"))
+    floor = policy.min_confidence
     if calls > 0 and len(confidences) >= calls:
         mean = sum(confidences) / len(confidences)
         if mean < floor:

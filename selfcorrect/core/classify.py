@@ -121,12 +121,12 @@ class IssueClassifier:
         for rule in self.policy.rules():
             if rule.kind != "issue_type":
                 continue
-            for pattern in rule.definition.get("patterns") or ():
+            for pattern in rule.patterns:
                 found.append(
                     (
                         rule.name,
-                        re.compile(pattern["regex"], re.IGNORECASE),
-                        float(pattern["confidence"]),
+                        re.compile(pattern.regex, re.IGNORECASE),
+                        pattern.confidence,
                     )
                 )
         return found
@@ -179,9 +179,9 @@ class IssueClassifier:
         issue_type, confidence = self.type_of(issue)
         rule = self.policy.issue_type(issue_type) or self.policy.issue_type(UNCLASSIFIED)
         definition: Mapping[str, Any] = rule.definition if rule else {}
-        retries = definition.get("retries")
-        retries = int(self.policy.get("caps.per_issue_default") if retries is None else retries)
-        strategy = definition.get("strategy")
+        retries = rule.retries if rule else None
+        retries = self.policy.caps.per_issue_default if retries is None else retries
+        strategy = rule.strategy if rule else None
         fixer = (
             self._fixer(definition, issue.target)
             if strategy == "autofix"
@@ -190,7 +190,7 @@ class IssueClassifier:
         minutes = (
             issue.estimated_minutes
             if issue.estimated_minutes is not None
-            else definition.get("estimated_minutes")
+            else (rule.estimated_minutes if rule else None)
         )
         # The same content and no validator run of ours since: the report was merely seen again.
         seen_report = prior.report_digest == report_digest and prior.validations == validations
@@ -244,7 +244,7 @@ class IssueClassifier:
                 prior.attempts,
                 first_time,
             )
-        if str(definition.get("classification") or "").upper() == "BLOCKED":
+        if rule is not None and rule.blocked:
             return out(
                 blocked,
                 IssueReason.NON_RETRYABLE,
@@ -255,8 +255,8 @@ class IssueClassifier:
         missing = self._no_strategy(rule, strategy, fixer, issue.target)
         if missing:
             return out(blocked, IssueReason.NO_STRATEGY, missing, prior.attempts, first_time)
-        limit = float(self.policy.get("fixability.max_minutes"))
-        if minutes is not None and float(minutes) > limit:
+        limit = self.policy.fixability.max_minutes
+        if minutes is not None and minutes > limit:
             return out(
                 blocked,
                 IssueReason.TOO_LONG,
@@ -290,7 +290,7 @@ class IssueClassifier:
                 prior.attempts,
                 first_time,
             )
-        min_confidence = float(self.policy.get("min_confidence"))
+        min_confidence = self.policy.min_confidence
         if confidence < min_confidence:
             return out(
                 blocked,
@@ -315,7 +315,7 @@ class IssueClassifier:
 
     def _built_in(self, strategy: str, target: str | None) -> Mapping[str, Any] | None:
         """A fix selfcorrect performs itself; without a template it falls back to a directive."""
-        templates = self.policy.get("checks.templates", None) or ()
+        templates = self.policy.checks.templates
         template = template_for(target, templates) if target else None
         return {"builtin": strategy, "template": template} if template else None
 

@@ -31,7 +31,7 @@ def _with_sources(
     context: dict[str, Any], policy: Policy, workflow_dir: str, source: str
 ) -> dict[str, Any]:
     """The context with its agent text capped; task fields come from the coordination log."""
-    limit = int(policy.get("limits.max_text"))
+    limit = policy.limits.max_text
     task = context.pop("task")
     result = cap_all(context, limit, f"{workflow_dir}/{source}")
     result["task"] = cap_all(task, limit, f"{workflow_dir}/coordination_log.yaml")
@@ -177,7 +177,7 @@ def stuck_context(
         "scope": scope,
         "outside": outside,
         "failure_type": decision.failure_type,
-        "recovery": str(rule.definition.get("recovery", "")) if rule else "",
+        "recovery": rule.recovery if rule else "",
         "task": task_context(task),
         "successes_elsewhere": list(dict.fromkeys(elsewhere)),
         "worked_before": list(worked_before),

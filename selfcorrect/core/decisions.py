@@ -170,7 +170,7 @@ def decide(
     subjects = _decide_subjects(inputs, state, policy)
     issues = _decide_issues(inputs, state, circuits, installed)
     if at_cap:
-        agent = bool(policy.get("agent.command", None))
+        agent = policy.agent.command is not None
         issues = [capped(d, cycles, agent) for d in issues]
     resolved: list[tuple[str, IssueState]] = []
     if inputs.report is not None:  # a fresh report that no longer carries an issue handed out

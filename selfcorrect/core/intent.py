@@ -6,7 +6,7 @@ Pure: whether a program is installed is a callable the caller passes in.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -34,8 +34,8 @@ def infer_intent(task: Task, policy: Policy) -> Intent:
     if task.intent is not None:
         return task.intent
     texts = [t for t in (task.name, *task.acceptance_criteria) if t]
-    observe = _matches(policy.get("intent.observe", ()) or (), texts)
-    create = _matches(policy.get("intent.create", ()) or (), texts)
+    observe = _matches(policy.intent.observe, texts)
+    create = _matches(policy.intent.create, texts)
     return Intent.CREATE if create and not observe else Intent.OBSERVE
 
 
@@ -45,18 +45,10 @@ def repair_tools(
     """The policy's tools that are mutating and installed, in policy order; none to observe."""
     if intent is not Intent.CREATE:
         return []
-    tools = policy.get("tools", None) or {}
     offered: list[dict[str, Any]] = []
-    for name, spec in tools.items() if isinstance(tools, Mapping) else ():
-        if not isinstance(spec, Mapping) or spec.get("mutating") is not True:
-            continue
-        command = spec.get("command")
-        # A bare string is not an argv list: never guess how to split it.
-        if not isinstance(command, list | tuple) or not command:
-            continue
-        argv = [str(arg) for arg in command]
-        if argv[0] and installed(argv[0]):
-            offered.append({"name": str(name), "command": argv})
+    for tool in policy.tools:  # a bare string is no argv list: such a tool is never listed
+        if tool.mutating and tool.command[0] and installed(tool.command[0]):
+            offered.append({"name": tool.name, "command": list(tool.command)})
     return offered
 
 

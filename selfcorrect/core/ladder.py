@@ -8,7 +8,6 @@ enumeration. `new` says whether the decision is a fact not yet in the journal.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -70,9 +69,9 @@ class SubjectDecision:
 
 def ladder_step(policy: Policy, step: int) -> dict[str, Any]:
     """The policy's text for a ladder step (1-6)."""
-    for entry in policy.get("ladder"):
-        if int(entry["step"]) == step:
-            return {"step": step, "name": str(entry["name"]), "directive": str(entry["directive"])}
+    for entry in policy.ladder:
+        if entry.step == step:
+            return {"step": step, "name": entry.name, "directive": entry.directive}
     return {"step": step, "name": f"Step {step}", "directive": ""}
 
 
@@ -111,8 +110,7 @@ def _decide(
     failure_type: str,
 ) -> SubjectDecision:
     rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
-    definition: Mapping[str, Any] = rule.definition if rule else {}
-    retries = definition.get("retries")
+    retries = rule.retries if rule else None
     baseline = prior.baseline
     counts = _counts(record, baseline)
     attempts = counts.get(failure_type, 0)
@@ -157,8 +155,8 @@ def _decide(
             SubjectStatus.RECOVERED if prior.status == SubjectStatus.RECOVERED else SubjectStatus.OK
         )
         return decision(status, SubjectReason.SUCCEEDED, None, new=False)
-    if retries is not None and attempts >= int(retries):
-        return _at_limit(str(definition.get("at_limit", "escalate")), prior, fresh, decision)
+    if retries is not None and attempts >= retries:
+        return _at_limit(rule.at_limit if rule else "escalate", prior, fresh, decision)
     if not firing:
         if prior.status == SubjectStatus.RECOVERING and not fresh:
             return decision(

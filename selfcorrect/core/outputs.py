@@ -99,7 +99,7 @@ class EscalationEntry:
     def entry(self, run: Decisions) -> dict[str, Any]:
         """The file's entry: stamped by the run, agent text capped (the whole is in the
         workflow's inputs)."""
-        limit = int(run.policy.get("limits.max_text"))
+        limit = run.policy.limits.max_text
         source = layout.REPORT if self.kind == "issue" else layout.FAILURE_LOG
         where = f"{run.workflow_dir}/{source}"
 

@@ -415,7 +415,7 @@ def _note_resets(items: dict[str, WorkItem], run: Decisions) -> None:
 
 def _shadow(run: Decisions) -> bool:
     """`mode: shadow` (§13): every rule proposes and journals, and nothing else is written."""
-    return bool(run.policy.get("mode", "active") == SHADOW)
+    return run.policy.mode == SHADOW
 
 
 def _circuit_escalation(run: Decisions, rule: str, version: str, detail: str) -> dict[str, Any]:

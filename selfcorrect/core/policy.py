@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from selfcorrect import layout
+from selfcorrect.core import policy_views as views
 from selfcorrect.core.frozen import thaw
 from selfcorrect.errors import Diagnostic, InputError
 
@@ -79,6 +80,57 @@ class Rule:
     version: str
     stage: str
 
+    # Typed reads of the definition's fixed keys (docs/policy.md), for its readers.
+    @property
+    def retries(self) -> int | None:
+        """Attempts allowed before the limit; None: unlimited (or the caps default)."""
+        value = self.definition.get("retries")
+        return None if value is None else int(value)
+
+    @property
+    def strategy(self) -> str | None:
+        """An issue type's strategy (docs/policy.md), e.g. autofix or targeted_fix."""
+        value = self.definition.get("strategy")
+        return None if value is None else str(value)
+
+    @property
+    def estimated_minutes(self) -> float | None:
+        """How long an issue of this type takes to fix, when the policy says."""
+        value = self.definition.get("estimated_minutes")
+        return None if value is None else float(value)
+
+    @property
+    def patterns(self) -> tuple[views.IssuePattern, ...]:
+        """An issue type's description patterns, in policy order."""
+        entries = self.definition.get("patterns") or ()
+        return tuple(views.IssuePattern.of(entry) for entry in entries)
+
+    @property
+    def severity(self) -> str | None:
+        """The severity the rule gives, as written; None to keep the validator's."""
+        value = self.definition.get("severity")
+        return None if value is None else str(value)
+
+    @property
+    def blocked(self) -> bool:
+        """`classification: BLOCKED`: never fixed automatically."""
+        return str(self.definition.get("classification") or "").upper() == "BLOCKED"
+
+    @property
+    def at_limit(self) -> str:
+        """What a failure type does when its retries are spent."""
+        return str(self.definition.get("at_limit", "escalate"))
+
+    @property
+    def recovery(self) -> str:
+        """A failure type's recovery advice for the agent."""
+        return str(self.definition.get("recovery", ""))
+
+    @property
+    def scope(self) -> tuple[str, ...]:
+        """The globs a canary rule acts inside."""
+        return tuple(str(glob) for glob in self.definition.get("scope") or ())
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -110,6 +162,89 @@ class Policy:
     def rules(self) -> list[Rule]:
         """Every issue type, then every failure type, in policy order."""
         return list(self._rules.values())
+
+    # Typed views of the fixed-shape sections (core/policy_views.py), each built once.
+    @cached_property
+    def validator(self) -> views.ValidatorPolicy:
+        return views.ValidatorPolicy.of(self.data)
+
+    @cached_property
+    def caps(self) -> views.Caps:
+        return views.Caps.of(self.data)
+
+    @cached_property
+    def limits(self) -> views.Limits:
+        return views.Limits.of(self.data)
+
+    @cached_property
+    def fixability(self) -> views.Fixability:
+        return views.Fixability.of(self.data)
+
+    @cached_property
+    def remediation(self) -> views.Remediation:
+        return views.Remediation.of(self.data)
+
+    @cached_property
+    def circuit(self) -> views.Circuit:
+        return views.Circuit.of(self.data)
+
+    @cached_property
+    def continuation(self) -> views.Continuation:
+        return views.Continuation.of(self.data)
+
+    @cached_property
+    def context_reset(self) -> views.ContextReset:
+        return views.ContextReset.of(self.data)
+
+    @cached_property
+    def agent(self) -> views.Agent:
+        return views.Agent.of(self.data)
+
+    @cached_property
+    def stuck(self) -> views.Stuck:
+        return views.Stuck.of(self.data)
+
+    @cached_property
+    def ladder(self) -> tuple[views.LadderStep, ...]:
+        return views.ladder_of(self.data)
+
+    @cached_property
+    def intent(self) -> views.IntentPatterns:
+        return views.IntentPatterns.of(self.data)
+
+    @cached_property
+    def coordination(self) -> views.CoordinationChecks:
+        return views.CoordinationChecks.of(self.data)
+
+    @cached_property
+    def checks(self) -> views.QualityChecks:
+        return views.QualityChecks.of(self.data)
+
+    @cached_property
+    def tools(self) -> tuple[views.Tool, ...]:
+        return views.tools_of(self.data)
+
+    @property
+    def mode(self) -> str:
+        """`active` or `shadow` (the whole policy proposes only)."""
+        return str(self.data.get("mode", "active"))
+
+    @cached_property
+    def min_confidence(self) -> float:
+        """Below this a classification (or a circuit's average) is not trusted."""
+        return float(self.data["min_confidence"])
+
+    @cached_property
+    def codes(self) -> Mapping[str, str]:
+        """`codes:` typed error code to failure type, in policy order."""
+        return MappingProxyType(
+            {str(code): str(kind) for code, kind in (self.data.get("codes") or {}).items()}
+        )
+
+    @cached_property
+    def patterns(self) -> tuple[views.FailurePattern, ...]:
+        """`patterns:` regex to failure type entries, in policy order."""
+        return tuple(views.FailurePattern.of(entry) for entry in self.data.get("patterns") or ())
 
     def get(self, dotted: str, default: Any = _MISSING) -> Any:
         """The value at a dotted path, e.g. `caps.global_cycles` or `ladder.0.name`.

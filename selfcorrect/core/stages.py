@@ -23,10 +23,10 @@ def effective_stage(policy: Policy, rule: Rule | None, targets: Iterable[str | N
     stage = rule.stage if rule else ACTIVE
     if stage == RETIRED:
         return RETIRED
-    if policy.get("mode", ACTIVE) == SHADOW:
+    if policy.mode == SHADOW:
         return SHADOW
     if stage == CANARY:
-        scope = [str(g) for g in (rule.definition.get("scope") or ())] if rule else []
+        scope = rule.scope if rule else ()
         named = [t for t in targets if t]
         inside = any(t == g or fnmatch.fnmatchcase(t, g) for t in named for g in scope)
         return ACTIVE if inside else SHADOW

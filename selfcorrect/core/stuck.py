@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from selfcorrect.core.digit_fold import DIGITS, Memo
 from selfcorrect.core.model import Failure, Outcome, Task
@@ -94,19 +94,17 @@ class StuckDetector:
     """Feed failures in log order; ask which signals fire for a subject now."""
 
     def __init__(self, policy: Policy) -> None:
-        def number(path: str, default: int) -> int:
-            return max(int(policy.get(f"stuck.{path}", default)), 1)
-
-        self._consecutive = number("consecutive_failures.threshold", 3)
-        self._agent_threshold = number("agent_retry.threshold", 3)
-        self._unable_threshold = number("unable_to_complete.threshold", 3)
+        stuck = policy.stuck
+        self._consecutive = stuck.consecutive_failures
+        self._agent_threshold = stuck.agent_retry
+        self._unable_threshold = stuck.unable_to_complete
         # (signal, threshold, window) of the signals counted over a window
         self._windowed = tuple(
-            (signal, number(f"{signal}.threshold", threshold), number(f"{signal}.window", window))
-            for signal, threshold, window in (
-                (Signal.REPEATED_ERROR, 3, 10),
-                (Signal.EDIT_LOOP, 3, 8),
-                (Signal.TOOL_LOOP, 5, 8),
+            (signal, counted.threshold, counted.window)
+            for signal, counted in (
+                (Signal.REPEATED_ERROR, stuck.repeated_error),
+                (Signal.EDIT_LOOP, stuck.edit_loop),
+                (Signal.TOOL_LOOP, stuck.tool_loop),
             )
         )
         self._window = max(window for _, _, window in self._windowed)
@@ -115,12 +113,10 @@ class StuckDetector:
             self._window, self._consecutive, self._agent_threshold, self._unable_threshold
         )
         # Tool names compare case-insensitively: hooks spell them 'Edit' or 'edit'.
-        self._edit_tools = {name.casefold() for name in _names(policy, "edit_loop.tools")}
-        self._exempt_tools = {name.casefold() for name in _names(policy, "exempt.tools")}
-        self._exempt_subjects = set(_names(policy, "exempt.subjects"))
-        self._unable = tuple(
-            re.compile(rx, re.IGNORECASE) for rx in _names(policy, "unable_to_complete.patterns")
-        )
+        self._edit_tools = {name.casefold() for name in stuck.edit_tools}
+        self._exempt_tools = {name.casefold() for name in stuck.exempt_tools}
+        self._exempt_subjects = set(stuck.exempt_subjects)
+        self._unable = tuple(re.compile(rx, re.IGNORECASE) for rx in stuck.unable_patterns)
         self._seen: dict[str, _Subject | None] = {}
         # Per agent, since its last success: its failures on each subject. "The same agent
         # failing 3 times in a row" stalls a subject when 3 of them are on that subject; an
@@ -260,15 +256,10 @@ class StuckDetector:
 _CACHE_SIZE = 1024
 
 
-def _names(policy: Policy, path: str) -> list[str]:
-    values: Any = policy.get(f"stuck.{path}", None) or ()
-    return [str(value) for value in values]
-
-
 def review_loops(tasks: Iterable[Task], policy: Policy) -> dict[str, Firing]:
     """Tasks sent back (REVISE) after at least `stuck.review_loop.rounds` review rounds."""
-    rounds = int(policy.get("stuck.review_loop.rounds", 3))
-    exempt = set(_names(policy, "exempt.subjects"))
+    rounds = policy.stuck.review_rounds
+    exempt = set(policy.stuck.exempt_subjects)
     loops: dict[str, Firing] = {}
     for task in tasks:
         done = task.review_rounds or 0

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
 from selfcorrect.core.model import Failure
@@ -51,17 +50,17 @@ class Taxonomy:
     __slots__ = ("_blind", "_cache", "_codes", "_sensitive", "_typed")
 
     def __init__(self, policy: Policy) -> None:
-        codes: Any = policy.get("codes", None) or {}
+        codes = policy.codes
         # Codes match case-insensitively ('etimedout' is ETIMEDOUT); the policy's spelling is
         # reported as the rule.
         self._codes: dict[str, tuple[str, str]] = {
-            str(code).upper(): (str(kind), str(code)) for code, kind in codes.items()
+            code.upper(): (kind, code) for code, kind in codes.items()
         }
-        patterns: Any = policy.get("patterns", None) or ()
-        sources = [str(entry["regex"]) for entry in patterns]
+        patterns = policy.patterns
+        sources = [entry.regex for entry in patterns]
         regexes = [re.compile(source, re.IGNORECASE) for source in sources]
         self._typed = tuple(
-            Typed(str(entry["type"]), float(entry.get("confidence", 1.0)), TypeSource.PATTERN, src)
+            Typed(entry.type, entry.confidence, TypeSource.PATTERN, src)
             for entry, src in zip(patterns, sources, strict=True)
         )
         # Patterns that cannot tell the digits 1-9 apart answer once per shape of text (line

@@ -33,9 +33,9 @@ def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     for work_item, decided in plan.work_items.items():
         if decided.final_status not in ACTS or decided.is_task:
             sections.setdefault(work_item, [])
-    limit = int(policy.get("limits.max_prompts"))
+    limit = policy.limits.max_prompts
     kept = list(sections) if len(sections) <= limit else list(sections)[: limit - 1]
-    max_text = int(policy.get("limits.max_text"))
+    max_text = policy.limits.max_text
     rendered: dict[str, str] = {}
     for work_item in kept:
         item = plan.work_items.get(work_item)

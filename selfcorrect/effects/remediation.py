@@ -23,6 +23,7 @@ from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.journal_records import TransitionEvent
 from selfcorrect.core.markdown import restructure
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
 from selfcorrect.errors import InputError
 from selfcorrect.io import atomic, journal, manifest, safe_paths, workspace
@@ -169,7 +170,7 @@ def apply_fix(
     step("preflight", "remediating", argv=argv, scope=scope)  # fsynced before the effect
     journal_rel = workspace.relative_to_root(journal.journal_path(folder), root)
     snap = workspace.recapture(snap, [journal_rel])  # with the record just appended
-    timeout = float(fixer.get("timeout_s") or policy.get("remediation.step_timeout_s"))
+    timeout = Fixer.of(fixer).timeout_s or policy.remediation.step_timeout_s
     done = _restructure(root, argv[1], argv[2]) if built_in else run_contained(argv, root, timeout)
     changed = _not_by_hooks(workspace.changes(snap), root, exclude[0])
     # Bytes a fixer put in the journal come out before our next record goes in after them.
@@ -185,7 +186,7 @@ def apply_fix(
         **(_listed("discarded", discarded) if discarded else {}),
     )
     changed = [c for c in changed if c not in caches]
-    limit = int(fixer.get("max_changed_lines") or policy.get("remediation.max_changed_lines"))
+    limit = Fixer.of(fixer).max_changed_lines or policy.remediation.max_changed_lines
     measured = [Measured(c.rel, c.added, c.removed) for c in changed]
     # A link that leads out of the project is never a fix, whatever the scope says.
     escaping = [c.rel for c in changed if _leads_outside(root, c.rel)]

@@ -31,9 +31,9 @@ def validator_argv(folder: Path, policy: Policy, *, shown: bool = False) -> list
     Run (the default), the built-in is this very interpreter's; `shown` gives it as a person
     types it (`selfcorrect validate DIR`, DIR as given), for the prompts' verify line.
     """
-    command = policy.get("validator.command", None)
+    command = policy.validator.command
     if command:
-        return [str(part) for part in command]
+        return list(command)
     if shown:
         return ["selfcorrect", "validate", str(folder)]
     # Absolute: the validator runs in the project root, not where the user typed DIR.
@@ -53,7 +53,7 @@ def _identity(path: Path) -> tuple[int, int, int, int, str] | None:
 def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
     report = folder / layout.REPORT
     before = _identity(report)
-    timeout = float(policy.get("validator.timeout_s"))
+    timeout = policy.validator.timeout_s
     # The run holds the folder's lock: the built-in validator works under it (io/folder_lock).
     env = {"SELFCORRECT_DIR": str(folder.resolve()), **folder_lock.child_env()}
     done = run_argv(validator_argv(folder, policy), root, timeout, env=env)

@@ -64,7 +64,7 @@ def load_inputs(
 ) -> Inputs:
     """Read the folder; writes nothing. Raises InputError naming every broken document."""
     policy = load_policy(policy_path or folder / layout.POLICY)
-    max_bytes = int(policy.get("limits.max_bytes"))
+    max_bytes = policy.limits.max_bytes
     errors: list[InputError] = []
 
     def strict(load: Callable[[], T], default: T) -> T:
@@ -172,8 +172,8 @@ def _fold_log(
 
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
-    exempt = policy.get("stuck.exempt")
-    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
+    stuck = policy.stuck
+    ledger = Ledger(frozenset(stuck.exempt_tools), frozenset(stuck.exempt_subjects))
     return Taxonomy(policy), ledger, StuckDetector(policy)
 
 

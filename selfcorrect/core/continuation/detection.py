@@ -190,7 +190,7 @@ def split(
 
     A target that leaves the project is dropped, and the description says so: a micro-task
     never sends an agent outside the project (`place`, docs/architecture.md)."""
-    budget = int(policy.get("continuation.microtask_tokens"))
+    budget = policy.continuation.microtask_tokens
     done = {_fold(c) for c in (incomplete.waypoint.completed if incomplete.waypoint else ())}
     remaining = [c for c in (task.acceptance_criteria if task else ()) if _fold(c) not in done]
     result: list[MicroTask] = []
@@ -256,11 +256,11 @@ class Limit(StrEnum):
 
 def over_limit(task: Task | None, microtasks: int, policy: Policy) -> tuple[Limit, str] | None:
     """The first §11 limit passed (continuations before micro-tasks), with a human detail."""
-    most = int(policy.get("continuation.max_continuations"))
+    most = policy.continuation.max_continuations
     if task is not None and task.continuations > most:
         detail = f"{task.continuations} continuations, over continuation.max_continuations ({most})"
         return Limit.CONTINUATIONS, detail
-    most = int(policy.get("continuation.max_microtasks"))
+    most = policy.continuation.max_microtasks
     if microtasks > most:
         return (
             Limit.MICROTASKS,

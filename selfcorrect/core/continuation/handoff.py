@@ -31,11 +31,11 @@ def needs_handoff(
 ) -> str | None:
     """Why the work should move to a fresh session (every reason that holds), or None."""
     reasons: list[str] = []
-    usage = float(policy.get("context_reset.usage"))
+    usage = policy.context_reset.usage
     if context_usage is not None and context_usage > usage:
         reasons.append(f"context usage {context_usage:g} over {usage:g}")
     first, last = parse_time(first_failure_at), parse_time(last_failure_at)
-    limit = float(policy.get("context_reset.minutes"))
+    limit = policy.context_reset.minutes
     if first and last and (minutes := (last - first).total_seconds() / 60) > limit:
         reasons.append(f"failing for {round(minutes, 1):g} minutes, over {limit:g}")
     if compactions >= 2:

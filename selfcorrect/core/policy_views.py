@@ -1,0 +1,368 @@
+"""Typed, read-only views of the policy's fixed-shape sections (docs/policy.md).
+
+`Policy` builds each view once, on first use, from its merged data; callers read
+`policy.limits.max_bytes` (an int) instead of casting `policy.get("limits.max_bytes")`. The
+schema (schemas/selfcorrect.schema.json) has already checked the types of a user's file, so a
+view only turns each value into the type its readers use (a duration in seconds is a float, a
+list a tuple). The defaults below are those the readers used before the views: the shipped
+policy (templates/selfcorrect.yaml) sets every one of them, so they matter only for a policy
+built from partial data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+def _section(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """The mapping at `name`; KeyError naming it when absent, as `Policy.get` raised."""
+    value = data.get(name)
+    if value is None:
+        raise KeyError(name)
+    return value
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """A list of strings (absent or null: none)."""
+    return tuple(str(item) for item in value or ())
+
+
+def _argv(value: Any) -> tuple[str, ...] | None:
+    """A command as an argv tuple; None when unset (null or empty)."""
+    return tuple(str(part) for part in value) if value else None
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatorPolicy:
+    """`validator:` the external validator, else the built-in one (command None)."""
+
+    command: tuple[str, ...] | None
+    timeout_s: float
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> ValidatorPolicy:
+        section = _section(data, "validator")
+        return cls(_argv(section.get("command")), float(section["timeout_s"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """`caps:` correction cycles per run and the default retries of an issue type."""
+
+    global_cycles: int
+    per_issue_default: int
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Caps:
+        section = _section(data, "caps")
+        return cls(int(section["global_cycles"]), int(section["per_issue_default"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """`limits:` the largest file read, agent text kept, and prompts written."""
+
+    max_bytes: int
+    max_text: int
+    max_prompts: int
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Limits:
+        section = _section(data, "limits")
+        return cls(int(section["max_bytes"]), int(section["max_text"]), int(section["max_prompts"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Fixability:
+    """`fixability:` an issue estimated longer than this is no automatic fix."""
+
+    max_minutes: float
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Fixability:
+        return cls(float(_section(data, "fixability")["max_minutes"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Remediation:
+    """`remediation:` bounds on one fix and on a run."""
+
+    max_changed_lines: int
+    step_timeout_s: float
+    run_deadline_s: float
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Remediation:
+        section = _section(data, "remediation")
+        return cls(
+            int(section["max_changed_lines"]),
+            float(section["step_timeout_s"]),
+            float(section["run_deadline_s"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Circuit:
+    """`circuit:` when a rule that keeps failing stops itself."""
+
+    window_s: float
+    verification_failures: int
+    compensation_failures: int
+    target_recurrences: int
+    min_calls: int
+    max_failure_rate: float
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Circuit:
+        section = _section(data, "circuit")
+        return cls(
+            float(section["window_s"]),
+            int(section["verification_failures"]),
+            int(section["compensation_failures"]),
+            int(section["target_recurrences"]),
+            int(section["min_calls"]),
+            float(section["max_failure_rate"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """`continuation:` how far unfinished work is continued and split."""
+
+    max_continuations: int
+    max_microtasks: int
+    microtask_tokens: int
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Continuation:
+        section = _section(data, "continuation")
+        return cls(
+            int(section["max_continuations"]),
+            int(section["max_microtasks"]),
+            int(section["microtask_tokens"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReset:
+    """`context_reset:` the context usage and the minutes that call for a fresh agent."""
+
+    usage: float
+    minutes: float
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> ContextReset:
+        section = _section(data, "context_reset")
+        return cls(float(section["usage"]), float(section["minutes"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """`agent:` the command that receives a prompt file, or None."""
+
+    command: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Agent:
+        section = data.get("agent") or {}
+        return cls(_argv(section.get("command")))
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One stuck signal: fires at `threshold` occurrences among the latest `window` entries."""
+
+    threshold: int
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stuck:
+    """`stuck:` the stuck signals' thresholds and exemptions (docs/policy.md).
+
+    Every threshold and window is at least 1; `review_rounds` is as written.
+    """
+
+    consecutive_failures: int
+    agent_retry: int
+    unable_to_complete: int
+    unable_patterns: tuple[str, ...]
+    repeated_error: Window
+    edit_loop: Window
+    edit_tools: tuple[str, ...]
+    tool_loop: Window
+    review_rounds: int
+    exempt_tools: tuple[str, ...]
+    exempt_subjects: tuple[str, ...]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Stuck:
+        section: Mapping[str, Any] = data.get("stuck") or {}
+
+        def part(signal: str) -> Mapping[str, Any]:
+            value: Mapping[str, Any] = section.get(signal) or {}
+            return value
+
+        def number(signal: str, key: str, default: int) -> int:
+            return max(int(part(signal).get(key, default)), 1)
+
+        def window(signal: str, threshold: int, size: int) -> Window:
+            return Window(number(signal, "threshold", threshold), number(signal, "window", size))
+
+        return cls(
+            consecutive_failures=number("consecutive_failures", "threshold", 3),
+            agent_retry=number("agent_retry", "threshold", 3),
+            unable_to_complete=number("unable_to_complete", "threshold", 3),
+            unable_patterns=_strings(part("unable_to_complete").get("patterns")),
+            repeated_error=window("repeated_error", 3, 10),
+            edit_loop=window("edit_loop", 3, 8),
+            edit_tools=_strings(part("edit_loop").get("tools")),
+            tool_loop=window("tool_loop", 5, 8),
+            review_rounds=int(part("review_loop").get("rounds", 3)),
+            exempt_tools=_strings(part("exempt").get("tools")),
+            exempt_subjects=_strings(part("exempt").get("subjects")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LadderStep:
+    """One step of the recovery ladder (docs/policy.md)."""
+
+    step: int
+    name: str
+    directive: str
+
+
+def ladder_of(data: Mapping[str, Any]) -> tuple[LadderStep, ...]:
+    """`ladder:` its steps, in policy order."""
+    if "ladder" not in data:
+        raise KeyError("ladder")
+    return tuple(
+        LadderStep(int(entry["step"]), str(entry["name"]), str(entry["directive"]))
+        for entry in data["ladder"]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class IntentPatterns:
+    """`intent:` the regexes that say a task only looks (observe) or changes files (create)."""
+
+    observe: tuple[str, ...]
+    create: tuple[str, ...]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> IntentPatterns:
+        section: Mapping[str, Any] = data.get("intent") or {}
+        return cls(_strings(section.get("observe")), _strings(section.get("create")))
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinationChecks:
+    """`coordination:` what the built-in validator asks of a coordination log."""
+
+    min_answer_words: int
+    hedges: tuple[str, ...]
+    required_synthesis: tuple[str, ...]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> CoordinationChecks:
+        section: Mapping[str, Any] = data.get("coordination") or {}
+        return cls(
+            int(section.get("min_answer_words", 5)),
+            _strings(section.get("hedges")),
+            _strings(section.get("required_synthesis")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QualityChecks:
+    """`checks:` the built-in validator's quality checks, each entry as the policy gives it."""
+
+    commands: tuple[Mapping[str, Any], ...]
+    coverage: Mapping[str, Any] | None
+    docs: Mapping[str, Any] | None
+    templates: tuple[Mapping[str, Any], ...]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> QualityChecks:
+        section: Mapping[str, Any] = data.get("checks") or {}
+        return cls(
+            tuple(section.get("commands") or ()),
+            section.get("coverage"),
+            section.get("docs"),
+            tuple(section.get("templates") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One repair tool offered to agents (`tools:`)."""
+
+    name: str
+    command: tuple[str, ...]
+    mutating: bool
+
+
+def tools_of(data: Mapping[str, Any]) -> tuple[Tool, ...]:
+    """`tools:` in policy order; an entry that is no mapping, or whose command is not an argv
+    list (a bare string is never split), is left out."""
+    section = data.get("tools") or {}
+    found: list[Tool] = []
+    for name, spec in section.items() if isinstance(section, Mapping) else ():
+        if not isinstance(spec, Mapping):
+            continue
+        command = spec.get("command")
+        if not isinstance(command, list | tuple) or not command:
+            continue
+        found.append(
+            Tool(str(name), tuple(str(part) for part in command), spec.get("mutating") is True)
+        )
+    return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuePattern:
+    """One `patterns:` entry of an issue type: a regex over issue descriptions."""
+
+    regex: str
+    confidence: float
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> IssuePattern:
+        return cls(str(entry["regex"]), float(entry["confidence"]))
+
+
+@dataclass(frozen=True, slots=True)
+class FailurePattern:
+    """One `patterns:` entry: a regex over error text that names a failure type."""
+
+    regex: str
+    type: str
+    confidence: float
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> FailurePattern:
+        return cls(str(entry["regex"]), str(entry["type"]), float(entry.get("confidence", 1.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Fixer:
+    """One `fix:` entry of an issue type: its own bounds override `remediation:`'s."""
+
+    command: tuple[str, ...]
+    applies_to: tuple[str, ...]
+    max_changed_lines: int | None
+    timeout_s: float | None
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> Fixer:
+        lines = entry.get("max_changed_lines")
+        timeout = entry.get("timeout_s")
+        return cls(
+            _strings(entry.get("command")),
+            _strings(entry.get("applies_to")) or ("*",),
+            int(lines) if lines else None,
+            float(timeout) if timeout else None,
+        )
