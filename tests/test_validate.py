@@ -22,8 +22,12 @@ COORDINATION_TYPES = {
 
 
 def example(tmp_path: Path) -> Path:
+    """The shipped example without its validator's report: the built-in validator never
+    replaces another validator's report (tests/test_foreign_reports.py), and these tests are
+    about what it writes."""
     folder = tmp_path / "workflow"
     shutil.copytree(REPO / "workflow", folder)
+    (folder / "validation_report.yaml").unlink()
     return folder
 
 
@@ -83,7 +87,8 @@ def test_the_run_classifies_every_issue_the_validator_emits(tmp_path: Path, run_
 
 
 def test_output_goes_elsewhere_and_never_clobbers_the_report(tmp_path: Path, run_line) -> None:
-    folder = example(tmp_path)
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
     before = (folder / "validation_report.yaml").read_bytes()
     out = tmp_path / "ours.yaml"
     result = run_line(["validate", folder, "--output", out])

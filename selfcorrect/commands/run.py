@@ -10,7 +10,6 @@ and writes nothing at all.
 
 from __future__ import annotations
 
-import shlex
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -31,7 +30,7 @@ from selfcorrect.core.text_caps import cap_all, cap_text
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.remediation import FixOutcome, apply_fix, compensate, transition_writer
-from selfcorrect.effects.revalidate import Revalidation, revalidate, validator_argv
+from selfcorrect.effects.revalidate import Revalidation, revalidate, verification_line
 from selfcorrect.effects.work_files import work_inputs, write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, prompts, safe_paths
 from selfcorrect.io.policy_file import load_policy
@@ -205,7 +204,7 @@ def _inputs(folder: Path, analysis: Analysis, clock: Clock, trace: str, cycles: 
         now=stamp(clock),
         run_id=trace,
         workflow_dir=documents.display_path(folder),
-        verification=shlex.join(validator_argv(folder, analysis.policy, shown=True)),
+        verification=verification_line(folder, analysis.policy),
         checkpoints=analysis.checkpoints,
         resolved=analysis.resolved,
         cycles=cycles,
