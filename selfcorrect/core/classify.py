@@ -8,7 +8,6 @@ and decided by the rules of §5 in order; the first that applies gives the reaso
 from __future__ import annotations
 
 import enum
-import fnmatch
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
 from selfcorrect.core.text_caps import bounded_key
 from selfcorrect.core.text_window import search
+from selfcorrect.core.verification import applies_to
 
 UNCLASSIFIED = "unclassified"
 BUILT_IN = frozenset({"restructure_to_template"})
@@ -320,7 +320,8 @@ class IssueClassifier:
             fixers = (fixers,)
         for fixer in fixers:
             globs = fixer.get("applies_to") or ("*",)
-            matches = target is None or any(fnmatch.fnmatch(target, g) for g in globs)
+            # A folder target (`src`) takes the fixer for the files under it (docs/policy.md).
+            matches = target is None or any(applies_to(target, str(g)) for g in globs)
             command = fixer.get("command") or ()
             if matches and command and self.installed(str(command[0])):
                 return fixer
