@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.checks.documents import restructurable
 from selfcorrect.core.calibration import CalibrationRow, calibrate
 from selfcorrect.core.circuits import Circuits, Trip, fold_circuits
 from selfcorrect.core.classify import IssueClassifier, IssueDecision
@@ -183,7 +184,9 @@ def analyze(
             firing = (*firing, reviews[subject])
         subjects.append(decide_subject(record, firing, state.subject(subject), policy))
 
-    classifier = IssueClassifier(policy, is_installed or installed)
+    classifier = IssueClassifier(
+        policy, is_installed or installed, restructurable(project_root(folder))
+    )
     issues: dict[str, IssueDecision] = {}
     for issue in _issues_to_decide(folder, report):
         decision = classifier.decide(

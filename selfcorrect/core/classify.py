@@ -111,9 +111,17 @@ def fingerprint(issue: Issue, issue_type: str) -> str:
 
 
 class IssueClassifier:
-    def __init__(self, policy: Policy, installed: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        installed: Callable[[str], bool],
+        restructurable: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        """`restructurable(target, template)`: can the built-in restructure keep every line of
+        the document (checks/documents.py reads it)? None: assume it can."""
         self.policy = policy
         self.installed = installed
+        self.restructurable = restructurable
 
     @cached_property
     def _patterns(self) -> list[tuple[str, re.Pattern[str], float]]:
@@ -311,6 +319,14 @@ class IssueClassifier:
         """A fix selfcorrect performs itself; without a template it falls back to a directive."""
         templates = self.policy.get("checks.templates", None) or ()
         template = template_for(target, templates) if target else None
+        if (
+            template
+            and target
+            and self.restructurable
+            and not self.restructurable(target, template)
+        ):
+            # A built-in fix never loses content (docs/policy.md): the agent's directive instead.
+            return None
         return {"builtin": strategy, "template": template} if template else None
 
     def _fixer(self, definition: Mapping[str, Any], target: str | None) -> Mapping[str, Any] | None:
