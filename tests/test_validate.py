@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import yaml
@@ -185,3 +186,40 @@ def test_invalid_input_exits_2_and_writes_nothing(tmp_path: Path, run_line) -> N
     assert result.exit_code == 2
     assert "coordination_log.yaml:" in result.stderr
     assert tree_digest(tmp_path) == before
+
+
+# A check whose output differs on every run, as test runners' timings do.
+FLAKY_CHECK = """
+import pathlib, sys
+counter = pathlib.Path("runs.txt")
+n = int(counter.read_text()) + 1 if counter.exists() else 1
+counter.write_text(str(n))
+print(f"FAILED tests/test_a.py::test_x")
+print(f"1 failed in 0.{n}3s (run {n})")
+sys.exit(1)
+"""
+
+
+def test_ids_survive_output_and_figures_that_change_between_runs(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    (tmp_path / "check.py").write_text(FLAKY_CHECK)
+    coverage = tmp_path / "coverage.json"
+    coverage.write_text(json.dumps({"totals": {"percent_covered": 61.0}, "files": {}}))
+    (folder / "selfcorrect.yaml").write_text(
+        (folder / "selfcorrect.yaml").read_text()
+        + "checks:\n"
+        + f"  commands:\n    - {{type: linting_errors, command: [{sys.executable}, check.py]}}\n"
+        + "  coverage: {report: coverage.json, min_percent: 80}\n"
+    )
+    first = run_line(["validate", folder])
+    ids = {i["type"]: i["id"] for i in load(folder / "validation_report.yaml")["issues"]}
+    coverage.write_text(json.dumps({"totals": {"percent_covered": 64.5}, "files": {}}))
+    second = run_line(["validate", folder])
+    again = {i["type"]: i["id"] for i in load(folder / "validation_report.yaml")["issues"]}
+
+    assert {"linting_errors", "test_coverage_low"} <= set(ids)
+    assert again == ids
+    assert "(run 2)" in second.stdout and "64.5%" in second.stdout  # the evidence is current
+    # The output tail is shown line by line, not as one line with \x0a in it.
+    assert "\\x0a" not in first.stdout
+    assert "      FAILED tests/test_a.py::test_x\n" in first.stdout
