@@ -29,6 +29,7 @@ from selfcorrect.core.human_control import (
     escalation_edits,
     resolve_reset,
     unblocked_by_hand,
+    unevidenced_warning,
 )
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
 from selfcorrect.core.ledger import Ledger, SubjectRecord
@@ -255,16 +256,9 @@ def _hand_edits(
     resets: list[Reset] = []
     for index, entry in escalation_edits(escalations, state):
         where = doc.position(["escalations", index, "status"]) if doc else (1, 1)
-        if not (entry.evidence or "").strip():
-            warnings.append(
-                Diagnostic(
-                    doc.display if doc else layout.ESCALATIONS,
-                    *where,
-                    f"{entry.id} is resolved but gives no `evidence:`; say why it is safe to go "
-                    "on (and `resolved_by:` who you are): until then it is not acted on",
-                    "warning",
-                )
-            )
+        unusable = unevidenced_warning(entry, doc.display if doc else layout.ESCALATIONS, where)
+        if unusable is not None:  # `check` reports the same warning (commands/check.py)
+            warnings.append(unusable)
             continue
         request = ResetRequest(
             "escalation",
