@@ -89,6 +89,8 @@ def test_a_relative_folder_validates_the_right_report(tmp_path: Path) -> None:
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     shutil.copytree(REPO / "workflow", repo / "wf")
+    # The example's report is example-validator's, which the built-in one never replaces.
+    (repo / "wf" / "validation_report.yaml").unlink()
     done = subprocess.run(
         [sys.executable, "-m", "selfcorrect", "run", ".", "--validate-first"],
         cwd=repo / "wf",
