@@ -172,6 +172,23 @@ def test_a_resolved_escalation_without_evidence_is_not_acted_on(blocked: Path, r
     assert not any(r["event"] == "reset" for r in records(blocked))
 
 
+def test_check_warns_about_a_resolution_without_evidence_as_run_does(
+    blocked: Path, run_line
+) -> None:
+    path = blocked / "escalations.yaml"
+    path.write_text(path.read_text().replace("status: open", "status: resolved\n    retry: true"))
+    checked = run_line(["check", blocked])
+    ran = run_line(["run", blocked])
+    warning = [line for line in ran.stderr.splitlines() if "gives no `evidence:`" in line]
+    assert warning and warning[0] in checked.stdout + checked.stderr  # the same words, position
+    assert "0 warning" not in checked.stdout + checked.stderr
+    # Once it gives evidence and a run acts on it, neither warns any more.
+    path.write_text(path.read_text().replace("retry: true", "retry: true\n    evidence: fixed"))
+    run_line(["run", blocked])
+    after = run_line(["check", blocked])
+    assert "gives no `evidence:`" not in after.stdout + after.stderr
+
+
 def test_unblocking_a_failed_item_by_hand_gives_a_fresh_budget(blocked: Path, run_line) -> None:
     log = blocked / "coordination_log.yaml"
     text = log.read_text()

@@ -17,9 +17,26 @@ def test_headings_skip_fenced_code() -> None:
 
 def test_sections_move_into_template_order_and_missing_ones_are_added() -> None:
     doc = "intro line\n# Title\n## Decision\nD\n## Extra\nE\n## Context\nC"
+    # A section the template does not name travels with the one it followed.
     assert restructure(doc, TEMPLATE) == (
-        "intro line\n# Title\n## Context\nC\n## Decision\nD\n## Consequences\n\n## Extra\nE\n"
+        "intro line\n# Title\n## Context\nC\n## Decision\nD\n## Extra\nE\n## Consequences\n\n"
     )
+
+
+def test_the_title_is_never_replaced_by_the_templates_placeholder() -> None:
+    template = "# ADR {number}: {title}\n\n## Context\n\n## Decision\n"
+    doc = "# Use Postgres\n\n## Decision\nWe use it.\n\n## Context\nWe need SQL.\n"
+    assert restructure(doc, template) is None  # the title cannot be kept: not applied
+    # A document without a title cannot get one made up from the placeholder either.
+    assert restructure("## Decision\nd\n## Context\nc\n", TEMPLATE) is None
+
+
+def test_the_title_stays_first_and_every_line_survives() -> None:
+    doc = "# Use Postgres\nStatus: accepted\n\n## Decision\nWe use it.\n## Context\nSQL.\n"
+    out = restructure(doc, TEMPLATE)
+    assert out is not None and out.startswith("# Use Postgres\nStatus: accepted\n")
+    assert "{title}" not in out and out.count("# Use Postgres") == 1
+    assert all(line in out.splitlines() for line in doc.splitlines())
 
 
 def test_a_conforming_document_is_unchanged() -> None:
@@ -44,6 +61,7 @@ def test_no_text_is_ever_lost(names: list[str], bodies: list[str]) -> None:
         f"## {name}\n{body}\n" for name, body in zip(names, bodies, strict=False)
     )
     out = restructure(doc, TEMPLATE)
+    assert out is not None
     for name, body in zip(names, bodies, strict=False):
         assert f"## {name}\n{body}\n" in out
     assert [h for h in headings(out) if h[1] in ("Context", "Decision", "Consequences")] == [

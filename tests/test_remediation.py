@@ -347,9 +347,32 @@ def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
     assert json.loads(result.stdout)["cycles"] == 1
     assert (repo / "docs" / "adr" / "0001-tokens.md").read_text() == (
         "# Rotate refresh tokens once\n\n## Context\nTwo tabs refresh at once.\n\n"
-        "## Decision\nSingle-flight per session.\n\n## Consequences\n\n## Notes\nSee WI-1.\n"
+        "## Notes\nSee WI-1.\n## Decision\nSingle-flight per session.\n\n## Consequences\n\n"
     )
     assert report(repo)["status"] == "PASS"
+
+
+def test_a_restructure_that_would_lose_the_title_goes_to_the_agent_instead(
+    tmp_path: Path, run_line
+) -> None:
+    """A built-in fix never loses content (docs/policy.md): a template whose title heading
+    the document's title does not fit is not applied; the agent gets the directive."""
+    repo = adr_repo(tmp_path)
+    template = repo / "docs" / "adr" / "TEMPLATE.md"
+    template.write_text("# ADR {number}: {title}\n\n## Context\n\n## Decision\n")
+    adr = repo / "docs" / "adr" / "0001-tokens.md"
+    original = adr.read_bytes()
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert result.exit_code == 3, result.stdout + result.stderr  # PENDING: handed to the agent
+    assert adr.read_bytes() == original
+    issues = json.loads(result.stdout)["issues"]
+    issue = next(i for i in issues if i["type"] == "format_violations")
+    assert issue["classification"] == "FIXABLE" and issue["reason"] == "FIXABLE"
+    assert not any(r.get("event") == "transition" for r in journal(repo))  # no fix ran
+    text = "".join(p.read_text() for p in (repo / "workflow" / "recovery").glob("*.md"))
+    assert "Restructure to the template" in text and "never write the placeholder" in text
 
 
 def test_a_read_only_document_fails_its_fix_instead_of_stopping_the_run(

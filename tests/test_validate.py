@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import REPO, tree_digest
-from tests.helpers import example, load
+from tests.helpers import load
 
 COORDINATION_TYPES = {
     "missing_coordination_log",
@@ -22,6 +22,16 @@ COORDINATION_TYPES = {
     "weak_synthesis",
     "circular_delegation",
 }
+
+
+def example(tmp_path: Path) -> Path:
+    """The shipped example without its validator's report: the built-in validator never
+    replaces another validator's report (tests/test_foreign_reports.py), and these tests are
+    about what it writes."""
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
+    (folder / "validation_report.yaml").unlink()
+    return folder
 
 
 def test_validate_writes_a_canonical_report_that_check_accepts(tmp_path: Path, run_line) -> None:
@@ -76,7 +86,8 @@ def test_the_run_classifies_every_issue_the_validator_emits(tmp_path: Path, run_
 
 
 def test_output_goes_elsewhere_and_never_clobbers_the_report(tmp_path: Path, run_line) -> None:
-    folder = example(tmp_path)
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
     before = (folder / "validation_report.yaml").read_bytes()
     out = tmp_path / "ours.yaml"
     result = run_line(["validate", folder, "--output", out])
@@ -180,6 +191,8 @@ def test_a_relative_folder_validates_the_right_report(tmp_path: Path) -> None:
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     shutil.copytree(REPO / "workflow", repo / "wf")
+    # The example's report is example-validator's, which the built-in one never replaces.
+    (repo / "wf" / "validation_report.yaml").unlink()
     done = subprocess.run(
         [sys.executable, "-m", "selfcorrect", "run", ".", "--validate-first"],
         cwd=repo / "wf",
@@ -191,3 +204,40 @@ def test_a_relative_folder_validates_the_right_report(tmp_path: Path) -> None:
     assert done.returncode in (1, 3), done.stderr
     assert not (repo / "validation_report.yaml").exists()  # no stray report at the root
     assert load(repo / "wf" / "validation_report.yaml")["validator"] == "selfcorrect"
+
+
+# A check whose output differs on every run, as test runners' timings do.
+FLAKY_CHECK = """
+import pathlib, sys
+counter = pathlib.Path("runs.txt")
+n = int(counter.read_text()) + 1 if counter.exists() else 1
+counter.write_text(str(n))
+print(f"FAILED tests/test_a.py::test_x")
+print(f"1 failed in 0.{n}3s (run {n})")
+sys.exit(1)
+"""
+
+
+def test_ids_survive_output_and_figures_that_change_between_runs(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    (tmp_path / "check.py").write_text(FLAKY_CHECK)
+    coverage = tmp_path / "coverage.json"
+    coverage.write_text(json.dumps({"totals": {"percent_covered": 61.0}, "files": {}}))
+    (folder / "selfcorrect.yaml").write_text(
+        (folder / "selfcorrect.yaml").read_text()
+        + "checks:\n"
+        + f"  commands:\n    - {{type: linting_errors, command: [{sys.executable}, check.py]}}\n"
+        + "  coverage: {report: coverage.json, min_percent: 80}\n"
+    )
+    first = run_line(["validate", folder])
+    ids = {i["type"]: i["id"] for i in load(folder / "validation_report.yaml")["issues"]}
+    coverage.write_text(json.dumps({"totals": {"percent_covered": 64.5}, "files": {}}))
+    second = run_line(["validate", folder])
+    again = {i["type"]: i["id"] for i in load(folder / "validation_report.yaml")["issues"]}
+
+    assert {"linting_errors", "test_coverage_low"} <= set(ids)
+    assert again == ids
+    assert "(run 2)" in second.stdout and "64.5%" in second.stdout  # the evidence is current
+    # The output tail is shown line by line, not as one line with \x0a in it.
+    assert "\\x0a" not in first.stdout
+    assert "      FAILED tests/test_a.py::test_x\n" in first.stdout

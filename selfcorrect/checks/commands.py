@@ -37,8 +37,11 @@ def command_findings(
         limit = float(entry.get("timeout_s") or timeout_s)
         outcome = _run(argv, root, limit)
         if outcome is not None:
-            description = f"check `{clean(shlex.join(argv))}` {outcome}"
-            findings.append(Finding(type_, severity, description, target=target))
+            command = clean(shlex.join(argv))
+            description = f"check `{command}` {outcome}"
+            # The output and timing vary between runs; the failing command is the issue.
+            key = f"command {command}"
+            findings.append(Finding(type_, severity, description, target=target, key=key))
     return findings
 
 

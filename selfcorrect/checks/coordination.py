@@ -18,7 +18,9 @@ from selfcorrect.core.model import Coordination
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search
 
-Problem = tuple[str, str, str, str | None]  # type, description (the evidence), fix, task id
+# type, description (the evidence), fix, task id; with a fifth item, what was checked when the
+# description quotes text that changes between runs (the id is taken from it: checks/findings.py)
+Problem = tuple[str, str, str, str | None] | tuple[str, str, str, str | None, str]
 Keys = tuple[frozenset[str], frozenset[str]]  # significant words, paths
 
 # SPEC §3 defaults, used when the policy's issue type sets no severity of its own.
@@ -68,8 +70,8 @@ def coordination_findings(
             *_cycle_problems(coordination),
         ]
     return [
-        Finding(kind, _severity(policy, kind), text, log, task_id, fix)
-        for kind, text, fix, task_id in problems
+        Finding(p[0], _severity(policy, p[0]), p[1], log, p[3], p[2], p[4] if len(p) > 4 else None)
+        for p in problems
     ]
 
 
@@ -119,6 +121,7 @@ def _synthesis_problems(coordination: Coordination, policy: Policy) -> Iterator[
                 "Have the controller write synthesized_solution with approach, "
                 "rationale and implementation_steps drawn from the answers.",
                 None,
+                "no synthesized_solution",  # the counts change as the log grows
             )
         return
     for part in policy.coordination.required_synthesis:

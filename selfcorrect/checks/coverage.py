@@ -50,7 +50,9 @@ def coverage_findings(cfg: Mapping[str, Any] | None, root: Path, policy: Policy)
     named = ", ".join(f"{clean(name)} {pct:.1f}%" for pct, name in worst)
     description = f"test coverage {total:.1f}% is below min_percent {minimum:g}% ({clean(report)})"
     description += f"; least covered: {named}" if named else ""
-    return [Finding(COVERAGE, severity, description)]
+    # The figures change as tests are added; the id stays with the report and its minimum.
+    key = f"coverage of {report} below {minimum:g}%"
+    return [Finding(COVERAGE, severity, description, key=key)]
 
 
 def _read_coverage(path: Path) -> tuple[float, dict[str, float]]:

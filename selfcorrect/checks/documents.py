@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -18,7 +18,7 @@ from selfcorrect.checks._common import (
     severity_of,
 )
 from selfcorrect.checks.findings import Finding
-from selfcorrect.core.markdown import headings, matches
+from selfcorrect.core.markdown import headings, matches, restructure
 from selfcorrect.core.policy import Policy
 
 
@@ -108,3 +108,19 @@ def _conformance(
         f"{clean(rel)}: heading {_show(wanted)!r} is {state}; expected headings in this "
         f"order (template {clean(template)}): {order}"
     )
+
+
+def restructurable(root: Path) -> Callable[[str, str], bool]:
+    """`(target, template) -> bool`: the built-in restructure_to_template can put the document
+    under the template's headings keeping its title and every line (docs/policy.md). A document
+    or template that cannot be read is the fixer's to report: True."""
+
+    def check(target: str, template: str) -> bool:
+        doc, tpl = inside(root, target), inside(root, template)
+        doc_text = read_text(doc) if doc is not None and doc.is_file() else None
+        tpl_text = read_text(tpl) if tpl is not None and tpl.is_file() else None
+        if doc_text is None or tpl_text is None:
+            return True
+        return restructure(doc_text, tpl_text) is not None
+
+    return check

@@ -18,11 +18,16 @@ class Finding:
     target: str | None = None  # a path relative to the project root, when there is one
     task_id: str | None = None
     suggested_fix: str | None = None
+    # What was checked, when the description also says what was seen and that changes from
+    # run to run (a command's output, a coverage figure): the id is taken from this instead.
+    key: str | None = None
 
     @property
     def stable_id(self) -> str:
-        """The same problem gets the same id on every run (validators must not renumber)."""
-        key = "\x1f".join((self.type, self.target or "", self.task_id or "", self.description))
+        """The same problem gets the same id on every run (validators must not renumber): the
+        type, target, task and what was checked, never a figure or output that varies."""
+        what = self.key if self.key is not None else self.description
+        key = "\x1f".join((self.type, self.target or "", self.task_id or "", what))
         return "SC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
     def as_issue(self) -> dict[str, object]:

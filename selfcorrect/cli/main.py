@@ -199,6 +199,12 @@ def status(
     help="Also re-check the file_exists / file_contains evidence cited by another "
     "validator's report against the project.",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace the report even when another validator wrote it (by default that is "
+    "refused: write to --output instead).",
+)
 @wait_option
 @common_options
 def validate(
@@ -206,6 +212,7 @@ def validate(
     fmt: str,
     output: Path | None,
     recheck: Path | None,
+    force: bool,
     wait: float,
     policy: Path | None,
     color: str,
@@ -221,13 +228,18 @@ def validate(
     policy's `checks:` key: commands (argv, never a shell), coverage (coverage.py
     JSON or Cobertura XML), required documentation, template headings.
 
+    A report another validator wrote (it names that validator, or is in a cAgents
+    dialect) is never replaced: use --output, or --force.
+
     Exit codes: 0 PASS, 1 the report lists issues, 2 invalid input.
     """
     from selfcorrect.cli.validate_report import show_validation
     from selfcorrect.commands.validate import validate_folder
 
     common = make_common(policy, color, verbose, quiet)
-    result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck, wait=wait)
+    result = validate_folder(
+        folder, policy_path=policy, output=output, recheck=recheck, wait=wait, force=force
+    )
     show_validation(result, fmt, common)
     return result_exit_code(result.status)
 

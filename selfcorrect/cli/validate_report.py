@@ -28,6 +28,9 @@ def show_validation(result: Validation, fmt: str, common: Common) -> None:
         line = f"  {issue['id']}  {issue['severity']:<8} {issue['type']}{where}{task}"
         lines.append(printable(line))  # targets and task ids come from agents' files
         if common.verbosity >= 0:
-            lines.append(f"      {printable(str(issue['description']))}")
+            # A command's output tail spans lines: each is shown on its own, indented, and
+            # only what is not printable is escaped (a newline used to come out as \x0a).
+            for part in str(issue["description"]).splitlines() or [""]:
+                lines.append(f"      {printable(part)}")
     lines.append(f"Wrote {result.written}" if result.written else "Report unchanged.")
     click.echo("\n".join(lines), color=common.color)

@@ -6,8 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from selfcorrect import layout
+from selfcorrect.core.human_control import escalation_edits, unevidenced_warning
+from selfcorrect.core.normalise import normalise_escalations
+from selfcorrect.core.state import derive
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import documents
+from selfcorrect.io import documents, journal
 from selfcorrect.io.policy_file import load_policy
 
 # Decision documents, strict (§2). The policy is checked first: it sets limits.max_bytes.
@@ -59,9 +62,12 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
         if path.exists():
             result.checked.append(documents.display_path(path))
             try:
-                documents.load_decision(path, stem, max_bytes=max_bytes)
+                loaded = documents.load_decision(path, stem, max_bytes=max_bytes)
             except InputError as exc:
                 result.diagnostics.extend(exc.diagnostics)
+            else:
+                if stem == "escalations":
+                    result.diagnostics.extend(_hand_resolutions(folder, loaded))
     log = folder / layout.FAILURE_LOG
     if log.exists():
         result.checked.append(documents.display_path(log))
@@ -75,3 +81,19 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
         result.checked.append(documents.display_path(waypoint))
         documents.load_waypoint(waypoint, result.diagnostics, max_bytes=max_bytes)
     return result
+
+
+def _hand_resolutions(folder: Path, doc: documents.Document) -> list[Diagnostic]:
+    """The warnings a run gives about escalations resolved by hand, from the same function
+    (core/human_control.py): a resolution without evidence is not acted on. The journal says
+    which resolutions were acted on already; its own problems are `status`'s to report."""
+    edits = escalation_edits(
+        normalise_escalations(doc.data or {}), derive(journal.read_journal(folder, []))
+    )
+    found = []
+    for index, entry in edits:
+        where = doc.position(["escalations", index, "status"])
+        warning = unevidenced_warning(entry, doc.display, where)
+        if warning is not None:
+            found.append(warning)
+    return found

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
 from selfcorrect.core.plan import build_plan
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
-from selfcorrect.effects.revalidate import validator_argv
+from selfcorrect.effects.revalidate import verification_line
 from selfcorrect.io import documents, folder_lock, journal, safe_paths
 from selfcorrect.io.programs import installed
 from selfcorrect.io.workflow_inputs import load_inputs
@@ -129,7 +128,7 @@ def _rewrite_prompts(
         inputs,
         now=stamp(clock),
         run_id="reset",
-        verification=shlex.join(validator_argv(folder, inputs.policy, shown=True)),
+        verification=verification_line(folder, inputs.policy),
         installed=installed,
     )
     plan = build_plan(decisions)

@@ -10,7 +10,6 @@ re-validating. --shadow stops after the first plan and writes nothing at all.
 
 from __future__ import annotations
 
-import shlex
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -40,7 +39,7 @@ from selfcorrect.core.work_items import WorkItem
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.remediation import FixOutcome, apply_fix, compensate, transition_writer
-from selfcorrect.effects.revalidate import Revalidation, revalidate, validator_argv
+from selfcorrect.effects.revalidate import Revalidation, revalidate, verification_line
 from selfcorrect.effects.work_files import write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, safe_paths
 from selfcorrect.io.policy_file import load_policy
@@ -126,7 +125,7 @@ def _locked_run(
             inputs,
             now=stamp(clock),
             run_id=trace,
-            verification=shlex.join(validator_argv(folder, inputs.policy, shown=True)),
+            verification=verification_line(folder, inputs.policy),
             installed=is_installed,
             cycles=cycles,
             **how,

@@ -17,6 +17,7 @@ from selfcorrect import layout
 from selfcorrect.checks.findings import Finding
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.policy import Policy
+from selfcorrect.effects.revalidate import BUILT_IN, report_owner
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
 from selfcorrect.io.policy_file import load_policy
@@ -84,6 +85,7 @@ def validate_folder(
     write: bool = True,
     clock: Clock = system_clock,
     wait: float = folder_lock.DEFAULT_WAIT_S,
+    force: bool = False,
 ) -> Validation:
     """Check and write the report under the folder's lock (io/folder_lock), when it writes."""
     if not folder.is_dir():
@@ -98,7 +100,26 @@ def validate_folder(
     if write:
         safe_paths.preflight(folder)  # a symlinked state path: exit 2 before anything is read
     with folder_lock.hold(folder, wait, "validate") if write else contextlib.nullcontext():
-        return _validate(folder, policy_path, output, recheck, write, clock)
+        return _validate(folder, policy_path, output, recheck, write, clock, force)
+
+
+def refuse_foreign(target: Path, max_bytes: int) -> None:
+    """InputError when `target` is another validator's report (docs/integration.md): the
+    built-in validator never replaces it. Its checks are not that validator's, so its PASS
+    would mark issues recovered that no one touched."""
+    owner = report_owner(target, max_bytes)
+    if owner is None or not owner.foreign:
+        return
+    raise InputError(
+        Diagnostic(
+            documents.display_path(target),
+            1,
+            1,
+            f"this report is from {owner.describe()}, not from selfcorrect's built-in "
+            "validator, which never replaces another validator's report; write to another "
+            "file with --output PATH, or pass --force to replace it",
+        )
+    )
 
 
 def _validate(
@@ -108,16 +129,19 @@ def _validate(
     recheck: Path | None,
     write: bool,
     clock: Clock,
+    force: bool = False,
 ) -> Validation:
     policy = load_policy(policy_path or folder / layout.POLICY)
+    target = output or folder / layout.REPORT
+    if write and not force:
+        refuse_foreign(target, int(policy.get("limits.max_bytes")))
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {
         "status": _status(findings, policy),
         "generated_at": stamp(clock),
-        "validator": "selfcorrect",
+        "validator": BUILT_IN,
         "issues": [finding.as_issue() for finding in findings],
     }
-    target = output or folder / layout.REPORT
     written = None
     if write and atomic.replace_file(target, render_report(report)):
         written = documents.display_path(target)

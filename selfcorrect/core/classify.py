@@ -8,7 +8,6 @@ and decided by the rules of §5 in order; the first that applies gives the reaso
 from __future__ import annotations
 
 import enum
-import fnmatch
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
 from selfcorrect.core.text_caps import bounded_key
 from selfcorrect.core.text_window import search
+from selfcorrect.core.verification import applies_to
 
 UNCLASSIFIED = "unclassified"
 BUILT_IN = frozenset({"restructure_to_template"})
@@ -111,9 +111,17 @@ def fingerprint(issue: Issue, issue_type: str) -> str:
 
 
 class IssueClassifier:
-    def __init__(self, policy: Policy, installed: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        installed: Callable[[str], bool],
+        restructurable: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        """`restructurable(target, template)`: can the built-in restructure keep every line of
+        the document (checks/documents.py reads it)? None: assume it can."""
         self.policy = policy
         self.installed = installed
+        self.restructurable = restructurable
 
     @cached_property
     def _patterns(self) -> list[tuple[str, re.Pattern[str], float]]:
@@ -317,6 +325,14 @@ class IssueClassifier:
         """A fix selfcorrect performs itself; without a template it falls back to a directive."""
         templates = self.policy.checks.templates
         template = template_for(target, templates) if target else None
+        if (
+            template
+            and target
+            and self.restructurable
+            and not self.restructurable(target, template)
+        ):
+            # A built-in fix never loses content (docs/policy.md): the agent's directive instead.
+            return None
         return {"builtin": strategy, "template": template} if template else None
 
     def _fixer(self, definition: Mapping[str, Any], target: str | None) -> Mapping[str, Any] | None:
@@ -326,7 +342,8 @@ class IssueClassifier:
             fixers = (fixers,)
         for fixer in fixers:
             globs = fixer.get("applies_to") or ("*",)
-            matches = target is None or any(fnmatch.fnmatch(target, g) for g in globs)
+            # A folder target (`src`) takes the fixer for the files under it (docs/policy.md).
+            matches = target is None or any(applies_to(target, str(g)) for g in globs)
             command = fixer.get("command") or ()
             if matches and command and self.installed(str(command[0])):
                 return fixer

@@ -26,6 +26,7 @@ from selfcorrect.core.human_control import (
     escalation_edits,
     resolve_reset,
     unblocked_by_hand,
+    unevidenced_warning,
 )
 from selfcorrect.core.inputs import Inputs
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
@@ -235,7 +236,7 @@ def _decide_issues(
     inputs: Inputs, state: State, circuits: Circuits, installed: Callable[[str], bool]
 ) -> list[IssueDecision]:
     policy = inputs.policy
-    classifier = IssueClassifier(policy, installed)
+    classifier = IssueClassifier(policy, installed, inputs.project.restructurable)
     issues: dict[str, IssueDecision] = {}
     for issue in _issues_to_decide(inputs):
         prior = state.issue(fingerprint(issue, classifier.type_of(issue)[0]))
@@ -279,8 +280,9 @@ def hand_edits(inputs: Inputs, state: State, warnings: list[Diagnostic]) -> list
             if index < len(inputs.escalation_positions)
             else (1, 1)
         )
-        if not (entry.evidence or "").strip():
-            warnings.append(unexplained_resolution(where_file, where, entry.id))
+        unusable = unevidenced_warning(entry, where_file, where)
+        if unusable is not None:  # `check` reports the same warning (commands/check.py)
+            warnings.append(unusable)
             continue
         request = ResetRequest(
             "escalation",
@@ -330,17 +332,6 @@ def hand_edits(inputs: Inputs, state: State, warnings: list[Diagnostic]) -> list
         except UnknownTarget:
             continue  # blocked by an older selfcorrect under another name: nothing to reset
     return resets
-
-
-def unexplained_resolution(display: str, where: tuple[int, int], ident: str) -> Diagnostic:
-    """The warning for an escalation resolved by hand without `evidence:` (run and check)."""
-    return Diagnostic(
-        display,
-        *where,
-        f"{ident} is resolved but gives no `evidence:`; say why it is safe to go "
-        "on (and `resolved_by:` who you are): until then it is not acted on",
-        "warning",
-    )
 
 
 def _work_inputs(inputs: Inputs, state: State) -> WorkInputs:

@@ -18,6 +18,7 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Escalation, EscalationStatus, FailedItem, FinalStatus
 from selfcorrect.core.policy import Policy, suggest
 from selfcorrect.core.state import State
+from selfcorrect.errors import Diagnostic
 
 KINDS = ("subject", "rule", "escalation")
 
@@ -226,6 +227,23 @@ def escalation_edits(
         for index, e in enumerate(escalations)
         if e.status is EscalationStatus.RESOLVED and e.id not in state.resolved_escalations
     ]
+
+
+def unevidenced_warning(
+    entry: Escalation, display: str, where: tuple[int, int]
+) -> Diagnostic | None:
+    """The warning for an escalation a person marked resolved without `evidence:`, which is
+    not acted on; None when it gives evidence. `run` and `check` both report it, from here, so
+    they never disagree (docs/integration.md)."""
+    if (entry.evidence or "").strip():
+        return None
+    return Diagnostic(
+        display,
+        *where,
+        f"{entry.id} is resolved but gives no `evidence:`; say why it is safe to go on (and "
+        "`resolved_by:` who you are): until then it is not acted on",
+        "warning",
+    )
 
 
 def unblocked_by_hand(items: Sequence[FailedItem], state: State) -> list[FailedItem]:

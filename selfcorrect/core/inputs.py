@@ -26,6 +26,8 @@ class ProjectView:
     size_of: Callable[[str], int | None] = lambda _rel: None
     # How a path is shown to an agent: project-relative, or None when it leaves the project.
     place: Callable[[str], str | None] = lambda path: path
+    # Can the built-in restructure keep every line of `target` under `template`'s headings?
+    restructurable: Callable[[str, str], bool] = lambda _target, _template: True
 
 
 @dataclass(frozen=True)

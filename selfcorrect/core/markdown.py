@@ -77,35 +77,88 @@ def template_for(target: str, templates: Iterable[Mapping[str, Any]]) -> str | N
     return None
 
 
-def restructure(document: str, template: str) -> str:
-    """The document with its sections in the template's heading order; nothing is lost.
+def conforms(text: str, expected: list[Heading]) -> bool:
+    """The template's headings appear in `text` in order; other headings may come between."""
+    index = 0
+    for heading in headings(text):
+        if index < len(expected) and matches(expected[index], heading):
+            index += 1
+    return index == len(expected)
 
-    Each section (a heading and the lines up to the next heading) keeps its text. Sections the
-    template names come first, in its order; a heading the document lacks is added, empty;
-    sections the template does not name follow, in their original order.
+
+def restructure(document: str, template: str) -> str | None:
+    """The document under the template's headings, in the template's order, or None when that
+    cannot be done without losing or inventing content (docs/policy.md, built-in fixes).
+
+    A built-in fix never loses content: the document's own title and every line it had
+    survive. Each section the template names moves, with the sections the template does not
+    name that follow it, to its place in the template's order; the preamble and the title stay
+    first; a heading the document lacks is added, empty. None when a missing heading has a
+    placeholder (its text would be invented, e.g. a title put in the title's place), when the
+    title would no longer come first, or when the result still would not follow the template.
     """
+    expected = headings(template)
     lines = document.splitlines(keepends=True)
     marks = _scan([line.rstrip("\r\n") for line in lines])
-    preamble = "".join(lines[: marks[0][0]]) if marks else document
+    if not expected or conforms(document, expected):
+        return document
+    ends = [start for start, _ in marks[1:]] + [len(lines)]
     sections = [
-        ("".join(lines[start : marks[i + 1][0] if i + 1 < len(marks) else len(lines)]), heading)
-        for i, (start, heading) in enumerate(marks)
+        (lines[start:end], heading) for (start, heading), end in zip(marks, ends, strict=True)
     ]
-    out, used = [preamble], set()
-    for wanted in headings(template):
+    # Which template heading each section takes: the first unused section that matches.
+    taken: dict[int, int] = {}  # section index -> template position
+    for position, wanted in enumerate(expected):
         index = next(
-            (i for i, (_, seen) in enumerate(sections) if i not in used and matches(wanted, seen)),
+            (i for i, (_, seen) in enumerate(sections) if i not in taken and matches(wanted, seen)),
             None,
         )
-        if index is None:
-            title = wanted[1] if not PLACEHOLDER.search(wanted[1]) else wanted[1].strip("{} ")
-            out.append(f"{'#' * wanted[0]} {title}\n\n")
+        if index is not None:
+            taken[index] = position
+    # Blocks: a taken section and the untaken ones after it; the lead block holds the preamble
+    # and everything before the first taken section (the title among them, when not taken).
+    lead = lines[: marks[0][0]] if marks else lines
+    blocks: dict[int, list[str]] = {}
+    current = lead
+    for i, (text, _) in enumerate(sections):
+        if i in taken:
+            current = blocks[taken[i]] = list(text)
         else:
-            used.add(index)
-            out.append(_ended(sections[index][0]))
-    out += [_ended(text) for i, (text, _) in enumerate(sections) if i not in used]
-    return "".join(part for part in out if part)
+            current.extend(text)
+    out = [_ended_lines(lead)]
+    for position, wanted in enumerate(expected):
+        if position in blocks:
+            out.append(_ended_lines(blocks[position]))
+        elif PLACEHOLDER.search(wanted[1]):
+            return None  # its text would be made up, and a title's would replace the real one
+        else:
+            out.append([f"{'#' * wanted[0]} {wanted[1]}\n", "\n"])
+    result = "".join(line for block in out for line in block)
+    title = headings(document)[:1]
+    if headings(result)[:1] != title or not conforms(result, expected):
+        return None
+    if not _contains_all(_bare(result.splitlines(keepends=True)), _bare(lines)):
+        return None  # a guard: by construction every line was carried over
+    return result
 
 
-def _ended(section: str) -> str:
-    return section if section.endswith("\n") else section + "\n"
+def _ended_lines(block: list[str]) -> list[str]:
+    if block and not block[-1].endswith("\n"):
+        return [*block[:-1], block[-1] + "\n"]
+    return block
+
+
+def _bare(lines: list[str]) -> list[str]:
+    return [line.rstrip("\r\n") for line in lines]
+
+
+def _contains_all(result: list[str], original: list[str]) -> bool:
+    """Every original line is in the result (as many times as it was in the document)."""
+    counts: dict[str, int] = {}
+    for line in result:
+        counts[line] = counts.get(line, 0) + 1
+    for line in original:
+        if counts.get(line, 0) <= 0:
+            return False
+        counts[line] -= 1
+    return True

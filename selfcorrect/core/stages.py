@@ -7,10 +7,10 @@ The policy's global `mode: shadow` puts every rule in shadow.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 
 from selfcorrect.core.policy import Policy, Rule
+from selfcorrect.core.verification import in_scope
 
 ACTIVE = "active"
 SHADOW = "shadow"
@@ -28,6 +28,7 @@ def effective_stage(policy: Policy, rule: Rule | None, targets: Iterable[str | N
     if stage == CANARY:
         scope = rule.scope if rule else ()
         named = [t for t in targets if t]
-        inside = any(t == g or fnmatch.fnmatchcase(t, g) for t in named for g in scope)
+        # The one scope rule: an entry that names a folder covers every file under it.
+        inside = any(in_scope(t, scope) for t in named)
         return ACTIVE if inside else SHADOW
     return SHADOW if stage == SHADOW else ACTIVE

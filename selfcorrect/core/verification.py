@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,38 @@ def in_scope(path: str, scope: Sequence[str]) -> bool:
         or (is_glob(pattern) and fnmatch.fnmatchcase(path, pattern))
         for pattern in scope
     )
+
+
+def applies_to(target: str, pattern: str) -> bool:
+    """Does a fixer's `applies_to` glob cover `target`? A file: when the glob matches it. A
+    folder (`src`, `src/`): when the glob can match a file under it, since a target that names
+    a folder covers every file under it (docs/policy.md, issue types: `fix`).
+
+    Pure, so a folder is told by its name: a trailing `/`, or a last part with no suffix. The
+    sample file under it takes the glob's own last part, so `*.py` and `src/*.py` reach `src`,
+    and `tests/*.py` does not.
+    """
+    if fnmatch.fnmatchcase(target, pattern):
+        return True
+    last = target.rstrip("/").rsplit("/", 1)[-1]
+    if not last or not (target.endswith("/") or "." not in last.lstrip(".")):
+        return False
+    sample = _sample(pattern.rsplit("/", 1)[-1])
+    return sample is not None and fnmatch.fnmatchcase(f"{target.rstrip('/')}/{sample}", pattern)
+
+
+_CLASS = re.compile(r"\[!?([^]]?)[^]]*\]")
+
+
+def _sample(name_glob: str) -> str | None:
+    """A file name the glob's last part matches (`*.py` → `x.py`), None when there is none."""
+    if not name_glob:
+        return None
+    sample = _CLASS.sub(
+        lambda m: "x" if m.group(0).startswith(("[!", "[^")) else m.group(1) or "x", name_glob
+    )
+    sample = sample.replace("*", "x").replace("?", "x")
+    return sample if fnmatch.fnmatchcase(sample, name_glob) else None
 
 
 def _protected(path: str, never: Sequence[str]) -> bool:

@@ -278,7 +278,13 @@ def _restructure(root: Path, target: str, template: str) -> Completed:
     try:
         document = (root / target).read_text(encoding="utf-8")
         wanted = (root / template).read_text(encoding="utf-8")
-        atomic.replace_file(root / target, restructure(document, wanted).encode("utf-8"))
+        result = restructure(document, wanted)
+        if result is None:  # the classifier checked; the document changed since
+            return Completed(
+                1,
+                "restructure_to_template would lose the document's title or a line: not applied",
+            )
+        atomic.replace_file(root / target, result.encode("utf-8"))
     except (OSError, UnicodeDecodeError, InputError) as exc:  # InputError: a link, read-only
         return Completed(1, f"restructure_to_template failed: {exc}")
     return Completed(0, "")

@@ -3,26 +3,120 @@
 The validator runs as an argv list in the project root with SELFCORRECT_DIR set. Its report
 counts only if the file was (re)written while it ran: an unchanged or older report is
 *uncertain*, never PASS.
+
+This module also decides who owns validation_report.yaml (docs/integration.md): a report that
+names another validator (`validator` or `generated_by`), or that is in a cAgents dialect, is that
+validator's. The built-in validator never replaces it; when the policy sets no
+`validator.command`, selfcorrect cannot re-validate at all and waits for that validator's fresh
+report; and the prompts' verify line names the command that writes the report, or asks for a
+fresh validation when none is known.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.policy import Policy
-from selfcorrect.io import folder_lock
+from selfcorrect.errors import InputError
+from selfcorrect.io import documents, folder_lock, yaml_nodes
 from selfcorrect.io.process import Completed, run_argv
+
+BUILT_IN = "selfcorrect"  # the `validator` the built-in validator writes into its reports
+# Keys only the cAgents dialects write at the top of a report (docs/integration.md).
+_DIALECT_KEYS = ("classification", "overall_status", "issues_found", "acceptance_criteria_results")
+# The verify line when no command is known: templates/strategies/_common.md.j2 tests this prefix.
+ASK_FOR_VALIDATION = "ask for a fresh validation"
+_NAME_LIMIT = 80
 
 
 @dataclass(frozen=True)
 class Revalidation:
     fresh: bool
     detail: str
-    completed: Completed
+    completed: Completed | None  # None: no validator was run
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who wrote validation_report.yaml: `name` as the report gives it (None when unnamed)."""
+
+    name: str | None
+    foreign: bool  # another validator's report: the built-in validator must not replace it
+
+    def describe(self) -> str:
+        if self.name:
+            return f"validator {self.name!r}"
+        return "another validator (its report is in a cAgents dialect)"
+
+
+def _clean(name: Any) -> str | None:
+    """A validator's name as agent-written text: one short line, or None."""
+    if not isinstance(name, str | int | float) or isinstance(name, bool):
+        return None
+    line = " ".join(str(name).split()).replace("`", "'")
+    if not line:
+        return None
+    return line if len(line) <= _NAME_LIMIT else line[: _NAME_LIMIT - 1] + "…"
+
+
+def owner_of(data: Any) -> Owner:
+    """The owner of a parsed report. An empty file is no one's; any other non-mapping is
+    unknown, so treated as another validator's."""
+    if data is None:
+        return Owner(None, False)
+    if not isinstance(data, Mapping):
+        return Owner(None, True)
+    name = _clean(data.get("validator")) or _clean(data.get("generated_by"))
+    if name is not None:
+        return Owner(name, name.strip().lower() != BUILT_IN)
+    return Owner(None, any(key in data for key in _DIALECT_KEYS))
+
+
+def report_owner(path: Path, max_bytes: int = documents.DEFAULT_MAX_BYTES) -> Owner | None:
+    """The owner of the report at `path`; None when there is no file there.
+
+    Read leniently: only to learn whose it is. A file that cannot be read is treated as another
+    validator's, so nothing that may be someone else's work is ever overwritten."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    display = documents.display_path(path)
+    try:
+        text = yaml_nodes.decode(documents.read_limited(path, display, max_bytes), display)
+        data, _ = yaml_nodes.load_text(text, display)
+    except InputError:
+        return Owner(None, True)
+    return owner_of(data)
+
+
+def _foreign_and_unrunnable(folder: Path, policy: Policy) -> Owner | None:
+    """The report's owner when it is another validator's and the policy names no command to
+    run it: selfcorrect cannot re-validate. None when it can."""
+    if policy.validator.command:
+        return None
+    owner = report_owner(folder / layout.REPORT, int(policy.get("limits.max_bytes")))
+    return owner if owner is not None and owner.foreign else None
+
+
+def verification_line(folder: Path, policy: Policy) -> str:
+    """What a prompt's "Verify" section tells the agent to run (docs/integration.md).
+
+    The command that writes the report, as a person types it; when the report is another
+    validator's and no command is known, a request for a fresh validation by that validator."""
+    owner = _foreign_and_unrunnable(folder, policy)
+    if owner is None:
+        return shlex.join(validator_argv(folder, policy, shown=True))
+    return (
+        f"{ASK_FOR_VALIDATION} from {owner.describe()}, which wrote "
+        f"{layout.REPORT} (selfcorrect cannot run it: set validator.command in "
+        f"{layout.POLICY} so it can)"
+    )
 
 
 def validator_argv(folder: Path, policy: Policy, *, shown: bool = False) -> list[str]:
@@ -51,6 +145,16 @@ def _identity(path: Path) -> tuple[int, int, int, int, str] | None:
 
 
 def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
+    owner = _foreign_and_unrunnable(folder, policy)
+    if owner is not None:
+        # The built-in validator would replace that report with its own verdict on other
+        # checks, and a PASS there is no verdict on the other validator's issues.
+        return Revalidation(
+            False,
+            f"{layout.REPORT} is from {owner.describe()} and validator.command is unset: "
+            "waiting for that validator's fresh report",
+            None,
+        )
     report = folder / layout.REPORT
     before = _identity(report)
     timeout = policy.validator.timeout_s
@@ -74,4 +178,14 @@ def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
     return Revalidation(True, f"fresh report ({done.describe(timeout)})", done)
 
 
-__all__ = ["Revalidation", "revalidate", "validator_argv"]
+__all__ = [
+    "ASK_FOR_VALIDATION",
+    "BUILT_IN",
+    "Owner",
+    "Revalidation",
+    "owner_of",
+    "report_owner",
+    "revalidate",
+    "validator_argv",
+    "verification_line",
+]

@@ -149,10 +149,13 @@ def _project_view(root: Path) -> ProjectView:
             return None
         return len(path.read_text(encoding="utf-8", errors="replace"))
 
+    from selfcorrect.checks.documents import restructurable
+
     return ProjectView(
         exists=lambda rel: (path := resolve_inside(root, rel)) is not None and path.exists(),
         size_of=size_of,
         place=placer(root),
+        restructurable=restructurable(root),
     )
 
 
