@@ -76,3 +76,81 @@ def test_the_checker_accepts_renderings_that_agree(tmp_path: Path) -> None:
     checker = _checker(tmp_path)
     checker.check(_blocked_run("STATUS: blocked - stop; a person decides (ESC-1)\n"))
     assert checker.messages() == []
+
+
+def _run(
+    data: dict[str, object],
+    *,
+    prompts: dict[str, str] | None = None,
+    report: bytes | None = None,
+    text: str = "",
+) -> Observation:
+    code = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}[str(data["result"])]
+    return Observation(1, "run", code, "", "", data, text, [], [], prompts or {}, report)
+
+
+def test_an_attempt_spent_without_a_turn_is_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    issue = {
+        "fingerprint": "missing_documentation@docs/a.md",
+        "type": "missing_documentation",
+        "strategy": "generate_docs",
+        "attempts": 1,
+        "status": "pending",
+    }
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [issue], "subjects": []}))
+    assert any(m.startswith("[1]") and "0 -> 1" in m for m in checker.messages())
+    checker = _checker(tmp_path)
+    checker.agent_turn("missing_documentation@docs/a.md")
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [issue], "subjects": []}))
+    assert not any(m.startswith("[1]") for m in checker.messages())
+
+
+def test_a_person_paged_before_the_ladder_is_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    subject = {
+        "subject": "WI-1",
+        "failure_type": "runtime_error",
+        "attempts": 3,
+        "status": "blocked",
+        "ladder_step": None,
+        "signals": [],
+    }
+    checker.check(_run({"result": "BLOCKED", "cycles": 0, "issues": [], "subjects": [subject]}))
+    assert any(m.startswith("[2]") and "offered ladder steps none" in m for m in checker.messages())
+
+
+def test_cycles_beyond_the_episode_cap_and_a_foreign_pass_are_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    checker.policy = {"caps": {"global_cycles": 2}}
+    fixable = (
+        b'{"status": "FIXABLE", "validator": "sim-validator",'
+        b' "issues": [{"severity": "MAJOR", "description": "x"}]}'
+    )
+    for _ in range(2):
+        checker.before_run(fixable)
+        checker.check(_run({"result": "PENDING", "cycles": 2, "issues": [], "subjects": []}))
+    assert any(m.startswith("[4]") and "4 correction cycles" in m for m in checker.messages())
+    passed = b'{"status": "PASS", "validator": "selfcorrect", "issues": []}'
+    checker.check(
+        _run({"result": "PASS", "cycles": 0, "issues": [], "subjects": []}, report=passed)
+    )
+    assert any(
+        m.startswith("[5]") and "not one 'sim-validator' wrote" in m for m in checker.messages()
+    )
+
+
+def test_evidence_missing_from_the_next_prompt_is_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    checker.person_reset("WI-1", "use the staging database")
+    prompt = (
+        "STATUS: recovering - handed back\nTRY: step 1\n\n"
+        "Guidance from a person\nuse the staging database\n"
+    )
+    checker.check(
+        _run(
+            {"result": "PENDING", "cycles": 0, "issues": [], "subjects": []},
+            prompts={"WI-1.md": prompt},
+        )
+    )
+    assert any(m.startswith("[6]") for m in checker.messages())
