@@ -2,7 +2,9 @@
 """The simulated project's lint autofixer: copied into the project as tools/fix_lint.py.
 
 `fix_lint.py FILE…` deletes every line carrying the lint marker from each file, as `ruff --fix`
-would remove what it flags. Only the standard library.
+would remove what it flags. Each execution is logged (one line per file) in ../fixer-runs.log,
+outside the project, so the simulator knows how often the fixer really ran.
+Only the standard library.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import sys
 from pathlib import Path
 
 MARKER = "# LINT"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(paths: list[str]) -> int:
+    with open(ROOT.parent / "fixer-runs.log", "a", encoding="utf-8") as log:
+        log.write("".join(f"{name}\n" for name in paths))
     for name in paths:
         path = Path(name)
         if path.is_file():

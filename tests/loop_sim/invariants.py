@@ -54,7 +54,7 @@ TOOL_NAMES = {
 
 INVARIANTS = {
     "0": "the run accepts valid inputs and its exit code matches its result",
-    "1": "no agent attempt spent without an agent turn",
+    "1": "no agent attempt spent without an agent turn (nor an autofix one without a fix)",
     "2": "the ladder (steps 1..5) runs before a person is paged; the ceiling escalates",
     "3": "the five renderings agree for every work item",
     "4": "an episode's correction cycles stay within caps.global_cycles",
@@ -198,6 +198,7 @@ class Checker:
     episode_cycles: int = 0
     episode_start_write: int = 0
     runs: int = 0
+    fixer_lines: int = 0
     _seen: dict[tuple[str, str | None, str], Violation] = field(default_factory=dict)
 
     # -- bookkeeping the simulation reports --------------------------------------------------
@@ -223,6 +224,16 @@ class Checker:
         elif verdict and not self.episode_open:
             self.episode_open, self.episode_cycles = True, 0
             self.episode_start_write = len(self._writes())
+
+    def _fixer_runs(self) -> dict[str, int]:
+        """Executions of the project's autofixer per target since the previous run."""
+        log = self.validator_log.parent / "fixer-runs.log"
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        fresh, self.fixer_lines = lines[self.fixer_lines :], len(lines)
+        counts: dict[str, int] = defaultdict(int)
+        for target in fresh:
+            counts[target] += 1
+        return counts
 
     def _writes(self) -> list[tuple[str, str]]:
         lines = self.validator_log.read_text(encoding="utf-8").split()
@@ -302,26 +313,31 @@ class Checker:
         return items
 
     def check_attempts_need_turns(self, obs: Observation, data: dict[str, Any]) -> None:
-        agent_types = {
-            name
-            for name, rule in (self.policy.get("issue_types") or {}).items()
-            if isinstance(rule, dict) and rule.get("fix")
-        }
+        """An agent-strategy attempt is spent only after an agent's turn; an autofix attempt
+        only by an execution of the fixer (one that never ran is given back): docs/policy.md."""
+        fixer_runs = self._fixer_runs()
         for issue in data.get("issues") or []:
-            if issue.get("strategy") in NON_AGENT_STRATEGIES or issue.get("type") in agent_types:
+            if issue.get("strategy") in NON_AGENT_STRATEGIES - {"autofix"}:
                 continue
             fp = str(issue.get("fingerprint"))
             item = issue.get("task_id") or fp
             now = int(issue.get("attempts") or 0)
             before = self.issue_attempts.get(fp, 0)
             turns = self.turns.get(item, 0)
+            if issue.get("strategy") == "autofix":
+                turns += fixer_runs.get(str(issue.get("target")), 0)
             if now - before > turns:
                 self.fail(
                     obs,
                     "1",
                     item,
                     f"issue {fp} ({issue.get('strategy')}): JSON attempts "
-                    f"{before} -> {now}, but agents had {turns} turn(s) on its prompt since",
+                    f"{before} -> {now}, but since the previous run there were only {turns} "
+                    + (
+                        "agent turn(s) or fixer run(s)"
+                        if issue.get("strategy") == "autofix"
+                        else "agent turn(s) on its prompt"
+                    ),
                 )
             self.issue_attempts[fp] = now
 

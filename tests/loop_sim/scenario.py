@@ -279,6 +279,12 @@ class Simulation:
                     self.checker.expectation(
                         obs, f"recovery/{work_item_file(args['item'])} lacks {args['text']!r}"
                     )
+            elif kind == "prompt_lacks":
+                text = (obs.prompts if obs else {}).get(work_item_file(args["item"]), "")
+                if args["text"] in text:
+                    self.checker.expectation(
+                        obs, f"recovery/{work_item_file(args['item'])} says {args['text']!r}"
+                    )
             elif kind == "split_by_type":
                 tool = args["tool"]
                 mine = [
