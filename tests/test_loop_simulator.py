@@ -11,6 +11,8 @@ import pytest
 from loop_sim.invariants import Checker, Observation
 from loop_sim.scenario import Simulation, load, scenario_files
 
+from selfcorrect.layout import work_item_file
+
 
 @pytest.mark.parametrize("path", scenario_files(), ids=lambda p: p.stem)
 def test_scenario_keeps_the_loop_invariants(path: Path, tmp_path: Path) -> None:
@@ -101,7 +103,7 @@ def test_an_attempt_spent_without_a_turn_is_reported(tmp_path: Path) -> None:
     checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [issue], "subjects": []}))
     assert any(m.startswith("[1]") and "0 -> 1" in m for m in checker.messages())
     checker = _checker(tmp_path)
-    checker.agent_turn("missing_documentation@docs/a.md")
+    checker.agent_turn(work_item_file("missing_documentation@docs/a.md"))
     checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [issue], "subjects": []}))
     assert not any(m.startswith("[1]") for m in checker.messages())
 

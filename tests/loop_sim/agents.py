@@ -1,8 +1,10 @@
 """Scripted agents: each works one work item and acts only on a prompt that lets it act.
 
-An agent reads `workflow/recovery/<item>.md`. It takes a turn only when that file's first line is
-`STATUS: recovering` or `STATUS: pending` (docs/prompts.md); a turn is reported to the checker,
-which is how invariant 1 knows an agent had its turn. Behaviours (the scenario's `behaviour:`):
+An agent reads `workflow/recovery/<item>.md` and acts only when that file's first line is
+`STATUS: recovering` or `STATUS: pending` (docs/prompts.md). Every agents step is a turn for each
+prompt that lets an agent act, whatever the agent then does (the simulation reports it to the
+checker): selfcorrect cannot tell a silent agent from a busy one, only that the agents had their
+turn before the fresh report. Behaviours (the scenario's `behaviour:`):
 - `fix_on` (k): on its k-th turn, edits the project so the validator's `fixes:` checks pass;
 - `ignore`: takes the turn and does nothing;
 - `repeat_forbidden`: appends a failure whose approach is the first the prompt's
@@ -22,7 +24,7 @@ from typing import Any
 
 from selfcorrect.layout import work_item_file
 
-from .invariants import ACTING, first_line
+from .invariants import may_act
 
 STAMP = datetime.datetime(2026, 11, 30, 9, 0, 0, tzinfo=datetime.UTC)
 
@@ -53,18 +55,15 @@ class Agent:
         if self.behaviour == "silent":
             return "silent"
         prompt = self.prompt(sim.project.workflow)
-        if prompt is None or not first_line(prompt).startswith(
-            tuple(f"STATUS: {s}" for s in ACTING)
-        ):
+        if prompt is None or not may_act(prompt):
             return "no prompt to act on"
-        sim.checker.agent_turn(self.item)
         self.tries += 1
         if self.behaviour == "fix_on":
             if self.tries == self.k:
                 for check_id in self.fixes:
                     sim.apply_fix(check_id)
                 return "fixed"
-            return "tried, not yet"
+            return "tried, not yet" if self.tries < self.k else "already fixed, nothing to do"
         if self.behaviour == "ignore":
             return "ignored the prompt"
         if self.behaviour == "repeat_forbidden":

@@ -10,6 +10,7 @@ the work item and the renderings that disagree.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -146,6 +147,20 @@ def first_line(text: str) -> str:
     return text.splitlines()[0].strip() if text.strip() else ""
 
 
+# Diagnosis only, never in CI: LOOP_SIM_ACT_ON_ANY_PROMPT=1 lets agents act on a prompt that has
+# no STATUS line at all (prompts written before docs/prompts.md's contract), to see how the rest
+# of the loop behaves once agents get going. A STATUS line that forbids acting is still obeyed.
+ACT_ON_ANY_PROMPT = os.environ.get("LOOP_SIM_ACT_ON_ANY_PROMPT") == "1"
+
+
+def may_act(prompt: str) -> bool:
+    """The prompt's first line lets an agent act (STATUS: recovering or pending)."""
+    line = first_line(prompt)
+    if ACT_ON_ANY_PROMPT and not line.startswith("STATUS:"):
+        return True
+    return line.startswith(tuple(f"STATUS: {s}" for s in ACTING))
+
+
 def report_status(data: bytes | None) -> str:
     """PASS, FIXABLE, BLOCKED... as the report on disk says (either form), or '' when none."""
     if data is None:
@@ -202,8 +217,9 @@ class Checker:
     _seen: dict[tuple[str, str | None, str], Violation] = field(default_factory=dict)
 
     # -- bookkeeping the simulation reports --------------------------------------------------
-    def agent_turn(self, item: str) -> None:
-        self.turns[item] += 1
+    def agent_turn(self, prompt_file: str) -> None:
+        """The agents had a turn on this prompt (recovery/<file>), which let them act."""
+        self.turns[prompt_file] += 1
 
     def failure_appended(self, subject: str) -> None:
         self.new_failures[subject] += 1
@@ -323,7 +339,7 @@ class Checker:
             item = issue.get("task_id") or fp
             now = int(issue.get("attempts") or 0)
             before = self.issue_attempts.get(fp, 0)
-            turns = self.turns.get(item, 0)
+            turns = self.turns.get(work_item_file(item), 0)
             if issue.get("strategy") == "autofix":
                 turns += fixer_runs.get(str(issue.get("target")), 0)
             if now - before > turns:
@@ -385,7 +401,7 @@ class Checker:
                         f"steps {seen or 'none'}; expected {wanted} in order",
                     )
             previous = self.last_step.get(key)
-            grew = self.new_failures.get(key[0], 0) + self.new_failures.get(name, 0)
+            grew = max(self.new_failures.get(key[0], 0), self.new_failures.get(name, 0))
             if status in ACTING and previous is not None and step == previous and grew:
                 self.fail(
                     obs,
@@ -474,6 +490,38 @@ class Checker:
                     "; ".join(problems) + f". terminal={term} "
                     f"json={json_status} failed_items={fi} open_escalations={esc_text} "
                     f"prompt={line[:120]!r}",
+                )
+        self.check_finished_tasks(obs, items, open_by_subject)
+
+    def check_finished_tasks(
+        self,
+        obs: Observation,
+        items: dict[str, list[Part]],
+        open_by_subject: dict[str, list[dict[str, Any]]],
+    ) -> None:
+        """A task that no longer appears in the run (its issues gone from a fresh report, no
+        failure subject) is recovered: nothing may still tell an agent or a person otherwise."""
+        for task in self.tasks:
+            if task in items:
+                continue
+            entries = [e for e in obs.failed_items if str(e.get("task_id")) == task]
+            stale = [str(e.get("final_status")) for e in entries]
+            opens = [str(e.get("id")) for e in open_by_subject.get(task, [])]
+            prompt = obs.prompts.get(work_item_file(task))
+            line = first_line(prompt) if prompt is not None else ""
+            problems = []
+            if any(x != "recovered" for x in stale):
+                problems.append(f"failed_items still says {','.join(stale)}")
+            if opens:
+                problems.append(f"escalation {','.join(opens)} is still open")
+            if prompt is not None and not re.match(r"STATUS:\s*recovered\b", line):
+                problems.append(f"its prompt still starts {line[:120]!r}")
+            if problems:
+                self.fail(
+                    obs,
+                    "3",
+                    task,
+                    "the run no longer lists it (nothing left to do), but " + "; ".join(problems),
                 )
 
     def check_cycles(self, obs: Observation, data: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ from selfcorrect.layout import work_item_file
 
 from . import person
 from .agents import Agent
-from .invariants import Checker, Observation, observe
+from .invariants import Checker, Observation, may_act, observe
 from .project import Project, build
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
@@ -115,6 +115,12 @@ class Simulation:
         self.log.append("validator wrote a report")
 
     def agents_turn(self) -> None:
+        """The agents' turn: every prompt that lets an agent act gets one, then each scripted
+        agent does what its behaviour says."""
+        recovery = self.project.workflow / "recovery"
+        for path in sorted(recovery.glob("*.md")) if recovery.is_dir() else []:
+            if may_act(path.read_text(encoding="utf-8", errors="replace")):
+                self.checker.agent_turn(path.name)
         for agent in self.agents:
             self.log.append(f"agent {agent.item}: {agent.turn(self)}")
 
@@ -207,6 +213,7 @@ class Simulation:
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
         try:
+            self.checker.before_run(self._report())
             self._watched_runs(lines, "the start-up run", errors)
             for _ in range(rounds):
                 self.checker.before_run(self._report())
