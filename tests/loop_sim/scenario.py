@@ -334,6 +334,18 @@ class Simulation:
                             f"{args.get('failure_type', '')}: {field_name} "
                             f"{got}, expected {wanted!r}",
                         )
+            elif kind == "task_has_subject":
+                task = args["task"]
+                mine = [
+                    s
+                    for s in data.get("subjects") or []
+                    if s.get("task_id") == task or str(s.get("subject")).split(" ")[0] == task
+                ]
+                if not mine:
+                    names = [s.get("subject") for s in data.get("subjects") or []]
+                    self.checker.expectation(
+                        obs, f"no failure subject is attributed to {task}; subjects: {names}"
+                    )
             elif kind == "result_not":
                 if data.get("result") in args:
                     self.checker.expectation(obs, f"result {data.get('result')}")
