@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from selfcorrect.layout import work_item_file
 
 from .invariants import may_act
@@ -85,6 +87,8 @@ class Agent:
         path = sim.project.workflow / "tool_failures.yaml"
         if not path.exists():
             path.write_text("failures:\n", encoding="utf-8")
+        # the log's own list style: entries at column 0 (cAgents' hook, PyYAML) or indented
+        lead = "" if re.search(r"^- ", path.read_text(encoding="utf-8"), re.M) else "  "
         chunks = []
         for _ in range(self.count):
             self.failures_written += 1
@@ -103,11 +107,16 @@ class Agent:
                 entry["file_path"] = self.file_path
             if self.code:
                 entry["code"] = self.code
-            chunks.append(canonical_entry(entry))
+            chunks.append(canonical_entry(entry, lead))
             for subject in {self.item, task, self.file_path, self.tool} - {None, ""}:
                 sim.checker.failure_appended(str(subject))
         with path.open("a", encoding="utf-8") as log:  # append-only, as hooks write
             log.write("".join(chunks))
+        text = path.read_text(encoding="utf-8")
+        if not text.startswith("# Tool Failure Log"):  # the hook's dialect is no plain YAML
+            # the harness's own check: what it appended is what a YAML reader finds last
+            last = (yaml.safe_load(text).get("failures") or [None])[-1]
+            assert last == entry, f"tool_failures.yaml does not end with {entry}"
 
     def compact(self, sim: Any) -> None:
         folder = sim.project.workflow / "waypoints"
@@ -124,12 +133,13 @@ class Agent:
             )
 
 
-def canonical_entry(entry: dict[str, Any]) -> str:
-    """One failure in the canonical log form: a list item under `failures:`."""
+def canonical_entry(entry: dict[str, Any], lead: str = "  ") -> str:
+    """One failure in the canonical log form: a list item under `failures:`, its values JSON
+    strings (valid YAML double-quoted scalars), indented by `lead`."""
     import json
 
     lines = []
     for i, (key, value) in enumerate(entry.items()):
-        lead = "  - " if i == 0 else "    "
-        lines.append(f"{lead}{key}: {json.dumps(value)}")
+        start = f"{lead}- " if i == 0 else f"{lead}  "
+        lines.append(f"{start}{key}: {json.dumps(value)}")
     return "\n" + "\n".join(lines) + "\n"

@@ -96,8 +96,13 @@ def build(tmp_path: Path, spec: dict[str, Any]) -> Project:
         (workflow / "selfcorrect.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
     failures = spec.get("failures")
     if failures is not None:
+        from .agents import canonical_entry  # the same form the agents append in
+
+        entries = "".join(canonical_entry(e) for e in expand_failures(failures))
         (workflow / "tool_failures.yaml").write_text(
-            yaml.safe_dump({"failures": expand_failures(failures)}, sort_keys=False)
+            "# Tool failure log (canonical form), appended by the agents' hook.\nfailures:\n"
+            + entries,
+            encoding="utf-8",
         )
     if spec.get("report") is not None:
         (workflow / "validation_report.yaml").write_text(spec["report"], encoding="utf-8")
