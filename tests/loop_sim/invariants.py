@@ -441,12 +441,16 @@ class Checker:
             counts[str(entry.get("task_id"))] += 1
         for item, parts in items.items():
             json_status = most_severe([p.status for p in parts])
-            if not all(any(n in terminal for n in p.names) for p in parts):
-                term = "absent"
+            # the terminal may show the work item on a line of its own, or each of its parts
+            shown = [terminal[n] for p in parts for n in p.names[:1] if n in terminal]
+            shown += [terminal[n] for p in parts for n in p.names[1:2] if n in terminal]
+            every_part = all(any(n in terminal for n in p.names) for p in parts)
+            if item in terminal:
+                term = most_severe([terminal[item], *shown])
+            elif every_part:
+                term = most_severe(shown)
             else:
-                term = most_severe(
-                    [next(terminal[n] for n in p.names if n in terminal) for p in parts]
-                )
+                term = "absent"
             is_task = item in self.tasks
             entries = [e for e in obs.failed_items if str(e.get("task_id")) == item]
             fi = ",".join(str(e.get("final_status")) for e in entries) or "none"
