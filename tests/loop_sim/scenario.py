@@ -1,0 +1,377 @@
+"""Scenario loader and the simulation that plays one scenario file.
+
+A scenario (scenarios/*.yaml, one per file) declares the project (`project:` for project.build),
+its agents, and `steps:`, played in order:
+- `validate`: the workflow's validator agent runs tools/validator.py (a fresh report);
+- `run`: `selfcorrect run workflow/ --format json`, then `selfcorrect status workflow/`;
+  every invariant is checked on what they leave;
+- `agents`: every agent takes its turn (agents.py);
+- `round: N`: N times agents, validate, run;
+- `person: {reset: {subject, evidence}}` runs `selfcorrect reset`; `person: {resolve: {subject,
+  evidence, retry}}` and `person: {final_status: {task, value}}` edit files by hand;
+- `watch: {rounds: N}`: a real `selfcorrect watch` subprocess; agents and the validator act N
+  times while it runs; each run it prints is checked; SIGINT stops it;
+- `expect: [...]`: the scenario's own checks on the last run (see `expect` below).
+selfcorrect's run, status and reset are invoked in-process through the CLI's `main()` (the same
+argv a user types, the same exit-code mapping), because a Python start with selfcorrect's imports
+costs about a second of CPU here and the simulator makes a hundred calls; the watch phase and the
+validator are real subprocesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from selfcorrect.cli.main import main
+from selfcorrect.layout import work_item_file
+
+from . import person
+from .agents import Agent
+from .invariants import Checker, Observation, may_act, observe
+from .project import Project, build
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+WATCH_WAIT_S = 60.0  # a guard against a hung watcher, never an assertion about speed
+WATCH_QUIET_S = 1.5  # after a run, how long to wait for a follow-up run before acting again
+
+
+def scenario_files() -> list[Path]:
+    return sorted(SCENARIOS.glob("*.yaml"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    unknown = set(spec) - {"description", "covers", "project", "agents", "steps"}
+    if unknown:
+        raise ValueError(f"{path.name}: unknown keys {sorted(unknown)}")
+    return spec
+
+
+class Simulation:
+    def __init__(self, name: str, spec: dict[str, Any], tmp_path: Path) -> None:
+        self.name = name
+        self.spec = spec
+        self.project: Project = build(tmp_path, spec["project"])
+        self.checks = {c["id"]: c for c in spec["project"].get("checks") or []}
+        self.agents = [Agent(**a) for a in spec.get("agents") or []]
+        validator = spec["project"].get("validator") or {}
+        self.checker = Checker(
+            name,
+            self.project.workflow,
+            self.project.tasks,
+            self.project.policy,
+            validator.get("name", "sim-validator"),
+            self.project.validator_log,
+        )
+        self.run_no = 0
+        self.last: Observation | None = None
+        self.log: list[str] = []  # what happened, for failure messages
+
+    # -- the user's commands -------------------------------------------------------------------
+    def cli(self, *args: str) -> tuple[int, str, str]:
+        runner = CliRunner()
+        with contextlib.chdir(self.project.root), runner.isolation() as (out, err, _):
+            code = main(list(args))
+            return code, out.getvalue().decode(), err.getvalue().decode()
+
+    def run(self) -> None:
+        self.checker.before_run(self._report())
+        code, out, err = self.cli("run", "workflow", "--format", "json")
+        self.observe("run", code, out, err)
+
+    def observe(self, label: str, code: int, out: str, err: str) -> None:
+        self.run_no += 1
+        _, status_text, _ = self.cli("status", "workflow", "--color", "never")
+        obs = observe(self.run_no, label, code, out, err, status_text, self.project.workflow)
+        data = obs.data or {}
+        self.log.append(
+            f"{label} {self.run_no}: exit {code}, result {data.get('result')}, "
+            f"cycles {data.get('cycles')}"
+        )
+        self.checker.check(obs)
+        self.last = obs
+
+    def validate(self) -> None:
+        env = {**os.environ, "SELFCORRECT_DIR": str(self.project.workflow)}
+        subprocess.run(
+            [sys.executable, "tools/validator.py"],
+            cwd=self.project.root,
+            env=env,
+            check=False,
+            capture_output=True,
+        )
+        self.log.append("validator wrote a report")
+
+    def agents_turn(self) -> None:
+        """The agents' turn: every prompt that lets an agent act gets one, then each scripted
+        agent does what its behaviour says."""
+        recovery = self.project.workflow / "recovery"
+        for path in sorted(recovery.glob("*.md")) if recovery.is_dir() else []:
+            if may_act(path.read_text(encoding="utf-8", errors="replace")):
+                self.checker.agent_turn(path.name)
+        for agent in self.agents:
+            self.log.append(f"agent {agent.item}: {agent.turn(self)}")
+
+    def _report(self) -> bytes | None:
+        path = self.project.workflow / "validation_report.yaml"
+        return path.read_bytes() if path.exists() else None
+
+    def apply_fix(self, check_id: str) -> None:
+        """Edit the project so check `check_id` passes, as the agent's fix would."""
+        check = self.checks[check_id]
+        root = self.project.root
+        paths = sorted(root.glob(check["glob"])) if "glob" in check else [root / check["path"]]
+        for path in paths:
+            if "missing" in check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(check.get("content", "# Usage\n\nCall pkg.add.\n"))
+            elif path.exists():
+                old, new = check.get("replace") or (check["contains"], "")
+                path.write_text(path.read_text().replace(old, new))
+
+    # -- the person ----------------------------------------------------------------------------
+    def person(self, action: dict[str, Any]) -> None:
+        ((kind, args),) = action.items()
+        if kind == "reset":
+            code, _out, err = self.cli(
+                "reset",
+                "workflow",
+                "--subject",
+                args["subject"],
+                "--evidence",
+                args["evidence"],
+                "--actor",
+                "sim-person",
+            )
+            self.log.append(f"person reset {args['subject']}: exit {code}")
+            if code != 0:
+                self.checker.expectation(
+                    self.last, f"reset {args['subject']} exited {code}: {err.strip()[-300:]}"
+                )
+            self.checker.person_reset(args.get("item", args["subject"]), args["evidence"])
+        elif kind == "resolve":
+            ids = person.resolve_escalation(
+                self.project.workflow, args["subject"], args["evidence"], bool(args.get("retry"))
+            )
+            self.log.append(f"person resolved {ids}")
+            if not ids:
+                self.checker.expectation(
+                    self.last, f"no open escalation for {args['subject']} to resolve"
+                )
+            self.checker.person_reset(args["subject"], args["evidence"])
+        elif kind == "final_status":
+            found = person.set_final_status(self.project.workflow, args["task"], args["value"])
+            self.log.append(f"person set {args['task']} final_status {args['value']}")
+            if not found:
+                self.checker.expectation(self.last, f"no failed_items entry for {args['task']}")
+        else:
+            raise ValueError(f"unknown person action {kind!r}")
+
+    # -- watch ---------------------------------------------------------------------------------
+    def watch(self, rounds: int) -> None:
+        errors = self.project.root.parent / "watch-stderr.txt"
+        with errors.open("w") as err_file:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "selfcorrect",
+                    "watch",
+                    "workflow",
+                    "--format",
+                    "json",
+                    "--debounce",
+                    "100",
+                    "--color",
+                    "never",
+                ],
+                cwd=self.project.root,
+                stdout=subprocess.PIPE,
+                stderr=err_file,
+                text=True,
+            )
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        try:
+            self.checker.before_run(self._report())
+            self._watched_runs(lines, "the start-up run", errors)
+            for _ in range(rounds):
+                self.checker.before_run(self._report())
+                self.agents_turn()
+                self.validate()
+                self._watched_runs(lines, "the agents' and the validator's changes", errors)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                code = proc.wait(timeout=WATCH_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            reader.join(timeout=WATCH_WAIT_S)
+            assert proc.stdout is not None
+            proc.stdout.close()
+            if code != 0:
+                self.checker.expectation(
+                    self.last,
+                    f"watch stopped by SIGINT exited {code}: {errors.read_text().strip()[-300:]}",
+                )
+
+    def _watched_runs(self, lines: queue.Queue[str | None], what: str, errors: Path) -> None:
+        """Observe the run the changes caused, and any that follow it before the watcher goes
+        quiet (the agents' and the validator's writes may land in separate runs)."""
+        wait = WATCH_WAIT_S
+        seen = 0
+        while True:
+            try:
+                line = lines.get(timeout=wait)
+            except queue.Empty:
+                line = None
+            if line is None:
+                break
+            data = json.loads(line)
+            self.observe("watch run", int(data.get("exit", -1)), line, "")
+            seen += 1
+            wait = WATCH_QUIET_S
+        if not seen:
+            self.checker.expectation(
+                self.last,
+                f"watch printed no JSON object for {what}: {errors.read_text().strip()[-300:]}",
+            )
+
+    # -- the scenario's own checks -------------------------------------------------------------
+    def expect(self, checks: list[dict[str, Any]]) -> None:
+        obs = self.last
+        data = (obs.data if obs else None) or {}
+        for check in checks:
+            ((kind, args),) = check.items()
+            if kind == "failed_item_contains":
+                entry = next(
+                    (
+                        e
+                        for e in (obs.failed_items if obs else [])
+                        if str(e.get("task_id")) == args["task"]
+                    ),
+                    None,
+                )
+                value = str((entry or {}).get(args["field"]))
+                if args["text"] not in value:
+                    self.checker.expectation(
+                        obs,
+                        f"failed_items[{args['task']}].{args['field']}"
+                        f" = {value[:200]!r} lacks {args['text']!r}",
+                    )
+            elif kind == "prompt_contains":
+                text = (obs.prompts if obs else {}).get(work_item_file(args["item"]), "")
+                if args["text"] not in text:
+                    self.checker.expectation(
+                        obs, f"recovery/{work_item_file(args['item'])} lacks {args['text']!r}"
+                    )
+            elif kind == "prompt_lacks":
+                text = (obs.prompts if obs else {}).get(work_item_file(args["item"]), "")
+                if args["text"] in text:
+                    self.checker.expectation(
+                        obs, f"recovery/{work_item_file(args['item'])} says {args['text']!r}"
+                    )
+            elif kind == "split_by_type":
+                tool = args["tool"]
+                mine = [
+                    s for s in data.get("subjects") or [] if str(s.get("subject")).startswith(tool)
+                ]
+                types = {s.get("failure_type") for s in mine}
+                if len(mine) < args.get("at_least", 2) or len(types) != len(mine):
+                    self.checker.expectation(
+                        obs,
+                        f"subjects of {tool}: "
+                        f"{[(s.get('subject'), s.get('failure_type')) for s in mine]}"
+                        f"; expected one per failure type, at least "
+                        f"{args.get('at_least', 2)}",
+                    )
+            elif kind == "subject":
+                match = [
+                    s
+                    for s in data.get("subjects") or []
+                    if args["match"] in str(s.get("subject"))
+                    and s.get("failure_type") == args.get("failure_type", s.get("failure_type"))
+                ]
+                if args.get("exists", True) and not match:
+                    self.checker.expectation(
+                        obs,
+                        f"no subject matching {args['match']!r} "
+                        f"of type {args.get('failure_type', 'any')}",
+                    )
+                for field_name, unwanted in args.get("not", {}).items():
+                    got = [s.get(field_name) for s in match]
+                    if unwanted in got:
+                        self.checker.expectation(
+                            obs, f"subject {args['match']}: {field_name} {got}, never {unwanted!r}"
+                        )
+                for field_name, wanted in args.get("equals", {}).items():
+                    got = [s.get(field_name) for s in match]
+                    if not match or any(g != wanted for g in got):
+                        self.checker.expectation(
+                            obs,
+                            f"subject {args['match']} "
+                            f"{args.get('failure_type', '')}: {field_name} "
+                            f"{got}, expected {wanted!r}",
+                        )
+            elif kind == "task_has_subject":
+                task = args["task"]
+                mine = [
+                    s
+                    for s in data.get("subjects") or []
+                    if s.get("task_id") == task or str(s.get("subject")).split(" ")[0] == task
+                ]
+                if not mine:
+                    names = [s.get("subject") for s in data.get("subjects") or []]
+                    self.checker.expectation(
+                        obs, f"no failure subject is attributed to {task}; subjects: {names}"
+                    )
+            elif kind == "result_not":
+                if data.get("result") in args:
+                    self.checker.expectation(obs, f"result {data.get('result')}")
+            else:
+                raise ValueError(f"unknown expectation {kind!r}")
+
+    # -- playing -------------------------------------------------------------------------------
+    def play(self) -> list[str]:
+        for step in self.spec["steps"]:
+            if step == "validate":
+                self.validate()
+            elif step == "run":
+                self.run()
+            elif step == "agents":
+                self.agents_turn()
+            elif isinstance(step, dict) and "round" in step:
+                for _ in range(int(step["round"])):
+                    self.agents_turn()
+                    self.validate()
+                    self.run()
+            elif isinstance(step, dict) and "person" in step:
+                self.person(step["person"])
+            elif isinstance(step, dict) and "watch" in step:
+                self.watch(int(step["watch"].get("rounds", 1)))
+            elif isinstance(step, dict) and "expect" in step:
+                self.expect(step["expect"])
+            else:
+                raise ValueError(f"{self.name}: unknown step {step!r}")
+        return self.checker.messages()

@@ -1,0 +1,175 @@
+"""The loop simulator: every scenario file in tests/loop_sim/scenarios/ is played end to end, with
+real files, a real git project, a real validator script and real subprocesses, and the closed
+loop's invariants are checked after every run (docs/simulator.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from selfcorrect.layout import work_item_file
+
+if TYPE_CHECKING:
+    from loop_sim.invariants import Checker, Observation
+
+# Listed, not read, at collection: the harness (tests/loop_sim/) is imported by the tests
+# themselves, so a copy of tests/*.py without it still collects.
+SCENARIOS = sorted((Path(__file__).parent / "loop_sim" / "scenarios").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_keeps_the_loop_invariants(path: Path, tmp_path: Path) -> None:
+    from loop_sim.scenario import Simulation, load
+
+    sim = Simulation(path.stem, load(path), tmp_path)
+    violations = sim.play()
+    assert not violations, "\n".join([*violations, "", "what happened:", *sim.log])
+
+
+def test_every_scenario_file_is_collected() -> None:
+    """Adding a scenario is adding a file: the parametrization sees each one."""
+    from loop_sim.scenario import scenario_files
+
+    assert scenario_files() == SCENARIOS
+    names = [p.stem for p in SCENARIOS]
+    assert len(names) >= 9 and len(set(names)) == len(names)
+
+
+def _blocked_run(prompt: str) -> Observation:
+    from loop_sim.invariants import Observation
+
+    data = {
+        "result": "BLOCKED",
+        "cycles": 0,
+        "issues": [],
+        "subjects": [
+            {
+                "subject": "WI-1",
+                "failure_type": "runtime_error",
+                "attempts": 10,
+                "status": "blocked",
+                "ladder_step": None,
+                "signals": [],
+            }
+        ],
+    }
+    return Observation(
+        1,
+        "run",
+        1,
+        "",
+        "",
+        data,
+        "Subjects:\n  WI-1  runtime_error  blocked  10/3\n",
+        [{"task_id": "WI-1", "final_status": "blocked"}],
+        [{"id": "ESC-1", "subject": "WI-1", "status": "open"}],
+        {"WI-1.md": prompt},
+        None,
+    )
+
+
+def _checker(tmp_path: Path) -> Checker:
+    from loop_sim.invariants import Checker
+
+    (tmp_path / "log").write_text("")
+    return Checker("probe", tmp_path, ["WI-1"], {}, "sim-validator", tmp_path / "log")
+
+
+def test_the_checker_catches_a_disagreeing_rendering(tmp_path: Path) -> None:
+    """The invariants can fail: a prompt whose first line contradicts the JSON is reported,
+    naming the scenario, the run, the work item and both renderings."""
+    checker = _checker(tmp_path)
+    checker.check(_blocked_run("STATUS: recovering - try again\nTRY: step 2\n"))
+    messages = [m for m in checker.messages() if m.startswith("[3]")]
+    assert messages and "scenario probe, run 1, work item WI-1" in messages[0]
+    assert "json=blocked" in messages[0] and "STATUS: recovering" in messages[0]
+
+
+def test_the_checker_accepts_renderings_that_agree(tmp_path: Path) -> None:
+    """...and passes a run whose five renderings say the same thing."""
+    checker = _checker(tmp_path)
+    checker.check(_blocked_run("STATUS: blocked - stop; a person decides (ESC-1)\n"))
+    assert checker.messages() == []
+
+
+def _run(
+    data: dict[str, object],
+    *,
+    prompts: dict[str, str] | None = None,
+    report: bytes | None = None,
+    text: str = "",
+) -> Observation:
+    from loop_sim.invariants import Observation
+
+    code = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}[str(data["result"])]
+    return Observation(1, "run", code, "", "", data, text, [], [], prompts or {}, report)
+
+
+def test_an_attempt_spent_without_a_turn_is_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    issue = {
+        "fingerprint": "missing_documentation@docs/a.md",
+        "type": "missing_documentation",
+        "strategy": "generate_docs",
+        "attempts": 1,
+        "status": "pending",
+    }
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [issue], "subjects": []}))
+    assert any(m.startswith("[1]") and "0 -> 1" in m for m in checker.messages())
+    checker = _checker(tmp_path)
+    checker.agent_turn(work_item_file("missing_documentation@docs/a.md"))
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [issue], "subjects": []}))
+    assert not any(m.startswith("[1]") for m in checker.messages())
+
+
+def test_a_person_paged_before_the_ladder_is_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    subject = {
+        "subject": "WI-1",
+        "failure_type": "runtime_error",
+        "attempts": 3,
+        "status": "blocked",
+        "ladder_step": None,
+        "signals": [],
+    }
+    checker.check(_run({"result": "BLOCKED", "cycles": 0, "issues": [], "subjects": [subject]}))
+    assert any(m.startswith("[2]") and "offered ladder steps none" in m for m in checker.messages())
+
+
+def test_cycles_beyond_the_episode_cap_and_a_foreign_pass_are_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    checker.policy = {"caps": {"global_cycles": 2}}
+    fixable = (
+        b'{"status": "FIXABLE", "validator": "sim-validator",'
+        b' "issues": [{"severity": "MAJOR", "description": "x"}]}'
+    )
+    for _ in range(2):
+        checker.before_run(fixable)
+        checker.check(_run({"result": "PENDING", "cycles": 2, "issues": [], "subjects": []}))
+    assert any(m.startswith("[4]") and "4 correction cycles" in m for m in checker.messages())
+    passed = b'{"status": "PASS", "validator": "selfcorrect", "issues": []}'
+    checker.check(
+        _run({"result": "PASS", "cycles": 0, "issues": [], "subjects": []}, report=passed)
+    )
+    assert any(
+        m.startswith("[5]") and "not one 'sim-validator' wrote" in m for m in checker.messages()
+    )
+
+
+def test_evidence_missing_from_the_next_prompt_is_reported(tmp_path: Path) -> None:
+    checker = _checker(tmp_path)
+    checker.person_reset("WI-1", "use the staging database")
+    prompt = (
+        "STATUS: recovering - handed back\nTRY: step 1\n\n"
+        "Guidance from a person\nuse the staging database\n"
+    )
+    checker.check(
+        _run(
+            {"result": "PENDING", "cycles": 0, "issues": [], "subjects": []},
+            prompts={"WI-1.md": prompt},
+        )
+    )
+    assert any(m.startswith("[6]") for m in checker.messages())
