@@ -15,8 +15,9 @@ import click
 from selfcorrect import layout
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.report import attempts_text, printable
 from selfcorrect.errors import result_exit_code
+from selfcorrect.layout import work_item_file
 
 if TYPE_CHECKING:
     from selfcorrect.analysis import Analysis
@@ -67,15 +68,59 @@ def issue_rows(analysis: Analysis) -> list[dict[str, Any]]:
     ]
 
 
+# --- what to read: each issue and subject says what is wrong and where to look (docs/ci.md) ---
+
+
+def add_what_to_read(
+    outcome: RunOutcome, issues: list[dict[str, Any]], subjects: list[dict[str, Any]]
+) -> None:
+    """Adds to each row (in analysis order) what a person or a CI log needs to act on it:
+
+    - `description`: the issue's description, or the subject's latest error (its summary, as
+      failed_items carries it);
+    - `prompt`: the recovery file this run wrote for its work item (in shadow: would write),
+      relative to the workflow folder like `advisories[].prompt`; null when there is none;
+    - `escalation`: the id of the escalation a person should read, else null.
+
+    Keys are only ever added to the JSON object, never renamed or removed.
+    """
+    from selfcorrect.core.contexts import short
+
+    plan, analysis = outcome.plan, outcome.analysis
+    by_fingerprint = {
+        e.get("fingerprint"): e["id"] for e in plan.escalations if e.get("kind") == "issue"
+    }
+    by_subject = {e["subject"]: e["id"] for e in plan.escalations if e.get("kind") == "subject"}
+    for row, issue in zip(issues, analysis.issues, strict=True):
+        row["description"] = short(issue.issue.description)
+        row["prompt"] = prompt_path(outcome, issue.work_item)
+        row["escalation"] = by_fingerprint.get(issue.fingerprint)
+    for row, decision in zip(subjects, analysis.subjects, strict=True):
+        record = analysis.records.get(decision.subject)
+        latest = record.chain[-1].error if record is not None and record.chain else ""
+        row["description"] = short(latest)
+        work_item = (record.task_id if record is not None else None) or decision.subject
+        row["prompt"] = prompt_path(outcome, work_item)
+        row["escalation"] = by_subject.get(decision.subject)
+
+
+def prompt_path(outcome: RunOutcome, work_item: str) -> str | None:
+    """`recovery/<file>` when this run rendered a prompt for the work item, else None."""
+    name = work_item_file(work_item)
+    return f"{layout.RECOVERY}/{name}" if name in outcome.rendered else None
+
+
 def run_json(outcome: RunOutcome) -> dict[str, Any]:
     """The documented, stable `--format json` object (SPEC §16; README "JSON output")."""
     plan = outcome.plan
+    issues, subjects = issue_rows(outcome.analysis), subject_rows(outcome.analysis)
+    add_what_to_read(outcome, issues, subjects)
     return {
         "result": plan.result.value,
         "cycles": outcome.cycles,
         "shadow": outcome.shadow,
-        "issues": issue_rows(outcome.analysis),
-        "subjects": subject_rows(outcome.analysis),
+        "issues": issues,
+        "subjects": subjects,
         "escalations": [
             {"id": e["id"], "subject": e["subject"], "reason": e["reason"], "kind": e.get("kind")}
             for e in plan.escalations
@@ -107,10 +152,6 @@ def _steps(step: int | None) -> str:
     return "-" if step is None else str(step)
 
 
-def _cap(attempts: int, retries: int | None) -> str:
-    return f"{attempts}/{'∞' if retries is None else retries}"
-
-
 def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None:
     for warning in outcome.analysis.warnings:
         click.echo(printable(str(warning)), err=True)
@@ -122,9 +163,9 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
 
         data = run_json(outcome)
         text = {
-            "github": lambda: ci_formats.render_github(data),
+            "github": lambda: ci_formats.render_github(data, workflow_dir=folder),
             "sarif": lambda: ci_formats.render_sarif(data, workflow_dir=folder),
-            "junit": lambda: ci_formats.render_junit(data),
+            "junit": lambda: ci_formats.render_junit(data, workflow_dir=folder),
         }[fmt]()
         click.echo(text.rstrip("\n"))
         return
@@ -170,7 +211,7 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
             [
                 printable(d.subject)[:48],
                 printable(d.failure_type),
-                _cap(d.attempts, d.retries),
+                attempts_text(d.attempts, d.retries),
                 d.status.value,
                 _steps(d.ladder_step),
                 ", ".join(f"{f.signal.value} {f.count}/{f.threshold}" for f in d.signals),
@@ -189,7 +230,7 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
                 printable(d.issue.id or d.fingerprint),
                 printable(d.type),
                 d.classification.value,
-                _cap(d.attempts, d.retries),
+                attempts_text(d.attempts, d.retries),
                 printable(d.detail),
             ]
             for d in analysis.issues

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.report import attempts_text, printable
 from selfcorrect.cli.run_report import issue_rows, subject_rows
 
 if TYPE_CHECKING:
@@ -66,9 +66,8 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
             continue
         lines += ["", f"{kind}:"]
         for row in rows:
-            retries = "∞" if row["retries"] is None else row["retries"]
             state = row.get("status") or row.get("classification")
-            step = f", ladder step {row['ladder_step']}" if row.get("ladder_step") else ""
+            step = f"; ladder step {row['ladder_step']}" if row.get("ladder_step") else ""
             last = row["last_decision"]
             when = (
                 f"; last decision {last['reason']} at {last['at']}"
@@ -78,7 +77,7 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
             name = row.get("id") or row[key] if kind == "Issues" else row[key]
             lines.append(
                 f"  {printable(str(name))}  {row[cap]}  {state}  "
-                f"{row['attempts']}/{retries}{step}{when}"
+                f"attempts {attempts_text(row['attempts'], row['retries'])}{step}{when}"
             )
     if data["open_escalations"]:
         lines += ["", "Open escalations:"]
