@@ -30,8 +30,16 @@ if TYPE_CHECKING:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="selfcorrect")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+@common_options
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    debug: bool,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> None:
     """Deterministic self-correction for multi-agent coding workflows.
 
     selfcorrect reads the YAML an agent workflow leaves in its workflow/ folder
@@ -40,10 +48,29 @@ def cli(ctx: click.Context, debug: bool) -> None:
     six-step recovery ladder for stuck work, and escalates to a human with full context.
 
     \b
+    Global options (--policy, --color, -v, -q) go before or after the command.
+
+    \b
     Exit codes: 0 PASS · 1 BLOCKED (a human is needed) · 2 invalid input, policy
-    or usage (nothing written) · 3 PENDING (work handed to agents) · 130 interrupted.
+    or usage (nothing written) · 3 PENDING (work handed to agents) · 4 internal
+    error (a bug: run again with --debug and report it) · 130 interrupted.
     """
     ctx.obj = {"debug": debug}
+    _pass_global_options(ctx, policy=policy, color=color, verbose=verbose, quiet=quiet)
+
+
+def _pass_global_options(ctx: click.Context, **values: object) -> None:
+    """Options given before the command name become the command's defaults, so
+    `selfcorrect -q run DIR` and `selfcorrect run DIR -q` mean the same; given after it too,
+    the command's own value wins. Click looks a subcommand's defaults up in its parent's
+    `default_map` under the subcommand's name, after this callback has run."""
+    given = {
+        name: value
+        for name, value in values.items()
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    }
+    if given:
+        ctx.default_map = {name: dict(given) for name in cli.commands}
 
 
 @cli.command()
@@ -64,6 +91,7 @@ def check(
     from selfcorrect.commands.check import check_folder
 
     common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
     result = check_folder(folder, policy)
     report.check_result(result, fmt, common)
     return ExitCode.INVALID if result.errors else ExitCode.PASS
@@ -227,6 +255,8 @@ def validate(
     from selfcorrect.commands.validate import validate_folder
 
     common = make_common(policy, color, verbose, quiet)
+    # An empty folder is the validator's to judge (a missing coordination log is a finding).
+    _require_folder(folder, workflow_file=False)
     result = validate_folder(folder, policy_path=policy, output=output, recheck=recheck, wait=wait)
     show_validation(result, fmt, common)
     return result_exit_code(result.status)
@@ -340,18 +370,12 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _require_folder(folder: Path) -> None:
-    from selfcorrect.errors import Diagnostic, InputError
+def _require_folder(folder: Path, *, workflow_file: bool = True) -> None:
+    """Exit 2 unless DIR is a folder and (unless told otherwise) holds a workflow file
+    (cli/workflow_folder.py)."""
+    from selfcorrect.cli.workflow_folder import require_workflow_folder
 
-    if not folder.is_dir():
-        raise InputError(
-            Diagnostic(
-                documents_display(folder),
-                1,
-                1,
-                "not a folder; pass the workflow folder (the one holding validation_report.yaml)",
-            )
-        )
+    require_workflow_folder(folder, documents_display(folder), workflow_file=workflow_file)
 
 
 def documents_display(path: Path) -> str:
@@ -394,6 +418,7 @@ def stats(
     from selfcorrect.io.journal import journal_path
 
     common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder, workflow_file=False)  # no journal yet is an answer
     result = folder_stats(folder)
     show_stats(result, fmt, common, documents_display(journal_path(folder)))
     return ExitCode.PASS
@@ -574,7 +599,9 @@ def reset_command(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code; every error is mapped here, once."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
+    as_json = _json_requested(args)
     try:
         code = cli.main(args=argv, prog_name="selfcorrect", standalone_mode=False)
     except click.exceptions.Abort:
@@ -582,6 +609,8 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     except click.ClickException as exc:
         exc.show()
+        if as_json:
+            _json_failure([{"message": exc.format_message()}])
         return ExitCode.INVALID
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -590,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         # File names and keys in a message come from agents too: one escaped line each.
         lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
         click.echo("\n".join(printable(line) for line in lines), err=True)
+        if as_json:
+            _json_failure(_errors_of(exc), invalid=exc.exit_code == ExitCode.INVALID)
         return int(exc.exit_code)
     except OSError as exc:
         # The environment said no (permissions, a read-only or full disk) somewhere the write
@@ -598,15 +629,49 @@ def main(argv: list[str] | None = None) -> int:
 
         refused = environment_error(exc)
         if refused is None:
-            return _internal(exc, debug)
+            return _internal(exc, debug, as_json)
         click.echo(printable(str(refused)), err=True)
+        if as_json:
+            _json_failure(_errors_of(refused))
         return int(refused.exit_code)
     except Exception as exc:  # an internal error: never exit 0, never a bare traceback
-        return _internal(exc, debug)
+        return _internal(exc, debug, as_json)
     return int(code) if isinstance(code, int) else 0
 
 
-def _internal(exc: Exception, debug: bool) -> int:
+def _json_requested(args: list[str]) -> bool:
+    """`--format json` anywhere on the line: only commands have --format, and a failure must
+    still print one JSON object on stdout (docs/ci.md), even before the options are parsed."""
+    from itertools import pairwise
+
+    return "--format=json" in args or ("--format", "json") in pairwise(args)
+
+
+def _errors_of(exc: SelfcorrectError) -> list[dict[str, object]]:
+    if isinstance(exc, InputError) and exc.diagnostics:
+        return [
+            {"path": d.path, "line": d.line, "col": d.col, "message": d.message}
+            for d in exc.diagnostics
+        ]
+    lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
+    return [{"message": line} for line in lines]
+
+
+def _json_failure(errors: list[dict[str, object]], *, invalid: bool = True) -> None:
+    """The one object a `--format json` run prints when it stops before deciding: `result`
+    INVALID (exit 2: `errors`, each {path, line, col, message}, null where no position
+    applies) or ERROR (an internal error: `message`)."""
+    import json
+
+    rows = [{"path": None, "line": None, "col": None, **error} for error in errors]
+    if invalid:
+        data: dict[str, object] = {"result": "INVALID", "errors": rows}
+    else:
+        data = {"result": "ERROR", "errors": rows, "message": str(rows[0]["message"])}
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _internal(exc: Exception, debug: bool, as_json: bool = False) -> int:
     """Never exit 0, never a bare traceback without --debug."""
     if debug:
         import traceback  # only here: its import costs start-up time (README "Performance")
@@ -618,6 +683,8 @@ def _internal(exc: Exception, debug: bool) -> int:
             "Run again with --debug for the traceback, and please report it.",
             err=True,
         )
+    if as_json:
+        _json_failure([{"message": f"internal error: {type(exc).__name__}: {exc}"}], invalid=False)
     return ExitCode.INTERNAL
 
 

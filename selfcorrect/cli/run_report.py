@@ -183,14 +183,16 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
             f"  {e['id']}  {printable(e['subject'])}: {printable(e['reason'])}"
             for e in plan.escalations
         ]
+    if waiting := _waiting_for_validator(outcome, folder):
+        lines += ["", waiting]
     if outcome.shadow:
-        lines += ["", "Would write:"]
-        lines += [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
+        would = [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
         if plan.failed_items:
             entries = f"({len(plan.failed_items)} entries)"
-            lines.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
+            would.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
         if plan.journal:
-            lines.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
+            would.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
+        lines += ["", "Would write:", *would] if would else ["", "Nothing to write."]
     elif outcome.written:
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
     else:
@@ -199,6 +201,25 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     if common.verbosity < 0:
         lines = lines[:1]
     click.echo("\n".join(lines), color=common.color)
+
+
+def _waiting_for_validator(outcome: RunOutcome, folder: str) -> str | None:
+    """PENDING with nothing handed to an agent means no one is working yet: say what is so
+    (exit 3 alone reads as "work handed to agents")."""
+    plan, report = outcome.plan, outcome.analysis.report
+    if plan.result.value != "PENDING" or outcome.rendered or plan.work_pending or plan.fixes:
+        return None
+    where = f"{folder}/{layout.REPORT}"
+    if report is None:
+        state = f"No validation report yet ({where} does not exist)"
+    elif report.verdict.value == "NONE":
+        state = f"No verdict yet ({where} has none: no validator has run)"
+    else:
+        state = f"The report's verdict is {report.verdict.value}, with no issue to hand out"
+    return (
+        f"{state}: nothing was handed to agents; waiting for a validator. Run "
+        f"`selfcorrect validate {folder}` (or your own validator), then run again."
+    )
 
 
 def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
