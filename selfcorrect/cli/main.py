@@ -208,7 +208,7 @@ def status(
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    show_status(folder_status(folder, policy), fmt, common)
+    show_status(folder_status(folder, policy), fmt, common, documents_display(folder))
     return ExitCode.PASS
 
 

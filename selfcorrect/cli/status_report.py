@@ -10,12 +10,13 @@ import click
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import attempts_text, printable
 from selfcorrect.cli.run_report import issue_rows, subject_rows
+from selfcorrect.commands.status import next_steps
 
 if TYPE_CHECKING:
     from selfcorrect.commands.status import FolderStatus
 
 
-def status_json(status: FolderStatus) -> dict[str, Any]:
+def status_json(status: FolderStatus, folder: str = "DIR") -> dict[str, Any]:
     analysis = status.outcome.analysis
     subjects = subject_rows(analysis)
     for row in subjects:
@@ -25,6 +26,13 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
     for row in issues:
         handed = analysis.state.issue(row["fingerprint"])
         row["last_decision"] = {"reason": handed.reason, "at": handed.at} if handed.at else None
+    circuits = [
+        {"rule": rule, "rule_version": version, "reason": reason}
+        for (rule, version), reason in analysis.circuits.open_rules()
+    ] + [
+        {"rule": t.rule, "rule_version": t.rule_version, "reason": t.reason.value}
+        for t in analysis.trips
+    ]
     return {
         "result": status.outcome.plan.result.value,
         "subjects": subjects,
@@ -36,19 +44,16 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
         # Hook-log problems that were skipped (SPEC §2): what `run` reports, status reports.
         "warnings": [w.as_dict() for w in analysis.warnings],
         # Rules that stopped acting (SPEC §10): open until a person resets them.
-        "open_circuits": [
-            {"rule": rule, "rule_version": version, "reason": reason}
-            for (rule, version), reason in analysis.circuits.open_rules()
-        ]
-        + [
-            {"rule": t.rule, "rule_version": t.rule_version, "reason": t.reason.value}
-            for t in analysis.trips
-        ],
+        "open_circuits": circuits,
+        # What to run (or edit) to move each of the above; empty when nothing waits.
+        "next_steps": next_steps(
+            folder, status.open_escalations, [str(c["rule"]) for c in circuits]
+        ),
     }
 
 
-def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
-    data = status_json(status)
+def show_status(status: FolderStatus, fmt: str, common: Common, folder: str = "DIR") -> None:
+    data = status_json(status, folder)
     for warning in data["warnings"]:  # diagnostics go to stderr, whatever the format
         click.echo(printable(_warning_line(warning)), err=True)
     if fmt == "json":
@@ -90,6 +95,9 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
         lines += [
             f"  {c['rule']} {c['rule_version']}: {c['reason']}" for c in data["open_circuits"]
         ]
+    if data["next_steps"]:
+        lines += ["", "Next (after doing what each asks):"]
+        lines += [f"  {step}" for step in data["next_steps"]]
     # Every field here may come from an agent's file or a hand-edited journal: escape all.
     click.echo("\n".join(printable(line) for line in lines), color=common.color)
 
