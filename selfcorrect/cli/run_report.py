@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect import layout
+from selfcorrect.cli import cells
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import attempts_text, printable
@@ -139,13 +140,36 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
     }
 
 
-def table(rows: Sequence[Sequence[str]], common: Common) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+def table(rows: Sequence[Sequence[str]], common: Common, columns: int | None = None) -> list[str]:
+    """Rows aligned in display cells (cli/cells.py), fitted to `columns` cells (the terminal's;
+    unlimited when piped): the last column (free text) is cut at its end and the first (a
+    name) in the middle, keeping its file name, each with a visible ellipsis."""
+    columns = terminal_columns() if columns is None else columns
+    widths = [max(cells.width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if columns > 0:
+        over = 2 + sum(widths) + 2 * (len(widths) - 1) - columns
+        last = len(widths) - 1
+        for index, floor in ((last, 24), (0, 28), (last, 12), (0, 12)):
+            if over > 0 and widths[index] > floor:
+                cut = min(over, widths[index] - max(floor, cells.width(rows[0][index])))
+                widths[index] -= max(0, cut)
+                over -= max(0, cut)
     lines = []
     for number, row in enumerate(rows):
-        text = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        shown = [
+            cells.fit_middle(cell, widths[i]) if i == 0 else cells.fit_end(cell, widths[i])
+            for i, cell in enumerate(row)
+        ]
+        text = "  ".join(cells.ljust(cell, widths[i]) for i, cell in enumerate(shown)).rstrip()
         lines.append(click.style(text, bold=True) if number == 0 else text)
     return ["  " + line for line in lines]
+
+
+def terminal_columns() -> int:
+    """The terminal's width in cells ($COLUMNS first); 0 (no limit) when stdout is no terminal."""
+    import shutil
+
+    return shutil.get_terminal_size((0, 0)).columns
 
 
 def _steps(step: int | None) -> str:
@@ -230,7 +254,7 @@ def _body(analysis: Analysis, common: Common, advisory: list[str]) -> list[str]:
         rows = [["SUBJECT", "TYPE", "ATTEMPTS", "STATUS", "STEP", "SIGNALS"]]
         rows += [
             [
-                printable(d.subject)[:48],
+                printable(d.subject),
                 printable(d.failure_type),
                 attempts_text(d.attempts, d.retries),
                 d.status.value,
