@@ -148,3 +148,16 @@ def test_a_folder_without_a_report_says_it_waits_for_a_validator(
     example(tmp_path / "x")
     result = run_line(["run", tmp_path / "x" / "workflow", "--shadow"])
     assert "waiting for a validator" not in result.stdout
+
+
+def test_the_watchers_start_up_line_summarises_what_it_wrote(tmp_path: Path) -> None:
+    from tests.conftest import copy_session
+
+    copy_session(tmp_path / "session")
+    done = selfcorrect("watch", "workflow", "--once", cwd=tmp_path / "session")
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stdout.splitlines()
+    assert "start-up → BLOCKED (1): wrote in workflow/: " in line
+    assert "recovery/ (9 files)" in line and "escalations.yaml" in line
+    assert "workflow/recovery/" not in line  # the folder is named once
+    assert len(line) < 200, line

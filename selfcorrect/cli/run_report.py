@@ -200,7 +200,8 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         click.style(f"{plan.result.value}", fg=colour, bold=True)
         + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
-    lines += _body(analysis, common, advisory_lines(advisories(outcome), folder))
+    found = advisories(outcome)
+    lines += _body(analysis, common, advisory_lines(found, folder, verbose=common.verbosity > 0))
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
         lines += [
