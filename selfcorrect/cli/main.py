@@ -88,11 +88,13 @@ def check(
     (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
     is a warning, and the rest is read. Exits 0 when there is no error.
     """
+    from selfcorrect.cli.progress import failure_log_progress
     from selfcorrect.commands.check import check_folder
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    result = check_folder(folder, policy)
+    with failure_log_progress(common.verbosity):
+        result = check_folder(folder, policy)
     report.check_result(result, fmt, common)
     return ExitCode.INVALID if result.errors else ExitCode.PASS
 
@@ -177,19 +179,21 @@ def run(
     to --wait seconds, then exits 2 naming the holder's pid. --shadow reads
     without the lock and writes nothing.
     """
+    from selfcorrect.cli.progress import failure_log_progress
     from selfcorrect.cli.run_report import show_run
     from selfcorrect.commands.run import correction_run
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    outcome = correction_run(
-        folder,
-        policy_path=policy,
-        shadow=shadow,
-        max_cycles=max_cycles,
-        validate_first=validate_first,
-        wait=wait,
-    )
+    with failure_log_progress(common.verbosity):
+        outcome = correction_run(
+            folder,
+            policy_path=policy,
+            shadow=shadow,
+            max_cycles=max_cycles,
+            validate_first=validate_first,
+            wait=wait,
+        )
     show_run(outcome, fmt, common, documents_display(folder))
     return result_exit_code(outcome.plan.result.value)
 
@@ -203,12 +207,15 @@ def status(
 ) -> int:
     """Show every subject and issue: classification, attempts against the cap,
     ladder step and last decision, plus the open escalations and open circuits. Writes nothing."""
+    from selfcorrect.cli.progress import failure_log_progress
     from selfcorrect.cli.status_report import show_status
     from selfcorrect.commands.status import folder_status
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    show_status(folder_status(folder, policy), fmt, common, documents_display(folder))
+    with failure_log_progress(common.verbosity):
+        found = folder_status(folder, policy)
+    show_status(found, fmt, common, documents_display(folder))
     return ExitCode.PASS
 
 
