@@ -651,6 +651,9 @@ def _json_requested(args: list[str]) -> bool:
     still print one JSON object on stdout (docs/ci.md), even before the options are parsed."""
     from itertools import pairwise
 
+    command = next((a for a in args if a in cli.commands), None)
+    if command == "watch":  # the watcher prints its own one-line objects, INVALID included
+        return False
     return "--format=json" in args or ("--format", "json") in pairwise(args)
 
 
