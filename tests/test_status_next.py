@@ -30,9 +30,11 @@ def test_status_says_what_moves_each_open_escalation_and_it_works(
     blocked_session: Path, run_line: Run
 ) -> None:
     text = run_line(["status", "workflow"]).stdout
-    (ident,) = json.loads(run_line(["status", "workflow", "--format", "json"]).stdout)[
-        "open_escalations"
-    ]
+    data = json.loads(run_line(["status", "workflow", "--format", "json"]).stdout)
+    (ident,) = data["open_escalations"]
+    # The JSON subject names the escalation to read, like run's JSON does.
+    (subject,) = [s for s in data["subjects"] if s["escalation"]]
+    assert (subject["subject"], subject["escalation"]) == (ident["subject"], ident["id"])
     assert text.rstrip().splitlines()[-3] == "Next (after doing what each asks):"
     command = text.rstrip().splitlines()[-2].strip()
     assert command == (

@@ -9,7 +9,7 @@ import click
 
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.report import attempts_text, printable
-from selfcorrect.cli.run_report import issue_rows, subject_rows
+from selfcorrect.cli.run_report import add_what_to_read, issue_rows, subject_rows
 from selfcorrect.commands.status import next_steps
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ def status_json(status: FolderStatus, folder: str = "DIR") -> dict[str, Any]:
         prior = analysis.state.subject(row["subject"])
         row["last_decision"] = {"reason": prior.reason, "at": prior.at} if prior.at else None
     issues = issue_rows(analysis)
+    add_what_to_read(status.outcome, issues, subjects)  # description, prompt, escalation
     for row in issues:
         handed = analysis.state.issue(row["fingerprint"])
         row["last_decision"] = {"reason": handed.reason, "at": handed.at} if handed.at else None
