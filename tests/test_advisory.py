@@ -37,24 +37,19 @@ def test_run_on_the_example_shows_each_detection_in_the_hooks_shape(
         "  💡 Recovery: Human intervention — maximum attempts reached; a person decides "
         f"({escalation['id']} in {folder}/escalations.yaml)"
     )
+    # One block for the subject: the first signal in the hook's four lines, the others after.
     assert blocks(result.stdout) == [
         [
             HEADER,
             "  Subject: WI-3 (runtime_error, blocked)",
-            f"  Signal: {signal}",
-            f"  Pattern: {pattern}",
+            "  Signal: consecutive_failures",
+            "  Pattern: TypeError on src/handler.ts",
             "  Occurrences: 3/3",
             recovery,
+            "  Also fired: repeated_error 3/3 (Same error: TypeError: Cannot read property 'id' "
+            "of undefined at handler.ts:45), agent_retry 3/3 (Agent executor-1 failing)",
             "---",
         ]
-        for signal, pattern in (
-            ("consecutive_failures", "TypeError on src/handler.ts"),
-            (
-                "repeated_error",
-                "Same error: TypeError: Cannot read property 'id' of undefined at handler.ts:45",
-            ),
-            ("agent_retry", "Agent executor-1 failing"),
-        )
     ]
     # between the subjects table and the issues, as the run's own account of them
     assert result.stdout.index("Subjects (") < result.stdout.index(HEADER)
@@ -93,6 +88,7 @@ def test_json_carries_the_same_fields_and_keeps_every_earlier_key(tmp_path: Path
             "ladder_step": None,
             "prompt": None,
             "escalation": escalation["id"],
+            "new": True,
         }
         for subject in data["subjects"]
         for firing in subject["signals"]
@@ -131,8 +127,13 @@ def test_a_subject_on_the_ladder_shows_its_step_and_prompt_round_by_round(
     assert status.startswith("STATUS: recovering")  # the item's one status, then the prompt
     assert prompt.startswith("STUCK RECOVERY for WI-5:")
 
-    # the same log again: the prompt is still out
-    again = run_line(["run", folder])
+    # the same log again: the prompt is still out; said once, so shown again only with -v
+    quiet = run_line(["run", folder])
+    assert blocks(quiet.stdout) == []
+    assert "1 stuck subject(s) already reported by an earlier run; -v shows every one" in (
+        quiet.stdout
+    )
+    again = run_line(["run", folder, "-v"])
     assert blocks(again.stdout)[0][5] == (
         "  💡 Recovery: Step 1 — Re-read everything; waiting for the agent "
         f"(prompt: {folder}/recovery/WI-5.md)"
@@ -173,7 +174,9 @@ def test_agent_text_in_an_advisory_is_escaped(tmp_path: Path, run_line) -> None:
 
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     pattern = [line for b in blocks(result.stdout) for line in b if "Same error" in line]
-    assert pattern == ["  Pattern: Same error: \\x1b[2J\\x1b]0;owned\\x07 TypeError: boom"]
+    assert pattern == [
+        "  Also fired: repeated_error 3/3 (Same error: \\x1b[2J\\x1b]0;owned\\x07 TypeError: boom)"
+    ]
     assert "  Subject: WI-\\x1b[31m6 (syntax_error, recovering)" in result.stdout
 
 
@@ -184,3 +187,22 @@ def test_no_stuck_subject_no_advisory_and_quiet_shows_none(tmp_path: Path, run_l
     stuck = example(tmp_path / "stuck")
     assert HEADER in run_line(["run", stuck, "--shadow"]).stdout
     assert HEADER not in run_line(["run", stuck, "--shadow", "-q"]).stdout
+
+
+def test_one_block_per_subject_and_at_most_ten_new_ones(tmp_path: Path, run_line) -> None:
+    entries = [
+        failure(f"{SYNTAX} #{n}", task_id=f"WI-{n}", failure_type="syntax_error")
+        for n in range(14)
+        for _ in range(3)
+    ]
+    folder = folder_with(tmp_path, entries)
+
+    result = run_line(["run", folder, "--shadow"])
+
+    shown = blocks(result.stdout)
+    assert len(shown) == 10
+    assert len({b[1] for b in shown}) == 10  # one per subject
+    assert "4 more stuck subject(s) detected now: see the table above; -v shows every one" in (
+        result.stdout
+    )
+    assert len(blocks(run_line(["run", folder, "--shadow", "-v"]).stdout)) == 14

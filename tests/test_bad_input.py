@@ -119,7 +119,7 @@ def test_unknown_policy_key_suggests_the_right_one(tmp_path: Path, run_line) -> 
 def test_missing_folder_is_a_usage_error(tmp_path: Path, run_line) -> None:
     result = run_line(["check", tmp_path / "nope"])
     assert result.exit_code == 2
-    assert "not a folder" in result.stderr
+    assert "nope: no such folder" in result.stderr
     assert "Traceback" not in result.stderr
 
 

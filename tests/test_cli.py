@@ -110,6 +110,7 @@ def test_internal_error_is_reported_without_a_traceback(
         raise RuntimeError("boom")
 
     monkeypatch.setattr(selfcorrect.commands.check, "check_folder", explode)
+    (tmp_path / "tool_failures.yaml").write_text("failures: []\n")
     result = run_line(["check", tmp_path])
     assert result.exit_code not in (0, 1, 2, 3)
     assert "internal error: RuntimeError: boom" in result.stderr

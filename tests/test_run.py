@@ -376,7 +376,7 @@ def test_status_shows_attempts_ladder_step_and_last_decision(tmp_path: Path, run
     assert subject["last_decision"]["reason"] == "STUCK_FIRST_DETECTION"
     text = run_line(["status", folder]).stdout
     assert (
-        "T-9  syntax_error  recovering  3/∞, ladder step 1; last decision "
+        "T-9  syntax_error  recovering  attempts 3, no limit; ladder step 1; last decision "
         "STUCK_FIRST_DETECTION" in text
     )
 

@@ -400,7 +400,7 @@ def test_stats_on_a_missing_folder_exits_2_and_writes_nothing(
     result = run_line(["stats", tmp_path / "absent"])
 
     assert result.exit_code == 2
-    assert "not a folder" in result.stderr
+    assert "absent: no such folder" in result.stderr
     assert not (tmp_path / "absent").exists()
 
 

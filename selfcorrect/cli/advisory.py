@@ -9,11 +9,14 @@ The stuck-detector hook of agent packs like cAgents writes, for each loop it det
       💡 Recovery: {suggested_strategy}
     ---
 
-`run` shows every signal that fires for a subject in that block, so a person (or a script that
-already reads the hook's output) reads selfcorrect's detections the same way. The hook watches one
-session and never names what is stuck; a run covers every subject, so one line names it. The
-recovery is what this run decided: the ladder step whose prompt is out, or who takes over when
-the subject is blocked or skipped. The same fields go into `--format json` as `advisories`.
+`run` shows one such block per stuck subject, so a person (or a script that already reads the
+hook's output) reads selfcorrect's detections the same way: the first signal that fired in the
+hook's four lines, any others on one `Also fired:` line. The hook watches one session and never
+names what is stuck; a run covers every subject, so one line names it. The recovery is what
+this run decided: the ladder step whose prompt is out, or who takes over when the subject is
+blocked or skipped. A block is shown for a new detection only (one the journal does not hold
+yet: a first detection, a new ladder round, a new block), at most MAX_BLOCKS of them; `-v`
+shows every stuck subject. `--format json` carries every firing as `advisories`, with `new`.
 Nothing is decided here: the decisions come from the run's decisions and plan.
 """
 
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 
 HEADER = "--- [Stuck Detection] Loop detected ---"
 FOOTER = "---"
+MAX_BLOCKS = 10  # a 100,000-entry log once printed 47 blocks, 720 lines
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Advisory:
     ladder_step: int | None
     prompt: str | None  # the recovery prompt, relative to the workflow folder
     escalation: str | None  # the escalation id, when a human takes over
+    new: bool = True  # a detection the journal does not hold yet (shown without -v)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,7 +86,9 @@ def _recovery(decision: SubjectDecision, outcome: RunOutcome) -> tuple[str, str 
         step = ladder_step(outcome.decisions.policy, decision.ladder_step)
         waiting = "; waiting for the agent" if reason == "AWAITING_AGENT" else ""
         text = f"Step {step['step']} — {step['name']}{waiting}"
-        return text, f"{layout.RECOVERY}/{work_item_file(decision.subject)}", None
+        record = outcome.decisions.records.get(decision.subject)
+        work_item = (record.task_id if record is not None else None) or decision.subject
+        return text, f"{layout.RECOVERY}/{work_item_file(work_item)}", None
     return f"none ({status.value})", None, None
 
 
@@ -107,29 +114,54 @@ def advisories(outcome: RunOutcome) -> list[Advisory]:
                     ladder_step=decision.ladder_step,
                     prompt=prompt,
                     escalation=escalation,
+                    new=decision.new,
                 )
             )
     return found
 
 
-def advisory_lines(found: Sequence[Advisory], folder: str) -> list[str]:
-    """The hook's block per advisory; agent text is escaped, paths are the folder's."""
-    lines: list[str] = []
+def advisory_lines(found: Sequence[Advisory], folder: str, *, verbose: bool = False) -> list[str]:
+    """One hook-shaped block per stuck subject (new detections only unless `verbose`, at most
+    MAX_BLOCKS unless `verbose`); agent text is escaped, paths are the folder's."""
+    subjects: dict[str, list[Advisory]] = {}
     for advisory in found:
-        where = []
-        if advisory.prompt:
-            where.append(f"prompt: {folder}/{advisory.prompt}")
-        if advisory.escalation:
-            where.append(f"{advisory.escalation} in {folder}/{layout.ESCALATIONS}")
-        recovery = advisory.recovery + (f" ({', '.join(where)})" if where else "")
-        lines += [
-            click.style(HEADER, fg="yellow", bold=True),
-            f"  Subject: {printable(advisory.subject)} "
-            f"({printable(advisory.failure_type)}, {advisory.status})",
-            f"  Signal: {advisory.signal}",
-            f"  Pattern: {printable(advisory.pattern)}",
-            f"  Occurrences: {advisory.occurrences}",
-            f"  💡 Recovery: {printable(recovery)}",
-            click.style(FOOTER, fg="yellow", bold=True),
-        ]
+        subjects.setdefault(advisory.subject, []).append(advisory)
+    shown = [group for group in subjects.values() if verbose or any(a.new for a in group)]
+    seen = len(subjects) - len(shown)
+    more = 0 if verbose else max(0, len(shown) - MAX_BLOCKS)
+    lines: list[str] = []
+    for group in shown[: len(shown) - more]:
+        lines += _block(group, folder)
+    notes = []
+    if more:
+        notes.append(f"{more} more stuck subject(s) detected now: see the table above")
+    if seen:
+        notes.append(f"{seen} stuck subject(s) already reported by an earlier run")
+    if notes:
+        lines.append("  (" + "; ".join(notes) + "; -v shows every one)")
+    return lines
+
+
+def _block(group: Sequence[Advisory], folder: str) -> list[str]:
+    first = group[0]
+    where = []
+    if first.prompt:
+        where.append(f"prompt: {folder}/{first.prompt}")
+    if first.escalation:
+        where.append(f"{first.escalation} in {folder}/{layout.ESCALATIONS}")
+    recovery = first.recovery + (f" ({', '.join(where)})" if where else "")
+    lines = [
+        click.style(HEADER, fg="yellow", bold=True),
+        f"  Subject: {printable(first.subject)} ({printable(first.failure_type)}, {first.status})",
+        f"  Signal: {first.signal}",
+        f"  Pattern: {printable(first.pattern)}",
+        f"  Occurrences: {first.occurrences}",
+        f"  💡 Recovery: {printable(recovery)}",
+    ]
+    if len(group) > 1:
+        others = ", ".join(
+            f"{a.signal} {a.occurrences} ({printable(a.pattern)})" for a in group[1:]
+        )
+        lines.append(f"  Also fired: {others}")
+    lines.append(click.style(FOOTER, fg="yellow", bold=True))
     return lines

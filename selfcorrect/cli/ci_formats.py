@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from selfcorrect import __version__, layout
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.report import attempts_text, printable
 
 # The package page; change it here if the project gets a home page of its own.
 INFORMATION_URI = "https://pypi.org/project/selfcorrect/"
@@ -51,6 +51,20 @@ def _subject_file(subject: str) -> str | None:
     return relative_path(subject)
 
 
+_LINE = re.compile(r"^(?P<path>.+?):(?P<line>[0-9]{1,9})(?::[0-9]{1,9})?$")
+
+
+def split_target(text: Any) -> tuple[str | None, int | None]:
+    """A target's safe repo-relative path and the line it names (`src/a.py:42`, `a.py:42:7`),
+    either None when it names none."""
+    if not isinstance(text, str):
+        return None, None
+    match = _LINE.match(text)
+    if match and int(match["line"]) >= 1:
+        return relative_path(match["path"]), int(match["line"])
+    return relative_path(text), None
+
+
 @dataclass(frozen=True)
 class Finding:
     """One issue or subject, in the shape all three renderers share."""
@@ -61,42 +75,74 @@ class Finding:
     name: str  # issue fingerprint or subject
     fingerprint: str  # SARIF partialFingerprints value, stable across runs
     level: str | None  # error | warning | note; None when a subject needs nothing
-    status: str  # the classification (issues) or status (subjects)
-    message: str
+    status: str  # the item's status (else the issue's classification)
+    kind: str  # the issue type or failure type
+    message: str  # what is wrong, its type and status, and what to read
     file: str | None  # a safe repo-relative path, when the item names one
+    line: int | None  # the line the target names (`path:line`), when it names one
     source: str  # the workflow file it came from, for items that name no file
 
     @property
     def title(self) -> str:
-        return f"selfcorrect {self.rule} ({self.status})"
+        return f"selfcorrect {self.kind} ({self.status})"
 
 
-def _attempts(item: Mapping[str, Any]) -> str:
-    retries = item.get("retries")
-    return f"attempts {item.get('attempts', 0)}/{'unlimited' if retries is None else retries}"
+def _read(item: Mapping[str, Any], home: str | None) -> str:
+    """What to open next: the recovery prompt, or the escalation a person decides."""
+    where = f"{home}/" if home else ""
+    if item.get("escalation"):
+        return (
+            f" A person decides: escalation {_text(item['escalation'])} in "
+            f"{where}{layout.ESCALATIONS}."
+        )
+    if item.get("prompt"):
+        return f" Read {where}{_text(item['prompt'])}."
+    return ""
 
 
-def _issue(issue: Mapping[str, Any]) -> Finding:
-    kind, verdict = _text(issue.get("type"), "unclassified"), _text(issue.get("classification"))
-    label = _text(issue.get("id"), _text(issue.get("fingerprint"), "issue"))
-    message = (
-        f"{label}: {kind} is {verdict or 'unknown'} ({_text(issue.get('reason'), '-')}): "
-        f"{_text(issue.get('detail'), '-')}; {_attempts(issue)}"
-    )
-    message += "".join(f"; {key} {issue[key]}" for key in ("target", "task_id") if issue.get(key))
-    name = _text(issue.get("fingerprint"), label)
+def _state(item: Mapping[str, Any], fallback: str) -> str:
+    """The item's status when the JSON carries one, else its classification (or `fallback`)."""
+    return _text(item.get("status"), _text(item.get("classification"), fallback))
+
+
+def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
+    kind = _text(issue.get("type"), "unclassified")
+    verdict, status = _text(issue.get("classification")), _state(issue, "unknown")
+    label = _text(issue.get("id"))
+    what = _text(issue.get("description"), _text(issue.get("detail"), "no description"))
+    facts = [kind, status]
+    if verdict and verdict.lower() != status.lower():
+        facts.append(verdict)
+    how = ", ".join(facts)
+    if issue.get("detail"):
+        how += f": {_text(issue['detail'])}"
+    how += f"; attempts {attempts_text(issue.get('attempts'), issue.get('retries'))}"
+    how += "".join(f"; {key} {issue[key]}" for key in ("target", "task_id") if issue.get(key))
+    message = f"{label + ': ' if label else ''}{what} ({how}).{_read(issue, home)}"
+    name = _text(issue.get("fingerprint"), label or "issue")
+    file, line = split_target(issue.get("target"))
     return Finding(
         rule=kind,
         rule_text=f"Validation issue of type {kind}",
         classname=f"selfcorrect.issues.{kind}",
         name=name,
         fingerprint=name,
-        level={"BLOCKED": "error", "FIXABLE": "warning"}.get(verdict, "note"),
-        status=verdict or "unknown",
+        level=_issue_level(verdict, status),
+        status=status,
+        kind=kind,
         message=message,
-        file=relative_path(issue.get("target")),
+        file=file,
+        line=line,
         source=layout.REPORT,
     )
+
+
+def _issue_level(verdict: str, status: str) -> str:
+    if verdict == "BLOCKED" or status == "blocked":
+        return "error"
+    if status in ("recovered", "skipped"):
+        return "note"
+    return "warning" if verdict == "FIXABLE" else "note"
 
 
 def _subject_level(status: str, stuck: bool) -> str | None:
@@ -108,21 +154,21 @@ def _subject_level(status: str, stuck: bool) -> str | None:
     return None if status in ("ok", "recovered") else "note"
 
 
-def _subject(subject: Mapping[str, Any], escalation: Mapping[str, Any] | None) -> Finding:
-    kind, status = _text(subject.get("failure_type"), "unknown"), _text(subject.get("status"))
+def _subject(subject: Mapping[str, Any], home: str | None) -> Finding:
+    kind, status = _text(subject.get("failure_type"), "unknown"), _state(subject, "unknown")
     name = _text(subject.get("subject"), "?")
-    message = f"{name}: {kind} is {status or 'unknown'} ({_text(subject.get('reason'), '-')}); "
-    message += _attempts(subject)
+    what = _text(subject.get("description"), "no error text")
+    how = f"{kind}, {status}"
+    if subject.get("reason"):
+        how += f": {_text(subject['reason']).lower().replace('_', ' ')}"
+    how += f"; attempts {attempts_text(subject.get('attempts'), subject.get('retries'))}"
     if subject.get("ladder_step") is not None:
-        message += f"; ladder step {subject['ladder_step']}"
+        how += f"; ladder step {subject['ladder_step']}"
     signals = subject.get("signals") or []
     if signals:
         fired = (f"{_text(s.get('signal'))} {s.get('count')}/{s.get('threshold')}" for s in signals)
-        message += "; stuck: " + ", ".join(fired)
-    if escalation:
-        message += (
-            f"; escalated as {_text(escalation.get('id'))}: {_text(escalation.get('reason'))}"
-        )
+        how += "; stuck: " + ", ".join(fired)
+    file, line = split_target(name) if _subject_file(name) else (None, None)
     return Finding(
         rule=f"failure/{kind}",
         rule_text=f"Tool failure of type {kind}",
@@ -130,9 +176,11 @@ def _subject(subject: Mapping[str, Any], escalation: Mapping[str, Any] | None) -
         name=name,
         fingerprint=f"subject:{name}",  # kept apart from issue fingerprints
         level=_subject_level(status, bool(signals)),
-        status=status or "unknown",
-        message=message,
-        file=_subject_file(name),
+        status=status,
+        kind=kind,
+        message=f"{name}: {what} ({how}).{_read(subject, home)}",
+        file=file,
+        line=line,
         source=layout.FAILURE_LOG,
     )
 
@@ -148,17 +196,23 @@ def visible(text: str) -> str:
 
 
 def _shown(item: Finding) -> Finding:
-    texts = {f.name: getattr(item, f.name) for f in fields(item)}
-    return replace(item, **{k: visible(v) for k, v in texts.items() if isinstance(v, str)})
+    shown: dict[str, Any] = {
+        f.name: visible(value)
+        for f in fields(item)
+        if isinstance(value := getattr(item, f.name), str)
+    }
+    return replace(item, **shown)
 
 
-def findings(run: Mapping[str, Any], *, all_subjects: bool = False) -> list[Finding]:
+def findings(
+    run: Mapping[str, Any], *, all_subjects: bool = False, home: str | None = None
+) -> list[Finding]:
     """Every issue, then every subject that needs something (or all of them), with agent text
-    made visible."""
-    escalations = {_text(e.get("subject")): e for e in run.get("escalations") or []}
-    found = [_issue(issue) for issue in run.get("issues") or []]
+    made visible. `home` is the workflow folder as the user named it: prompt and escalation
+    paths are shown under it (relative to it when None)."""
+    found = [_issue(issue, home) for issue in run.get("issues") or []]
     for subject in run.get("subjects") or []:
-        finding = _subject(subject, escalations.get(_text(subject.get("subject"), "?")))
+        finding = _subject(subject, home)
         if finding.level or all_subjects:
             found.append(finding)
     return [_shown(item) for item in found]
@@ -182,14 +236,28 @@ def _command(level: str, props: Sequence[tuple[str, str]], message: str) -> str:
     return f"::{level} {joined}::{escape_data(message)}"
 
 
-def render_github(run: Mapping[str, Any]) -> str:
-    """Workflow commands: one annotation per issue and per subject that is not ok."""
-    found = findings(run)
+def _home(workflow_dir: str | None) -> str | None:
+    """The workflow folder as shown in messages and SARIF URIs: repo-relative, never a
+    machine's absolute path (an absolute folder keeps only its name)."""
+    if workflow_dir is None:
+        return None
+    home = relative_path(workflow_dir)
+    if home is None:
+        home = relative_path(workflow_dir.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+    return home or "workflow"
+
+
+def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
+    """Workflow commands: one annotation per issue and per subject that is not ok, pinned to
+    the file (and line) its target names."""
+    found = findings(run, home=_home(workflow_dir))
     lines = []
     for item in found:
-        file = [("file", item.file)] if item.file else []
+        where = [("file", item.file)] if item.file else []
+        if item.file and item.line:
+            where.append(("line", str(item.line)))
         lines.append(
-            _command(GITHUB[item.level or "note"], [*file, ("title", item.title)], item.message)
+            _command(GITHUB[item.level or "note"], [*where, ("title", item.title)], item.message)
         )
     for warning in run.get("warnings") or []:  # input problems, pinned to the file when we can
         props = []
@@ -219,7 +287,9 @@ def render_github(run: Mapping[str, Any]) -> str:
 def _sarif_result(item: Finding, index: int, home: str) -> dict[str, Any]:
     # Percent-encode all but "/": no segment can read as a scheme, a query or a fragment.
     uri = quote(item.file or f"{home}/{item.source}", safe="/")
-    location = {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}}
+    location: dict[str, Any] = {"artifactLocation": {"uri": uri}}
+    if item.file and item.line:  # a region only where the target names a line: never a guess
+        location["region"] = {"startLine": item.line}
     return {
         "ruleId": item.rule,
         "ruleIndex": index,
@@ -232,10 +302,8 @@ def _sarif_result(item: Finding, index: int, home: str) -> dict[str, Any]:
 
 def render_sarif(run: Mapping[str, Any], *, workflow_dir: str) -> str:
     """A SARIF 2.1.0 log with one result per issue and per subject that is not ok."""
-    home = relative_path(workflow_dir)
-    if home is None:  # an absolute folder: keep its name, never the machine's path
-        home = relative_path(workflow_dir.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
-    found = findings(run)
+    home = _home(workflow_dir) or "workflow"
+    found = findings(run, home=home)
     rules = {item.rule: item.rule_text for item in sorted(found, key=lambda f: f.rule)}
     index = {rule: number for number, rule in enumerate(rules)}
     driver = {
@@ -246,7 +314,7 @@ def render_sarif(run: Mapping[str, Any], *, workflow_dir: str) -> str:
     }
     sarif_run = {
         "tool": {"driver": driver},
-        "results": [_sarif_result(item, index[item.rule], home or "workflow") for item in found],
+        "results": [_sarif_result(item, index[item.rule], home) for item in found],
         "properties": {"result": _text(run.get("result"), "UNKNOWN")},
     }
     log = {"version": "2.1.0", "$schema": SARIF_SCHEMA, "runs": [sarif_run]}
@@ -257,12 +325,12 @@ def xml_safe(text: str) -> str:
     return _XML_FORBIDDEN.sub("\ufffd", text)
 
 
-def render_junit(run: Mapping[str, Any]) -> str:
+def render_junit(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
     """One testcase per issue and per subject; anything that still needs work is a failure."""
     suite = ET.Element("testsuite", name="selfcorrect")
     result = xml_safe(_text(run.get("result"), "UNKNOWN"))
     ET.SubElement(ET.SubElement(suite, "properties"), "property", name="result", value=result)
-    found = findings(run, all_subjects=True)
+    found = findings(run, all_subjects=True, home=_home(workflow_dir))
     for item in found:
         case = ET.SubElement(suite, "testcase", classname=xml_safe(item.classname))
         case.set("name", xml_safe(item.name))

@@ -30,8 +30,16 @@ if TYPE_CHECKING:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="selfcorrect")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+@common_options
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    debug: bool,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> None:
     """Deterministic self-correction for multi-agent coding workflows.
 
     selfcorrect reads the YAML an agent workflow leaves in its workflow/ folder
@@ -40,10 +48,29 @@ def cli(ctx: click.Context, debug: bool) -> None:
     six-step recovery ladder for stuck work, and escalates to a human with full context.
 
     \b
+    Global options (--policy, --color, -v, -q) go before or after the command.
+
+    \b
     Exit codes: 0 PASS · 1 BLOCKED (a human is needed) · 2 invalid input, policy
-    or usage (nothing written) · 3 PENDING (work handed to agents) · 130 interrupted.
+    or usage (nothing written) · 3 PENDING (work handed to agents) · 4 internal
+    error (a bug: run again with --debug and report it) · 130 interrupted.
     """
     ctx.obj = {"debug": debug}
+    _pass_global_options(ctx, policy=policy, color=color, verbose=verbose, quiet=quiet)
+
+
+def _pass_global_options(ctx: click.Context, **values: object) -> None:
+    """Options given before the command name become the command's defaults, so
+    `selfcorrect -q run DIR` and `selfcorrect run DIR -q` mean the same; given after it too,
+    the command's own value wins. Click looks a subcommand's defaults up in its parent's
+    `default_map` under the subcommand's name, after this callback has run."""
+    given = {
+        name: value
+        for name, value in values.items()
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    }
+    if given:
+        ctx.default_map = {name: dict(given) for name in cli.commands}
 
 
 @cli.command()
@@ -61,10 +88,13 @@ def check(
     (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
     is a warning, and the rest is read. Exits 0 when there is no error.
     """
+    from selfcorrect.cli.progress import failure_log_progress
     from selfcorrect.commands.check import check_folder
 
     common = make_common(policy, color, verbose, quiet)
-    result = check_folder(folder, policy)
+    _require_folder(folder)
+    with failure_log_progress(common.verbosity):
+        result = check_folder(folder, policy)
     report.check_result(result, fmt, common)
     return ExitCode.INVALID if result.errors else ExitCode.PASS
 
@@ -149,19 +179,21 @@ def run(
     to --wait seconds, then exits 2 naming the holder's pid. --shadow reads
     without the lock and writes nothing.
     """
+    from selfcorrect.cli.progress import failure_log_progress
     from selfcorrect.cli.run_report import show_run
     from selfcorrect.commands.run import correction_run
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    outcome = correction_run(
-        folder,
-        policy_path=policy,
-        shadow=shadow,
-        max_cycles=max_cycles,
-        validate_first=validate_first,
-        wait=wait,
-    )
+    with failure_log_progress(common.verbosity):
+        outcome = correction_run(
+            folder,
+            policy_path=policy,
+            shadow=shadow,
+            max_cycles=max_cycles,
+            validate_first=validate_first,
+            wait=wait,
+        )
     show_run(outcome, fmt, common, documents_display(folder))
     return result_exit_code(outcome.plan.result.value)
 
@@ -175,12 +207,15 @@ def status(
 ) -> int:
     """Show every subject and issue: classification, attempts against the cap,
     ladder step and last decision, plus the open escalations and open circuits. Writes nothing."""
+    from selfcorrect.cli.progress import failure_log_progress
     from selfcorrect.cli.status_report import show_status
     from selfcorrect.commands.status import folder_status
 
     common = make_common(policy, color, verbose, quiet)
     _require_folder(folder)
-    show_status(folder_status(folder, policy), fmt, common)
+    with failure_log_progress(common.verbosity):
+        found = folder_status(folder, policy)
+    show_status(found, fmt, common, documents_display(folder))
     return ExitCode.PASS
 
 
@@ -237,6 +272,8 @@ def validate(
     from selfcorrect.commands.validate import validate_folder
 
     common = make_common(policy, color, verbose, quiet)
+    # An empty folder is the validator's to judge (a missing coordination log is a finding).
+    _require_folder(folder, workflow_file=False)
     result = validate_folder(
         folder, policy_path=policy, output=output, recheck=recheck, wait=wait, force=force
     )
@@ -352,18 +389,12 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _require_folder(folder: Path) -> None:
-    from selfcorrect.errors import Diagnostic, InputError
+def _require_folder(folder: Path, *, workflow_file: bool = True) -> None:
+    """Exit 2 unless DIR is a folder and (unless told otherwise) holds a workflow file
+    (cli/workflow_folder.py)."""
+    from selfcorrect.cli.workflow_folder import require_workflow_folder
 
-    if not folder.is_dir():
-        raise InputError(
-            Diagnostic(
-                documents_display(folder),
-                1,
-                1,
-                "not a folder; pass the workflow folder (the one holding validation_report.yaml)",
-            )
-        )
+    require_workflow_folder(folder, documents_display(folder), workflow_file=workflow_file)
 
 
 def documents_display(path: Path) -> str:
@@ -406,6 +437,7 @@ def stats(
     from selfcorrect.io.journal import journal_path
 
     common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder, workflow_file=False)  # no journal yet is an answer
     result = folder_stats(folder)
     show_stats(result, fmt, common, documents_display(journal_path(folder)))
     return ExitCode.PASS
@@ -586,7 +618,9 @@ def reset_command(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code; every error is mapped here, once."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
+    as_json = _json_requested(args)
     try:
         code = cli.main(args=argv, prog_name="selfcorrect", standalone_mode=False)
     except click.exceptions.Abort:
@@ -594,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     except click.ClickException as exc:
         exc.show()
+        if as_json:
+            _json_failure([{"message": exc.format_message()}])
         return ExitCode.INVALID
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -602,6 +638,8 @@ def main(argv: list[str] | None = None) -> int:
         # File names and keys in a message come from agents too: one escaped line each.
         lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
         click.echo("\n".join(printable(line) for line in lines), err=True)
+        if as_json:
+            _json_failure(_errors_of(exc), invalid=exc.exit_code == ExitCode.INVALID)
         return int(exc.exit_code)
     except OSError as exc:
         # The environment said no (permissions, a read-only or full disk) somewhere the write
@@ -610,15 +648,52 @@ def main(argv: list[str] | None = None) -> int:
 
         refused = environment_error(exc)
         if refused is None:
-            return _internal(exc, debug)
+            return _internal(exc, debug, as_json)
         click.echo(printable(str(refused)), err=True)
+        if as_json:
+            _json_failure(_errors_of(refused))
         return int(refused.exit_code)
     except Exception as exc:  # an internal error: never exit 0, never a bare traceback
-        return _internal(exc, debug)
+        return _internal(exc, debug, as_json)
     return int(code) if isinstance(code, int) else 0
 
 
-def _internal(exc: Exception, debug: bool) -> int:
+def _json_requested(args: list[str]) -> bool:
+    """`--format json` anywhere on the line: only commands have --format, and a failure must
+    still print one JSON object on stdout (docs/ci.md), even before the options are parsed."""
+    from itertools import pairwise
+
+    command = next((a for a in args if a in cli.commands), None)
+    if command == "watch":  # the watcher prints its own one-line objects, INVALID included
+        return False
+    return "--format=json" in args or ("--format", "json") in pairwise(args)
+
+
+def _errors_of(exc: SelfcorrectError) -> list[dict[str, object]]:
+    if isinstance(exc, InputError) and exc.diagnostics:
+        return [
+            {"path": d.path, "line": d.line, "col": d.col, "message": d.message}
+            for d in exc.diagnostics
+        ]
+    lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
+    return [{"message": line} for line in lines]
+
+
+def _json_failure(errors: list[dict[str, object]], *, invalid: bool = True) -> None:
+    """The one object a `--format json` run prints when it stops before deciding: `result`
+    INVALID (exit 2: `errors`, each {path, line, col, message}, null where no position
+    applies) or ERROR (an internal error: `message`)."""
+    import json
+
+    rows = [{"path": None, "line": None, "col": None, **error} for error in errors]
+    if invalid:
+        data: dict[str, object] = {"result": "INVALID", "errors": rows}
+    else:
+        data = {"result": "ERROR", "errors": rows, "message": str(rows[0]["message"])}
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _internal(exc: Exception, debug: bool, as_json: bool = False) -> int:
     """Never exit 0, never a bare traceback without --debug."""
     if debug:
         import traceback  # only here: its import costs start-up time (README "Performance")
@@ -630,6 +705,8 @@ def _internal(exc: Exception, debug: bool) -> int:
             "Run again with --debug for the traceback, and please report it.",
             err=True,
         )
+    if as_json:
+        _json_failure([{"message": f"internal error: {type(exc).__name__}: {exc}"}], invalid=False)
     return ExitCode.INTERNAL
 
 

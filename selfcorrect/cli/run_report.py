@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect import layout
+from selfcorrect.cli import cells
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.report import attempts_text, printable
 from selfcorrect.errors import result_exit_code
+from selfcorrect.layout import work_item_file
 
 if TYPE_CHECKING:
     from selfcorrect.commands.run import RunOutcome
@@ -103,15 +105,61 @@ def issue_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
     ]
 
 
+# --- what to read: each issue and subject says what is wrong and where to look (docs/ci.md) ---
+
+
+def add_what_to_read(
+    outcome: RunOutcome, issues: list[dict[str, Any]], subjects: list[dict[str, Any]]
+) -> None:
+    """Adds to each row (in decision order) what a person or a CI log needs to act on it:
+
+    - `description`: the issue's description, or the subject's latest error (its summary, as
+      failed_items carries it);
+    - `prompt`: the recovery file this run wrote for its work item (in shadow: would write),
+      relative to the workflow folder like `advisories[].prompt`; null when there is none;
+    - `escalation`: the id of the escalation a person should read, else null.
+
+    Keys are only ever added to the JSON object, never renamed or removed.
+    """
+    from selfcorrect.core.contexts import short
+
+    plan, decisions = outcome.plan, outcome.decisions
+
+    def escalation_of(work_item: str) -> str | None:  # the work item's one decision says it
+        item = plan.work_items.get(work_item)
+        return item.escalation if item is not None and item.final_status == "blocked" else None
+
+    for row, issue in zip(issues, decisions.issues, strict=True):
+        row["description"] = short(issue.issue.description)
+        row["prompt"] = prompt_path(outcome, issue.work_item)
+        row["escalation"] = escalation_of(issue.work_item)
+    for row, decision in zip(subjects, decisions.subjects, strict=True):
+        record = decisions.records.get(decision.subject)
+        latest = record.chain[-1].error if record is not None and record.chain else ""
+        row["description"] = short(latest)
+        work_item = (record.task_id if record is not None else None) or decision.subject
+        row["prompt"] = prompt_path(outcome, work_item)
+        row["escalation"] = escalation_of(work_item)
+
+
+def prompt_path(outcome: RunOutcome, work_item: str) -> str | None:
+    """`recovery/<file>` when this run rendered a prompt for the work item, else None."""
+    name = work_item_file(work_item)
+    return f"{layout.RECOVERY}/{name}" if name in outcome.rendered else None
+
+
 def run_json(outcome: RunOutcome) -> dict[str, Any]:
     """The documented, stable `--format json` object (SPEC §16; README "JSON output")."""
     plan = outcome.plan
+    issues = issue_rows(outcome.decisions, plan)
+    subjects = subject_rows(outcome.decisions, plan)
+    add_what_to_read(outcome, issues, subjects)
     return {
         "result": plan.result.value,
         "cycles": outcome.cycles,
         "shadow": outcome.shadow,
-        "issues": issue_rows(outcome.decisions, plan),
-        "subjects": subject_rows(outcome.decisions, plan),
+        "issues": issues,
+        "subjects": subjects,
         "escalations": [
             {"id": e["id"], "subject": e["subject"], "reason": e["reason"], "kind": e.get("kind")}
             for e in plan.escalations
@@ -130,21 +178,40 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
     }
 
 
-def table(rows: Sequence[Sequence[str]], common: Common) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+def table(rows: Sequence[Sequence[str]], common: Common, columns: int | None = None) -> list[str]:
+    """Rows aligned in display cells (cli/cells.py), fitted to `columns` cells (the terminal's;
+    unlimited when piped): the last column (free text) is cut at its end and the first (a
+    name) in the middle, keeping its file name, each with a visible ellipsis."""
+    columns = terminal_columns() if columns is None else columns
+    widths = [max(cells.width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if columns > 0:
+        over = 2 + sum(widths) + 2 * (len(widths) - 1) - columns
+        last = len(widths) - 1
+        for index, floor in ((last, 24), (0, 28), (last, 12), (0, 12)):
+            if over > 0 and widths[index] > floor:
+                cut = min(over, widths[index] - max(floor, cells.width(rows[0][index])))
+                widths[index] -= max(0, cut)
+                over -= max(0, cut)
     lines = []
     for number, row in enumerate(rows):
-        text = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        shown = [
+            cells.fit_middle(cell, widths[i]) if i == 0 else cells.fit_end(cell, widths[i])
+            for i, cell in enumerate(row)
+        ]
+        text = "  ".join(cells.ljust(cell, widths[i]) for i, cell in enumerate(shown)).rstrip()
         lines.append(click.style(text, bold=True) if number == 0 else text)
     return ["  " + line for line in lines]
 
 
+def terminal_columns() -> int:
+    """The terminal's width in cells ($COLUMNS first); 0 (no limit) when stdout is no terminal."""
+    import shutil
+
+    return shutil.get_terminal_size((0, 0)).columns
+
+
 def _steps(step: int | None) -> str:
     return "-" if step is None else str(step)
-
-
-def _cap(attempts: int, retries: int | None) -> str:
-    return f"{attempts}/{'∞' if retries is None else retries}"
 
 
 def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None:
@@ -158,9 +225,9 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
 
         data = run_json(outcome)
         text = {
-            "github": lambda: ci_formats.render_github(data),
+            "github": lambda: ci_formats.render_github(data, workflow_dir=folder),
             "sarif": lambda: ci_formats.render_sarif(data, workflow_dir=folder),
-            "junit": lambda: ci_formats.render_junit(data),
+            "junit": lambda: ci_formats.render_junit(data, workflow_dir=folder),
         }[fmt]()
         click.echo(text.rstrip("\n"))
         return
@@ -171,21 +238,26 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         click.style(f"{plan.result.value}", fg=colour, bold=True)
         + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
-    lines += _body(decisions, plan, common, advisory_lines(advisories(outcome), folder))
+    found = advisories(outcome)
+    lines += _body(
+        decisions, plan, common, advisory_lines(found, folder, verbose=common.verbosity > 0)
+    )
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
         lines += [
             f"  {e['id']}  {printable(e['subject'])}: {printable(e['reason'])}"
             for e in plan.escalations
         ]
+    if waiting := _waiting_for_validator(outcome, folder):
+        lines += ["", waiting]
     if outcome.shadow:
-        lines += ["", "Would write:"]
-        lines += [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
+        would = [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
         if plan.failed_items:
             entries = f"({len(plan.failed_items)} entries)"
-            lines.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
+            would.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
         if plan.journal:
-            lines.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
+            would.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
+        lines += ["", "Would write:", *would] if would else ["", "Nothing to write."]
     elif outcome.written:
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
     else:
@@ -196,6 +268,25 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     click.echo("\n".join(lines), color=common.color)
 
 
+def _waiting_for_validator(outcome: RunOutcome, folder: str) -> str | None:
+    """PENDING with nothing handed to an agent means no one is working yet: say what is so
+    (exit 3 alone reads as "work handed to agents")."""
+    plan, report = outcome.plan, outcome.decisions.report
+    if plan.result.value != "PENDING" or outcome.rendered or plan.work_pending or plan.fixes:
+        return None
+    where = f"{folder}/{layout.REPORT}"
+    if report is None:
+        state = f"No validation report yet ({where} does not exist)"
+    elif report.verdict.value == "NONE":
+        state = f"No verdict yet ({where} has none: no validator has run)"
+    else:
+        state = f"The report's verdict is {report.verdict.value}, with no issue to hand out"
+    return (
+        f"{state}: nothing was handed to agents; waiting for a validator. Run "
+        f"`selfcorrect validate {folder}` (or your own validator), then run again."
+    )
+
+
 def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str]) -> list[str]:
     lines: list[str] = []
     failing = [d for d in decisions.subjects if d.status.value != "ok" or common.verbosity > 0]
@@ -204,9 +295,9 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
         rows = [["SUBJECT", "TYPE", "ATTEMPTS", "STATUS", "STEP", "SIGNALS"]]
         rows += [
             [
-                printable(d.subject)[:48],
+                printable(d.subject),
                 printable(d.failure_type),
-                _cap(d.attempts, d.retries),
+                attempts_text(d.attempts, d.retries),
                 item_status(plan, _work_item(decisions.records, d.subject), d.status.value),
                 _steps(d.ladder_step),
                 ", ".join(f"{f.signal.value} {f.count}/{f.threshold}" for f in d.signals),
@@ -225,7 +316,7 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
                 printable(d.issue.id or d.fingerprint),
                 printable(d.type),
                 item_status(plan, d.work_item, "pending"),
-                _cap(spent(d), d.retries),
+                attempts_text(spent(d), d.retries),
                 printable(_why(plan, d)),
             ]
             for d in decisions.issues

@@ -8,23 +8,32 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
-from selfcorrect.cli.run_report import issue_rows, subject_rows
+from selfcorrect.cli.report import attempts_text, printable
+from selfcorrect.cli.run_report import add_what_to_read, issue_rows, subject_rows
+from selfcorrect.commands.status import next_steps
 
 if TYPE_CHECKING:
     from selfcorrect.commands.status import FolderStatus
 
 
-def status_json(status: FolderStatus) -> dict[str, Any]:
+def status_json(status: FolderStatus, folder: str = "DIR") -> dict[str, Any]:
     decisions = status.outcome.decisions
     subjects = subject_rows(decisions, status.outcome.plan)
     for row in subjects:
         prior = decisions.state.subject(row["subject"])
         row["last_decision"] = {"reason": prior.reason, "at": prior.at} if prior.at else None
     issues = issue_rows(decisions, status.outcome.plan)
+    add_what_to_read(status.outcome, issues, subjects)  # description, prompt, escalation
     for row in issues:
         handed = decisions.state.issue(row["fingerprint"])
         row["last_decision"] = {"reason": handed.reason, "at": handed.at} if handed.at else None
+    circuits = [
+        {"rule": rule, "rule_version": version, "reason": reason}
+        for (rule, version), reason in decisions.circuits.open_rules()
+    ] + [
+        {"rule": t.rule, "rule_version": t.rule_version, "reason": t.reason.value}
+        for t in decisions.trips
+    ]
     return {
         "result": status.outcome.plan.result.value,
         "subjects": subjects,
@@ -36,19 +45,16 @@ def status_json(status: FolderStatus) -> dict[str, Any]:
         # Hook-log problems that were skipped (SPEC §2): what `run` reports, status reports.
         "warnings": [w.as_dict() for w in decisions.warnings],
         # Rules that stopped acting (SPEC §10): open until a person resets them.
-        "open_circuits": [
-            {"rule": rule, "rule_version": version, "reason": reason}
-            for (rule, version), reason in decisions.circuits.open_rules()
-        ]
-        + [
-            {"rule": t.rule, "rule_version": t.rule_version, "reason": t.reason.value}
-            for t in decisions.trips
-        ],
+        "open_circuits": circuits,
+        # What to run (or edit) to move each of the above; empty when nothing waits.
+        "next_steps": next_steps(
+            folder, status.open_escalations, [str(c["rule"]) for c in circuits]
+        ),
     }
 
 
-def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
-    data = status_json(status)
+def show_status(status: FolderStatus, fmt: str, common: Common, folder: str = "DIR") -> None:
+    data = status_json(status, folder)
     for warning in data["warnings"]:  # diagnostics go to stderr, whatever the format
         click.echo(printable(_warning_line(warning)), err=True)
     if fmt == "json":
@@ -66,9 +72,8 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
             continue
         lines += ["", f"{kind}:"]
         for row in rows:
-            retries = "∞" if row["retries"] is None else row["retries"]
             state = row.get("status") or row.get("classification")
-            step = f", ladder step {row['ladder_step']}" if row.get("ladder_step") else ""
+            step = f"; ladder step {row['ladder_step']}" if row.get("ladder_step") else ""
             last = row["last_decision"]
             when = (
                 f"; last decision {last['reason']} at {last['at']}"
@@ -78,7 +83,7 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
             name = row.get("id") or row[key] if kind == "Issues" else row[key]
             lines.append(
                 f"  {printable(str(name))}  {row[cap]}  {state}  "
-                f"{row['attempts']}/{retries}{step}{when}"
+                f"attempts {attempts_text(row['attempts'], row['retries'])}{step}{when}"
             )
     if data["open_escalations"]:
         lines += ["", "Open escalations:"]
@@ -91,6 +96,9 @@ def show_status(status: FolderStatus, fmt: str, common: Common) -> None:
         lines += [
             f"  {c['rule']} {c['rule_version']}: {c['reason']}" for c in data["open_circuits"]
         ]
+    if data["next_steps"]:
+        lines += ["", "Next (after doing what each asks):"]
+        lines += [f"  {step}" for step in data["next_steps"]]
     # Every field here may come from an agent's file or a hand-edited journal: escape all.
     click.echo("\n".join(printable(line) for line in lines), color=common.color)
 

@@ -65,11 +65,32 @@ def watch_line(run: WatchRun, *, color: bool) -> str:
     # The journal is bookkeeping: the line names what people and agents read.
     shown = [p for p in run.outcome.written if layout.STATE not in p.replace("\\", "/")]
     if shown:
-        tail = "wrote " + ", ".join(printable(p) for p in shown)
+        tail = "wrote " + summarise_paths([printable(p) for p in shown])
     else:
         tail = "journal updated" if run.outcome.written else "nothing new to write"
     styled = click.style(result, fg=COLOURS.get(result), bold=True) if color else result
     return f"{when} {what} → {styled} ({run.code}): {tail}"
+
+
+def summarise_paths(paths: list[str]) -> str:
+    """Written paths in one short phrase: their common folder once, then each file name, and
+    a sub-folder holding several as `recovery/ (9 files)`. The start-up run on a cAgents
+    session listed about 1,500 characters of full paths."""
+    import os.path
+
+    if len(paths) == 1:
+        return paths[0]
+    base = os.path.commonpath([os.path.dirname(p) for p in paths])
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        rest = os.path.relpath(path, base) if base else path
+        first, _, under = rest.replace(os.sep, "/").partition("/")
+        groups.setdefault(first + ("/" if under else ""), []).append(rest)
+    parts = [
+        f"{name} ({len(members)} files)" if len(members) > 1 else members[0]
+        for name, members in groups.items()
+    ]
+    return (f"in {base}/: " if base else "") + ", ".join(parts)
 
 
 def render(run: WatchRun, fmt: str, *, color: bool) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,3 +26,30 @@ def folder_status(folder: Path, policy_path: Path | None) -> FolderStatus:
         if e.status is EscalationStatus.OPEN
     ]
     return FolderStatus(outcome, escalations)
+
+
+def next_steps(
+    folder: str, open_escalations: list[dict[str, Any]], open_rules: list[str]
+) -> list[str]:
+    """What a person runs (or edits) to move each open escalation and open circuit, after
+    doing what it asks: `selfcorrect reset` with evidence, or the same by hand in
+    escalations.yaml (docs/policy.md, "Human control"). Ids and rule names come from files an
+    agent may edit: every one is shell-quoted, so a line copied into a shell runs as shown."""
+    where, steps = shlex.quote(folder), []
+    for entry in open_escalations:
+        ident = str(entry.get("id") or "")
+        if ident:
+            steps.append(
+                f"selfcorrect reset {where} --escalation {shlex.quote(ident)} "
+                '--evidence "what you changed"'
+            )
+    if steps:
+        steps.append(
+            f"or edit {folder}/escalations.yaml: on each entry set status: resolved, "
+            "evidence: and resolved_by: (retry: true gives a fresh budget); the next run acts on it"
+        )
+    for rule in dict.fromkeys(open_rules):
+        steps.append(
+            f'selfcorrect reset {where} --rule {shlex.quote(rule)} --evidence "why it is safe"'
+        )
+    return steps

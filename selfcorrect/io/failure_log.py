@@ -11,7 +11,8 @@ watcher reads only what was appended (io/log_cursor.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -58,6 +59,16 @@ def find_layout(lines: list[str]) -> Layout | None:
     return Layout(False, start + 1, _list_indent(lines, start + 1))
 
 
+# --- progress: how far a whole-log read got, for a terminal to show (cli/progress.py) ---------
+# Called with (entries read so far, fraction of the log's lines read) every PROGRESS_EVERY
+# entries and once at the end with 1.0. A context variable, not a parameter, so the command line
+# can ask for it without every layer between it and this reader passing it along; None (the
+# default) costs one check per PROGRESS_EVERY entries.
+Progress = Callable[[int, float], None]
+PROGRESS: ContextVar[Progress | None] = ContextVar("failure_log_progress", default=None)
+PROGRESS_EVERY = 2048
+
+
 def iter_failures(text: str, display: str, warnings: list[Diagnostic]) -> Iterator[RawFailure]:
     """Every readable entry of a failure log, in log order; problems go to `warnings`."""
     lines = text.split("\n")
@@ -67,11 +78,16 @@ def iter_failures(text: str, display: str, warnings: list[Diagnostic]) -> Iterat
         if layout is None or _has_content(lines, layout.first):
             yield from _whole_document(text, display, warnings)
         return
-    for _index, _line, entry in iter_items(
+    progress, total, index = PROGRESS.get(), len(lines), -1
+    for index, line, entry in iter_items(
         lines, layout.first, display, warnings, dialect=layout.dialect, indent=layout.item_indent
     ):
+        if progress is not None and index % PROGRESS_EVERY == 0:
+            progress(index, line / total)
         if entry is not None:
             yield entry
+    if progress is not None:
+        progress(index + 1, 1.0)
 
 
 def iter_items(

