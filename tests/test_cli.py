@@ -101,6 +101,19 @@ def test_color_is_opt_in_when_piped_and_no_color_wins(
     assert "\x1b[" not in run_line(["check", tmp_path, "--color", "auto"]).stdout
 
 
+def test_force_color_colours_a_piped_auto_run_but_not_never_nor_no_color(
+    tmp_path: Path, run_line, monkeypatch
+) -> None:
+    (tmp_path / "escalations.yaml").write_text("escalations: 5\n")
+    monkeypatch.setenv("FORCE_COLOR", "")  # set but empty: not forced
+    assert "\x1b[" not in run_line(["check", tmp_path]).stdout
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in run_line(["check", tmp_path]).stdout
+    assert "\x1b[" not in run_line(["check", tmp_path, "--color", "never"]).stdout
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in run_line(["check", tmp_path]).stdout
+
+
 def test_internal_error_is_reported_without_a_traceback(
     tmp_path: Path, run_line, monkeypatch
 ) -> None:

@@ -199,6 +199,7 @@ def environment() -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.update(LC_ALL="C.UTF-8", PYTHONUTF8="1", USER="ana")
     env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
     return env
 
 

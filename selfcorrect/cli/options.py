@@ -24,10 +24,14 @@ class Common:
 
 
 def _use_color(choice: str) -> bool:
+    """--color always/never decide; `auto` is off under NO_COLOR, on under FORCE_COLOR (set and
+    not empty: a CI log that renders ANSI), else on only for a terminal. NO_COLOR wins."""
     if choice == "always":
         return True
     if choice == "never" or os.environ.get("NO_COLOR"):
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     return sys.stdout.isatty()
 
 
@@ -45,7 +49,7 @@ def common_options(func: F) -> F:
             type=click.Choice(["auto", "always", "never"]),
             default="auto",
             show_default=True,
-            help="Colour output; NO_COLOR is honoured.",
+            help="Colour output; auto honours NO_COLOR, then FORCE_COLOR.",
         ),
         click.option("-v", "--verbose", count=True, help="Say more."),
         click.option(
