@@ -572,6 +572,53 @@ def reset_command(
     return ExitCode.PASS
 
 
+@cli.command(name="policy")
+@folder_argument
+@format_option("yaml", "json")
+@common_options
+def policy_command(
+    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Print the policy in force for DIR: the built-in defaults merged with
+    DIR/selfcorrect.yaml (or --policy), every extend_<list> applied.
+
+    The output is a valid selfcorrect.yaml. Writes nothing.
+    Exit codes: 0, or 2 when the policy file is invalid (positioned errors).
+    """
+    from selfcorrect.commands.policy import effective_policy, render
+
+    make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+    click.echo(render(effective_policy(folder, policy), fmt), nl=False)
+    return ExitCode.PASS
+
+
+@cli.command(name="schemas")
+@click.argument("name", metavar="[NAME]", required=False)
+def schemas_command(name: str | None) -> int:
+    """Print where the JSON Schemas of the workflow files are installed.
+
+    \b
+    With no NAME, the folder; with NAME (selfcorrect, validation_report,
+    tool_failures, coordination_log, escalations, ...), that schema's file.
+    For an editor: point yaml-language-server's `yaml.schemas` at them, or run
+    `selfcorrect init DIR`, which copies them into DIR/.selfcorrect/schemas/
+    and writes a relative `$schema=` modeline at the top of each file.
+    """
+    from selfcorrect.io.resources import data_dir
+
+    folder = data_dir("schemas")
+    if name is None:
+        click.echo(str(folder))
+        return ExitCode.PASS
+    path = folder / f"{name.removesuffix('.schema.json')}.schema.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.name.removesuffix(".schema.json") for p in folder.iterdir()))
+        raise click.BadParameter(f"no schema named {name!r}; one of: {known}", param_hint="NAME")
+    click.echo(str(path))
+    return ExitCode.PASS
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code; every error is mapped here, once."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
