@@ -18,6 +18,8 @@ from selfcorrect.cli.options import (
     folder_argument,
     format_option,
     make_common,
+    pending_exit,
+    pending_ok_option,
     wait_option,
 )
 from selfcorrect.cli.report import printable
@@ -105,6 +107,7 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
     is_flag=True,
     help="Run the validator once first, so the run starts from a fresh report.",
 )
+@pending_ok_option
 @wait_option
 @common_options
 def run(
@@ -113,6 +116,7 @@ def run(
     shadow: bool,
     max_cycles: int | None,
     validate_first: bool,
+    pending_ok: bool,
     wait: float,
     policy: Path | None,
     color: str,
@@ -163,7 +167,7 @@ def run(
         wait=wait,
     )
     show_run(outcome, fmt, common, documents_display(folder))
-    return result_exit_code(outcome.plan.result.value)
+    return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
 
 
 @cli.command()

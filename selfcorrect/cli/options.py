@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
+from selfcorrect.errors import ExitCode
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -79,6 +81,22 @@ def format_option(*choices: str) -> Callable[[F], F]:
 folder_argument = click.argument(
     "folder", metavar="DIR", type=click.Path(path_type=Path, file_okay=False)
 )
+
+
+def pending_ok_option(func: F) -> F:
+    """--pending-ok: PENDING exits 0, for a gate that fails only on BLOCKED or invalid input."""
+    return click.option(
+        "--pending-ok",
+        is_flag=True,
+        help="Exit 0, not 3, when the run is PENDING (work handed to agents, the folder's "
+        "normal state while they work): a pre-commit hook or CI step then fails only on "
+        "BLOCKED (1) or invalid input (2).",
+    )(func)
+
+
+def pending_exit(code: int, pending_ok: bool) -> int:
+    """The exit code of a run under --pending-ok (docs/ci.md, "pre-commit")."""
+    return int(ExitCode.PASS) if pending_ok and code == ExitCode.PENDING else code
 
 
 def wait_option(func: F) -> F:
