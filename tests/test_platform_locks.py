@@ -71,7 +71,7 @@ def test_a_run_leaves_no_lock_file_in_git_status_and_removes_old_ones(tmp_path: 
 WITHOUT_POSIX = r"""
 import importlib, os, pkgutil, sys
 sys.modules["fcntl"] = None  # `import fcntl` raises ImportError, as on Windows
-for name in ("O_NOFOLLOW", "O_DIRECTORY", "pread", "pwrite"):
+for name in ("O_NOFOLLOW", "O_DIRECTORY", "O_NONBLOCK", "O_CLOEXEC", "pread", "pwrite"):
     if hasattr(os, name):
         delattr(os, name)
 import selfcorrect
@@ -85,20 +85,30 @@ for module in pkgutil.walk_packages(selfcorrect.__path__, "selfcorrect."):
         failed.append(f"{module.name}: {type(exc).__name__}: {exc}")
 from selfcorrect.io import platform
 assert not platform.posix_locks()
+# And the commands that take no lock run: init writes (temp file, rename, folder fsync), check
+# reads every file back.
+from selfcorrect.cli.main import main
+for args in (["init", "-q", sys.argv[1]], ["check", "-q", sys.argv[1]]):
+    code = main(args)
+    if code:
+        failed.append(f"selfcorrect {' '.join(args)}: exit {code}")
 print("\n".join(failed) or "ok")
 """
 
 
-def test_every_module_imports_without_fcntl_and_posix_only_os_names() -> None:
+def test_every_module_imports_and_init_and_check_run_without_posix_only_names(
+    tmp_path: Path,
+) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_POSIX],
+        [sys.executable, "-c", WITHOUT_POSIX, str(tmp_path / "workflow")],
         capture_output=True,
         text=True,
         timeout=WAIT_S,
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok", done.stdout
+    assert done.stdout.splitlines()[-1] == "ok", done.stdout
+    assert (tmp_path / "workflow" / ".selfcorrect" / "schemas").is_dir()
 
 
 def test_no_module_but_the_platform_module_imports_fcntl() -> None:

@@ -47,7 +47,7 @@ def digest(data: bytes | None) -> str:
 def read_or_none(path: Path) -> bytes | None:
     """The file's bytes, None when absent; a symlink is refused, never read through."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not hang us
+        fd = open_nofollow(path, os.O_RDONLY | platform.O_NONBLOCK)  # a FIFO must not hang us
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
@@ -82,11 +82,7 @@ def sidecar_lock(path: Path) -> Iterator[None]:
 
 
 def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    platform.fsync_folder(folder)
 
 
 _TEMP = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
@@ -131,7 +127,7 @@ def _write_temp(path: Path, data: bytes, mode: int) -> Path:
     # Not tempfile.mkstemp: importing tempfile costs more start-up than the whole write.
     tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"))
     with environment(path):
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.O_NOFOLLOW, 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -83,14 +83,30 @@ def read_pid(fd: int) -> str:
     """The pid in a lock file, '' when none is there yet (or Windows keeps the locked bytes
     from us: then the holder cannot be named)."""
     try:
-        if hasattr(os, "pread"):
-            data = os.pread(fd, 32, 0)
-        else:
-            os.lseek(fd, 0, os.SEEK_SET)
-            data = os.read(fd, 32)
+        data = pread(fd, 32, 0)
     except OSError:
         return ""
     return data.decode("ascii", "replace").strip()
+
+
+def pread(fd: int, size: int, offset: int) -> bytes:
+    """os.pread where it exists (POSIX); elsewhere a seek and a read (moves the offset)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
+
+
+def fsync_folder(path: str | os.PathLike[str]) -> None:
+    """Make a rename in `path` durable: fsync the folder (POSIX). Windows cannot open a folder
+    as a file, and NTFS journals the rename itself: nothing to do there."""
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_at(fd: int, data: bytes) -> None:
@@ -123,8 +139,10 @@ __all__ = [
     "O_NOFOLLOW",
     "O_NONBLOCK",
     "clear_pid",
+    "fsync_folder",
     "lock",
     "posix_locks",
+    "pread",
     "read_pid",
     "unlock",
     "use_portable_locks",
