@@ -599,7 +599,10 @@ def policy_command(
 
 @cli.command(name="schemas")
 @click.argument("name", metavar="[NAME]", required=False)
-def schemas_command(name: str | None) -> int:
+@common_options
+def schemas_command(
+    name: str | None, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
     """Print where the JSON Schemas of the workflow files are installed.
 
     \b
@@ -611,6 +614,7 @@ def schemas_command(name: str | None) -> int:
     """
     from selfcorrect.io.resources import data_dir
 
+    make_common(policy, color, verbose, quiet)
     folder = data_dir("schemas")
     if name is None:
         click.echo(str(folder))
