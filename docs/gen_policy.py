@@ -27,6 +27,8 @@ from ruamel.yaml import YAML
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "selfcorrect.schema.json"
 TEMPLATE = REPO / "templates" / "selfcorrect.yaml"
+INIT_TEMPLATE = REPO / "templates" / "init" / "selfcorrect.yaml"
+EXTEND = "extend_"
 REGENERATE = "python docs/gen_policy.py > docs/policy.md"
 # $defs that read better by their name than spelled out.
 NAMED = {"argv": "argv list", "nullable_argv": "argv list or null", "regex": "regex"}
@@ -392,8 +394,74 @@ def render_key(doc: Doc, key: str, node: dict[str, Any], defaults: dict[str, Any
         )
 
 
+def split_extends(node: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """Remove every `extend_<list>` key from the schema (in place), returning where each was:
+    they are described once, in their own section, not as a row of every table."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict):
+            for key in [k for k in props if k.startswith(EXTEND)]:
+                found.append(".".join((*path, key)))
+                del props[key]
+        for key, value in node.items():
+            if key == "$defs" and isinstance(value, dict):
+                for name, sub in value.items():
+                    where = {"issue_type": ("issue_types", "<name>")}.get(name, ("$defs", name))
+                    found += split_extends(sub, where)
+            elif key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    found += split_extends(sub, (*path, name))
+            elif key not in ("$defs", "properties"):
+                found += split_extends(value, path)
+    return found
+
+
+def extend_section(found: list[str]) -> list[str]:
+    keys = ", ".join(f"`{k}`" for k in sorted(found))
+    return [
+        "## Adding to a default list: `extend_<list>`",
+        "",
+        "A list you write replaces the default list. To keep the defaults and add to them, write "
+        "`extend_<list>:` beside where the list would go: its items are appended to the default "
+        "list (after your own `<list>:`, when you write both). Appended patterns are tried after "
+        "the default ones, so a pattern that must win over a default one needs the whole list "
+        "instead. `selfcorrect policy DIR` prints the result. One more failure pattern:",
+        "",
+        "```yaml",
+        "extend_patterns:",
+        "  - {regex: 'FLAKY-DB-\\d+', type: external_dependency, confidence: 0.9}",
+        "issue_types:",
+        "  linting_errors:",
+        "    extend_patterns: [{regex: 'stylelint', confidence: 0.9}]",
+        "```",
+        "",
+        f"The lists that can be extended: {keys}.",
+        "",
+    ]
+
+
+def init_section() -> list[str]:
+    text = INIT_TEMPLATE.read_text(encoding="utf-8").rstrip("\n")
+    return [
+        "## What `selfcorrect init` writes",
+        "",
+        "A short file with every key commented out, so a new folder runs on the built-in "
+        "defaults and never pins the defaults of the version that created it. Uncomment what "
+        "you change; `selfcorrect policy DIR` prints the policy in force. Its first line points "
+        "editors (yaml-language-server) at the schema copy `init` puts in "
+        "`.selfcorrect/schemas/`, so completion and checking work offline.",
+        "",
+        "```yaml",
+        *text.splitlines(),
+        "```",
+        "",
+    ]
+
+
 def generate() -> str:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    extends = split_extends(schema)
     text = TEMPLATE.read_text(encoding="utf-8")
     defaults = YAML(typ="safe", pure=True).load(text)
     unknown = sorted(set(defaults) - set(schema["properties"]))
@@ -408,8 +476,7 @@ def generate() -> str:
         "",
         "Every key of the policy file, its type, its built-in default and what it does. The types "
         "come from `schemas/selfcorrect.schema.json`; the defaults and the reasons for them from "
-        "`templates/selfcorrect.yaml`, the built-in policy, which `selfcorrect init DIR` copies "
-        "into a new workflow folder. " + schema["description"],
+        "`templates/selfcorrect.yaml`, the built-in policy. " + schema["description"],
         "",
         "## How your file combines with the defaults",
         "",
@@ -419,6 +486,8 @@ def generate() -> str:
         *header,
         "```",
         "",
+        *extend_section(extends),
+        *init_section(),
         "## Keys",
         "",
     )

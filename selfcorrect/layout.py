@@ -35,10 +35,22 @@ JOURNAL = PurePath(STATE) / "journal.jsonl"
 FOLDER_LOCK = PurePath(STATE) / "folder.lock"
 WATCH_LOCK = PurePath(STATE) / "watch.lock"
 UNDONE = PurePath(STATE) / "undone"
+# Copies of the shipped schemas that `init` writes, for editors' `$schema=` modelines.
+SCHEMAS = PurePath(STATE) / "schemas"
+# The locks held while a file selfcorrect shares with people is rewritten (coordination_log.yaml,
+# escalations.yaml): inside .selfcorrect/, which users ignore already, so `git status` stays clean.
+SIDECAR_LOCKS = PurePath(STATE) / "locks"
+
+
+def sidecar_lock(name: str) -> PurePath:
+    """The lock held while DIR/<name> is rewritten, relative to DIR:
+    `.selfcorrect/locks/<name>.lock`."""
+    return SIDECAR_LOCKS / f"{name}.lock"
 
 
 def sidecar_lock_name(name: str) -> str:
-    """The lock held beside a rewritten file while it is replaced: `.<name>.lock`."""
+    """Where versions before 0.2 kept that lock, beside the file: `.<name>.lock`. A writer
+    removes such a leftover (io/atomic.py); nothing takes it any more."""
     return f".{name}.lock"
 
 

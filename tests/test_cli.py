@@ -10,11 +10,22 @@ from pathlib import Path
 import yaml
 
 import selfcorrect
-from selfcorrect.io import schemas
 from selfcorrect.io.yaml_nodes import FastLoader
 from tests.conftest import REPO, tree_digest
 
-COMMANDS = ["init", "check", "validate", "run", "watch", "status", "stats", "replay", "reset"]
+COMMANDS = [
+    "init",
+    "check",
+    "validate",
+    "run",
+    "watch",
+    "status",
+    "stats",
+    "replay",
+    "reset",
+    "policy",
+    "schemas",
+]
 
 
 def test_version(run_line) -> None:
@@ -101,6 +112,19 @@ def test_color_is_opt_in_when_piped_and_no_color_wins(
     assert "\x1b[" not in run_line(["check", tmp_path, "--color", "auto"]).stdout
 
 
+def test_force_color_colours_a_piped_auto_run_but_not_never_nor_no_color(
+    tmp_path: Path, run_line, monkeypatch
+) -> None:
+    (tmp_path / "escalations.yaml").write_text("escalations: 5\n")
+    monkeypatch.setenv("FORCE_COLOR", "")  # set but empty: not forced
+    assert "\x1b[" not in run_line(["check", tmp_path]).stdout
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in run_line(["check", tmp_path]).stdout
+    assert "\x1b[" not in run_line(["check", tmp_path, "--color", "never"]).stdout
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in run_line(["check", tmp_path]).stdout
+
+
 def test_internal_error_is_reported_without_a_traceback(
     tmp_path: Path, run_line, monkeypatch
 ) -> None:
@@ -129,7 +153,7 @@ def test_init_writes_a_checkable_folder_and_never_overwrites(tmp_path: Path, run
     folder = tmp_path / "new" / "workflow"
     result = run_line(["init", folder])
     assert result.exit_code == 0
-    names = sorted(p.name for p in folder.iterdir())
+    names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
     assert names == [
         "coordination_log.yaml",
         "escalations.yaml",
@@ -137,10 +161,10 @@ def test_init_writes_a_checkable_folder_and_never_overwrites(tmp_path: Path, run
         "tool_failures.yaml",
         "validation_report.yaml",
     ]
-    for path in folder.iterdir():
+    for path in folder.glob("*.yaml"):
         stem = "selfcorrect" if path.name == "selfcorrect.yaml" else path.stem
         first = path.read_text().splitlines()[0]
-        assert first == f"# yaml-language-server: $schema={schemas.schema_id(stem)}"
+        assert first == f"# yaml-language-server: $schema=.selfcorrect/schemas/{stem}.schema.json"
     assert run_line(["check", folder]).exit_code == 0
 
     (folder / "selfcorrect.yaml").write_text("caps: {global_cycles: 9}  # mine\n")
@@ -150,16 +174,15 @@ def test_init_writes_a_checkable_folder_and_never_overwrites(tmp_path: Path, run
     assert (folder / "selfcorrect.yaml").read_text() == "caps: {global_cycles: 9}  # mine\n"
 
 
-def test_init_policy_states_every_default(tmp_path: Path, run_line) -> None:
+def test_init_policy_sets_nothing_and_the_defaults_apply(tmp_path: Path, run_line) -> None:
     run_line(["init", tmp_path])
     text = (tmp_path / "selfcorrect.yaml").read_text()
-    policy = yaml.load(text, Loader=FastLoader)
-    assert policy["caps"] == {"global_cycles": 3, "per_issue_default": 2}
-    assert policy["issue_types"]["circular_delegation"]["retries"] == 0
-    assert policy["failure_types"]["runtime_error"]["retries"] == 3
-    assert policy["limits"]["max_bytes"] == 50 * 1024 * 1024
-    comments = sum(1 for line in text.splitlines() if line.lstrip().startswith("#"))
-    assert comments > 100  # every default says why
+    assert yaml.load(text, Loader=FastLoader) is None  # every key commented: nothing pinned
+    shown = json.loads(run_line(["policy", tmp_path, "--format", "json"]).stdout)
+    assert shown["caps"] == {"global_cycles": 3, "per_issue_default": 2}
+    assert shown["issue_types"]["circular_delegation"]["retries"] == 0
+    assert shown["failure_types"]["runtime_error"]["retries"] == 3
+    assert shown["limits"]["max_bytes"] == 50 * 1024 * 1024
 
 
 def test_init_refuses_a_file_in_the_way(tmp_path: Path, run_line) -> None:

@@ -199,6 +199,7 @@ def environment() -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.update(LC_ALL="C.UTF-8", PYTHONUTF8="1", USER="ana")
     env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
     return env
 
 
@@ -433,7 +434,11 @@ def test_the_github_actions_steps_in_ci_md_run_and_fail_the_job_when_blocked(
     """The documented job's `run:` steps, in order, on the example (BLOCKED), with their `if:`
     conditions: the SARIF is written and uploaded, then the last step fails the job. The
     annotations-only variant fails its step. (`pip install selfcorrect` needs PyPI: skipped.)"""
-    [job] = [b["jobs"]["selfcorrect"]["steps"] for b in yaml_blocks("ci.md") if "jobs" in b]
+    [job] = [
+        b["jobs"]["selfcorrect"]["steps"]
+        for b in yaml_blocks("ci.md")
+        if isinstance(b, dict) and "selfcorrect" in b.get("jobs", {})
+    ]
     [variant] = [b for b in yaml_blocks("ci.md") if isinstance(b, list)]
     ran = play_job(job, workspace(tmp_path / "job"))
     assert ran[-1] == (job[-1]["name"], 1), ran  # only the last step fails

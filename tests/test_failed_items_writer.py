@@ -126,8 +126,10 @@ def test_file_mode_survives_and_no_temp_file_is_left(tmp_path: Path) -> None:
     os.chmod(log, 0o640)
     update_failed_items(log, [SEED_ENTRY])
     assert stat.S_IMODE(log.stat().st_mode) == 0o640
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        ".coordination_log.yaml.lock",
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        ".selfcorrect",
+        ".selfcorrect/locks",
+        ".selfcorrect/locks/coordination_log.yaml.lock",
         "coordination_log.yaml",
     ]
 

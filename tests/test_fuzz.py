@@ -383,7 +383,14 @@ def test_journal_records_of_any_shape(
 STATE_PATHS = {
     **dict.fromkeys((".selfcorrect", "recovery", "microtasks", "handoffs"), True),
     **dict.fromkeys(("escalations.yaml", "calibration.yaml", "coordination_log.yaml"), False),
-    **dict.fromkeys((".coordination_log.yaml.lock", ".escalations.yaml.lock"), False),
+    **dict.fromkeys((".selfcorrect/locks",), True),
+    **dict.fromkeys(
+        (
+            ".selfcorrect/locks/coordination_log.yaml.lock",
+            ".selfcorrect/locks/escalations.yaml.lock",
+        ),
+        False,
+    ),
     **dict.fromkeys((".selfcorrect/journal.jsonl", ".selfcorrect/watch.lock"), False),
     **dict.fromkeys((".selfcorrect/folder.lock",), False),
     **dict.fromkeys(("recovery/WI-3.md", "microtasks/WI-3.yaml", "handoffs/WI-3.md"), False),

@@ -55,8 +55,9 @@ STATE = {
     ".selfcorrect": True,
     ".selfcorrect/journal.jsonl": False,
     ".selfcorrect/watch.lock": False,
-    ".coordination_log.yaml.lock": False,
-    ".escalations.yaml.lock": False,
+    ".selfcorrect/locks": True,
+    ".selfcorrect/locks/coordination_log.yaml.lock": False,
+    ".selfcorrect/locks/escalations.yaml.lock": False,
     "recovery": True,
     "recovery/T-9.md": False,
     "microtasks": True,
@@ -117,7 +118,7 @@ def test_a_folder_where_every_writable_path_is_a_symlink_changes_nothing_outside
     folder = stuck_folder(tmp_path)
     outside = outside_tree(tmp_path)
     # Folders first: a link inside a linked folder would land outside.
-    links = [plant(folder, outside, rel) for rel in STATE if STATE[rel] or "/" not in rel]
+    links = [plant(folder, outside, rel) for rel in STATE if "/" not in rel]
     before = tree_digest(outside)
 
     stderr = refused(run_line, ["run", folder], "is a symbolic link")
@@ -131,9 +132,11 @@ def test_a_folder_where_every_writable_path_is_a_symlink_changes_nothing_outside
 def test_a_dangling_lock_link_creates_nothing_at_its_target(tmp_path: Path, run_line) -> None:
     folder = make_folder(tmp_path, seed_entries())
     target = tmp_path / "outside-created"
-    (folder / ".coordination_log.yaml.lock").symlink_to(target)
+    lock = folder / ".selfcorrect" / "locks" / "coordination_log.yaml.lock"
+    lock.parent.mkdir(parents=True)
+    lock.symlink_to(target)
 
-    refused(run_line, ["run", folder], ".coordination_log.yaml.lock: is a symbolic link")
+    refused(run_line, ["run", folder], "locks/coordination_log.yaml.lock: is a symbolic link")
     assert not target.exists()
 
 
@@ -172,13 +175,14 @@ def test_a_link_planted_after_the_check_is_not_followed(tmp_path: Path) -> None:
     (folder / ".selfcorrect").mkdir(parents=True)
     (folder / ".selfcorrect" / "journal.jsonl").symlink_to(outside)
     (folder / "prompt.md").symlink_to(outside)
-    (folder / ".log.yaml.lock").symlink_to(outside)
+    (folder / ".selfcorrect" / "locks").mkdir()
+    (folder / ".selfcorrect" / "locks" / "log.yaml.lock").symlink_to(outside)
 
     with pytest.raises(InputError, match=r"journal\.jsonl: is a symbolic link"):
         journal.append(folder, [{"event": "x"}])
     with pytest.raises(InputError, match=r"prompt\.md: is a symbolic link"):
         atomic.replace_file(folder / "prompt.md", b"agent text\n")
-    with pytest.raises(InputError, match=r"\.log\.yaml\.lock: is a symbolic link"):
+    with pytest.raises(InputError, match=r"locks/log\.yaml\.lock: is a symbolic link"):
         atomic.update_file(folder / "log.yaml", lambda _: b"x: 1\n")
     assert outside.read_text() == "precious\n"
     assert (folder / "prompt.md").is_symlink()

@@ -18,6 +18,8 @@ from selfcorrect.cli.options import (
     folder_argument,
     format_option,
     make_common,
+    pending_exit,
+    pending_ok_option,
     wait_option,
 )
 from selfcorrect.cli.report import printable
@@ -135,6 +137,7 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
     is_flag=True,
     help="Run the validator once first, so the run starts from a fresh report.",
 )
+@pending_ok_option
 @wait_option
 @common_options
 def run(
@@ -143,6 +146,7 @@ def run(
     shadow: bool,
     max_cycles: int | None,
     validate_first: bool,
+    pending_ok: bool,
     wait: float,
     policy: Path | None,
     color: str,
@@ -195,7 +199,7 @@ def run(
             wait=wait,
         )
     show_run(outcome, fmt, common, documents_display(folder))
-    return result_exit_code(outcome.plan.result.value)
+    return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
 
 
 @cli.command()
@@ -613,6 +617,57 @@ def reset_command(
         click.echo(printable(f"  resolved {ident} in escalations.yaml"))
     for path in outcome.written:
         click.echo(printable(f"  wrote {path}"))
+    return ExitCode.PASS
+
+
+@cli.command(name="policy")
+@folder_argument
+@format_option("yaml", "json")
+@common_options
+def policy_command(
+    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Print the policy in force for DIR: the built-in defaults merged with
+    DIR/selfcorrect.yaml (or --policy), every extend_<list> applied.
+
+    The output is a valid selfcorrect.yaml. Writes nothing.
+    Exit codes: 0, or 2 when the policy file is invalid (positioned errors).
+    """
+    from selfcorrect.commands.policy import effective_policy, render
+
+    make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+    click.echo(render(effective_policy(folder, policy), fmt), nl=False)
+    return ExitCode.PASS
+
+
+@cli.command(name="schemas")
+@click.argument("name", metavar="[NAME]", required=False)
+@common_options
+def schemas_command(
+    name: str | None, policy: Path | None, color: str, verbose: int, quiet: bool
+) -> int:
+    """Print where the JSON Schemas of the workflow files are installed.
+
+    \b
+    With no NAME, the folder; with NAME (selfcorrect, validation_report,
+    tool_failures, coordination_log, escalations, ...), that schema's file.
+    For an editor: point yaml-language-server's `yaml.schemas` at them, or run
+    `selfcorrect init DIR`, which copies them into DIR/.selfcorrect/schemas/
+    and writes a relative `$schema=` modeline at the top of each file.
+    """
+    from selfcorrect.io.resources import data_dir
+
+    make_common(policy, color, verbose, quiet)
+    folder = data_dir("schemas")
+    if name is None:
+        click.echo(str(folder))
+        return ExitCode.PASS
+    path = folder / f"{name.removesuffix('.schema.json')}.schema.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.name.removesuffix(".schema.json") for p in folder.iterdir()))
+        raise click.BadParameter(f"no schema named {name!r}; one of: {known}", param_hint="NAME")
+    click.echo(str(path))
     return ExitCode.PASS
 
 

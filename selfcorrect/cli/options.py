@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
+from selfcorrect.errors import ExitCode
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -24,10 +26,14 @@ class Common:
 
 
 def _use_color(choice: str) -> bool:
+    """--color always/never decide; `auto` is off under NO_COLOR, on under FORCE_COLOR (set and
+    not empty: a CI log that renders ANSI), else on only for a terminal. NO_COLOR wins."""
     if choice == "always":
         return True
     if choice == "never" or os.environ.get("NO_COLOR"):
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
     return sys.stdout.isatty()
 
 
@@ -45,7 +51,7 @@ def common_options(func: F) -> F:
             type=click.Choice(["auto", "always", "never"]),
             default="auto",
             show_default=True,
-            help="Colour output; NO_COLOR is honoured.",
+            help="Colour output; auto honours NO_COLOR, then FORCE_COLOR.",
         ),
         click.option("-v", "--verbose", count=True, help="Say more."),
         click.option(
@@ -75,6 +81,22 @@ def format_option(*choices: str) -> Callable[[F], F]:
 folder_argument = click.argument(
     "folder", metavar="DIR", type=click.Path(path_type=Path, file_okay=False)
 )
+
+
+def pending_ok_option(func: F) -> F:
+    """--pending-ok: PENDING exits 0, for a gate that fails only on BLOCKED or invalid input."""
+    return click.option(
+        "--pending-ok",
+        is_flag=True,
+        help="Exit 0, not 3, when the run is PENDING (work handed to agents, the folder's "
+        "normal state while they work): a pre-commit hook or CI step then fails only on "
+        "BLOCKED (1) or invalid input (2).",
+    )(func)
+
+
+def pending_exit(code: int, pending_ok: bool) -> int:
+    """The exit code of a run under --pending-ok (docs/ci.md, "pre-commit")."""
+    return int(ExitCode.PASS) if pending_ok and code == ExitCode.PENDING else code
 
 
 def wait_option(func: F) -> F:

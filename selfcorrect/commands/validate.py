@@ -134,7 +134,7 @@ def _validate(
     policy = load_policy(policy_path or folder / layout.POLICY)
     target = output or folder / layout.REPORT
     if write and not force:
-        refuse_foreign(target, int(policy.get("limits.max_bytes")))
+        refuse_foreign(target, policy.limits.max_bytes)
     findings = collect(folder, policy, recheck)
     report: dict[str, Any] = {
         "status": _status(findings, policy),

@@ -26,19 +26,55 @@ UNHASHED_KEYS = frozenset({"version", "stage", "scope"})
 _MISSING: Any = object()
 
 
-def merge(defaults: Mapping[str, Any], user: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Deep-merge `user` over `defaults`: mappings merge key by key, lists and scalars replace.
+EXTEND = "extend_"
+KeyPath = tuple[str | int, ...]
 
+
+def merge(
+    defaults: Mapping[str, Any],
+    user: Mapping[str, Any] | None,
+    origins: dict[KeyPath, KeyPath] | None = None,
+    _at: KeyPath = (),
+) -> dict[str, Any]:
+    """Deep-merge `user` over `defaults`: mappings merge key by key, lists and scalars replace,
+    and `extend_<key>: [...]` appends to the list at `<key>` (after a `<key>` the user also
+    wrote), keeping the defaults (docs/policy.md, "Adding to a default list").
+
+    `origins`, when given, maps the key path of each appended item in the result to where the
+    user wrote it (`extend_<key>`, index), so a problem in it is shown at its own line.
     Returns new plain dicts and lists; neither input is mutated.
     """
     result: dict[str, Any] = thaw(defaults)
+    extensions = []
     for key, value in (user or {}).items():
+        if isinstance(key, str) and key.startswith(EXTEND) and isinstance(value, list):
+            extensions.append((key, value))
+            continue
         base = result.get(key)
-        if isinstance(base, Mapping) and isinstance(value, Mapping):
-            result[key] = merge(base, value)
+        if isinstance(value, Mapping):  # a new entry too: its own extend_ keys are resolved
+            result[key] = merge(
+                base if isinstance(base, Mapping) else {}, value, origins, (*_at, key)
+            )
         else:
             result[key] = thaw(value)
+    for key, value in extensions:
+        name = key[len(EXTEND) :]
+        base = result.get(name)
+        kept = list(base) if isinstance(base, list | tuple) else []
+        if origins is not None:
+            for index in range(len(value)):
+                origins[(*_at, name, len(kept) + index)] = (*_at, key, index)
+        result[name] = kept + thaw(value)
     return result
+
+
+def user_path(path: Sequence[str | int], origins: Mapping[KeyPath, KeyPath]) -> KeyPath:
+    """Where in the user's file a key path of the merged policy was written."""
+    for end in range(len(path), 0, -1):
+        origin = origins.get(tuple(path[:end]))
+        if origin is not None:
+            return (*origin, *path[end:])
+    return tuple(path)
 
 
 def freeze(value: Any) -> Any:
@@ -279,10 +315,11 @@ def build_policy(
     """
     if user is not None and not isinstance(user, Mapping):
         _fail([((), "the policy must be a mapping of keys to values")], locate)
-    merged = merge(defaults, user)
+    origins: dict[KeyPath, KeyPath] = {}
+    merged = merge(defaults, user, origins)
     problems = list(_problems(merged, shipped={regex for *_, regex in _regexes(defaults)}))
     if problems:
-        _fail(problems, locate)
+        _fail([(user_path(path, origins), message) for path, message in problems], locate)
     return Policy(data=freeze(merged))
 
 

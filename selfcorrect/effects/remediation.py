@@ -26,7 +26,7 @@ from selfcorrect.core.policy import Policy
 from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
 from selfcorrect.errors import InputError
-from selfcorrect.io import atomic, journal, manifest, safe_paths, workspace
+from selfcorrect.io import atomic, journal, manifest, platform, safe_paths, workspace
 from selfcorrect.io.process import Completed
 from selfcorrect.io.process_tree import run_contained
 from selfcorrect.io.programs import locate
@@ -241,14 +241,16 @@ def _appended_to(path: Path, before: bytes) -> bool:
     """`path` is a regular file (not a link, not a FIFO) that starts with `before` and has
     more after it; only the first len(before) bytes are read, whatever its size."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(
+            path, os.O_RDONLY | platform.O_NOFOLLOW | platform.O_NONBLOCK | platform.O_CLOEXEC
+        )
     except OSError:
         return False
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size <= len(before):
             return False
-        return os.pread(fd, len(before), 0) == before
+        return platform.pread(fd, len(before), 0) == before
     finally:
         os.close(fd)
 

@@ -100,7 +100,7 @@ def _foreign_and_unrunnable(folder: Path, policy: Policy) -> Owner | None:
     run it: selfcorrect cannot re-validate. None when it can."""
     if policy.validator.command:
         return None
-    owner = report_owner(folder / layout.REPORT, int(policy.get("limits.max_bytes")))
+    owner = report_owner(folder / layout.REPORT, policy.limits.max_bytes)
     return owner if owner is not None and owner.foreign else None
 
 

@@ -1,11 +1,11 @@
 """Atomic, compare-and-swap file writes.
 
-A write takes an exclusive lock on a hidden sidecar file (`.<name>.lock`, so two selfcorrect
-processes serialise), re-reads the target, lets the caller compute the new bytes from what is
-there *now*, writes a temp file in the same folder, fsyncs it, checks the target did not change
-meanwhile (an editor does not take our lock), replaces the target, and fsyncs the folder.
-The file's mode and owner survive. When the target keeps changing under us we retry, then give
-up without writing.
+A write takes an exclusive lock on a sidecar file (`.selfcorrect/locks/<name>.lock` in the
+file's folder, so two selfcorrect processes serialise), re-reads the target, lets the caller
+compute the new bytes from what is there *now*, writes a temp file in the same folder, fsyncs
+it, checks the target did not change meanwhile (an editor does not take our lock), replaces the
+target, and fsyncs the folder. The file's mode and owner survive. When the target keeps changing
+under us we retry, then give up without writing.
 
 Nothing is written through a symlink (the target, its lock and the temp file are opened with
 O_NOFOLLOW or O_EXCL, and a target that is a link is refused, never replaced), a file made
@@ -17,7 +17,6 @@ naming the file (io/safe_paths.py).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import stat
@@ -26,8 +25,10 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import WriteConflict
+from selfcorrect.io import platform
 from selfcorrect.io.safe_paths import (
     NOT_REGULAR,
+    ensure_dir,
     environment,
     open_nofollow,
     refusal,
@@ -46,7 +47,7 @@ def digest(data: bytes | None) -> str:
 def read_or_none(path: Path) -> bytes | None:
     """The file's bytes, None when absent; a symlink is refused, never read through."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not hang us
+        fd = open_nofollow(path, os.O_RDONLY | platform.O_NONBLOCK)  # a FIFO must not hang us
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
@@ -55,25 +56,33 @@ def read_or_none(path: Path) -> bytes | None:
         return handle.read()
 
 
+def sidecar_lock_path(path: Path) -> Path:
+    """The lock for rewriting `path`: in its folder's `.selfcorrect/locks/`, out of `git status`."""
+    return path.parent / layout.sidecar_lock(path.name)
+
+
 @contextlib.contextmanager
 def sidecar_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive flock on `.<name>.lock` beside `path`."""
-    lock_path = path.with_name(layout.sidecar_lock_name(path.name))
+    """Hold an exclusive lock on `path`'s sidecar lock file for the block (waits for it).
+
+    A `.<name>.lock` left beside the file by an older version is removed under the lock: it
+    showed up as an untracked file in every user's `git status`.
+    """
+    lock_path = sidecar_lock_path(path)
+    ensure_dir(lock_path.parent)
     fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        platform.lock(fd, blocking=True)
+        with contextlib.suppress(OSError):
+            os.unlink(path.with_name(layout.sidecar_lock_name(path.name)))
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        platform.unlock(fd)
         os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    platform.fsync_folder(folder)
 
 
 _TEMP = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
@@ -118,7 +127,7 @@ def _write_temp(path: Path, data: bytes, mode: int) -> Path:
     # Not tempfile.mkstemp: importing tempfile costs more start-up than the whole write.
     tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"))
     with environment(path):
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.O_NOFOLLOW, 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -21,7 +21,7 @@ from yaml.nodes import Node
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, hook_dialect, schemas, yaml_nodes
+from selfcorrect.io import atomic, hook_dialect, platform, schemas, yaml_nodes
 from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
 from selfcorrect.io.safe_paths import NOT_REGULAR
 
@@ -62,7 +62,8 @@ def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
     try:
         # Non-blocking, and the type checked on the descriptor: a FIFO in a file's place would
         # hang the read forever (and a device never ends).
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+        flags = os.O_RDONLY | platform.O_NONBLOCK | platform.O_CLOEXEC
+        with open(os.open(path, flags), "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise InputError(Diagnostic(display, 1, 1, NOT_REGULAR))

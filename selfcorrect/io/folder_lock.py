@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
+from selfcorrect.io import platform
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import environment_error
 
@@ -44,7 +44,7 @@ def lock_path(folder: Path) -> Path:
 def open_lock(path: Path) -> int:
     """The lock file's descriptor; never through a symlink (a link there is refused). An
     environment problem (a link, permission denied, a read-only folder) is exit 2 naming it."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CREAT | platform.O_NOFOLLOW | platform.O_CLOEXEC
     try:
         path.parent.mkdir(exist_ok=True)
         return os.open(path, flags, 0o644)
@@ -69,7 +69,7 @@ def open_lock(path: Path) -> int:
 def holder(fd: int) -> str:
     """The pid in a lock another process holds (it writes it right after locking)."""
     for _ in range(50):
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        text = platform.read_pid(fd)
         if text:
             return text
         time.sleep(0.01)  # locked a moment ago: the pid is on its way
@@ -118,14 +118,13 @@ def hold(folder: Path, wait: float = DEFAULT_WAIT_S, what: str = "selfcorrect") 
                 f"({display_path(path)}); {what} waited {wait:g} s and wrote nothing "
                 "(try again later, or give --wait S)"
             )
-    os.ftruncate(fd, 0)  # a holder killed with SIGKILL left its pid behind
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    platform.write_pid(fd)  # over the pid a holder killed with SIGKILL left behind
     try:
         yield
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        platform.unlock(fd)
         os.close(fd)
         if created:
             with contextlib.suppress(OSError):  # not empty: a journal was written; keep it
@@ -134,14 +133,11 @@ def hold(folder: Path, wait: float = DEFAULT_WAIT_S, what: str = "selfcorrect") 
 
 def _acquire(fd: int, deadline: float) -> bool:
     """Wait for the flock until the deadline; False when another process still holds it."""
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(POLL_S)
+    while not platform.lock(fd, blocking=False):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
 
 
 def _still_named(fd: int, path: Path) -> bool:
@@ -155,11 +151,7 @@ def _still_named(fd: int, path: Path) -> bool:
 
 
 def _locked_by_other(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    return False
+    return not platform.lock(fd, blocking=False)
 
 
 def _parent_holds(fd: int) -> bool:
@@ -167,11 +159,9 @@ def _parent_holds(fd: int) -> bool:
     parent = os.environ.get(HOLDER_ENV, "")
     if not parent.isdigit():
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return os.pread(fd, 32, 0).decode("ascii", "replace").strip() == parent
-    fcntl.flock(fd, fcntl.LOCK_UN)  # free: our parent is gone; lock for ourselves
+    if not platform.lock(fd, blocking=False):
+        return platform.read_pid(fd) == parent
+    platform.unlock(fd)  # free: our parent is gone; lock for ourselves
     return False
 
 

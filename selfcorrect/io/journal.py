@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from selfcorrect import layout
 from selfcorrect.core.journal_records import KINDS
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import schemas
+from selfcorrect.io import platform, schemas
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
 
@@ -74,7 +74,7 @@ MAX_DEPTH = 32  # the deepest record selfcorrect writes is 4 levels
 
 def _open_regular(path: Path) -> BinaryIO:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | platform.O_CLOEXEC | platform.O_NONBLOCK)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -168,7 +168,7 @@ def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
             size = os.fstat(fd).st_size
             try:
                 # A torn previous line must not swallow this record: start on a fresh line.
-                if size and os.pread(fd, 1, size - 1) != b"\n":
+                if size and platform.pread(fd, 1, size - 1) != b"\n":
                     os.write(fd, b"\n")
                 for line in lines:
                     _write_all(fd, line.encode("utf-8"))
@@ -194,5 +194,5 @@ def _write_all(fd: int, data: bytes) -> None:
 def _durable_size(fd: int, before: int) -> int:
     """Bytes up to the last complete line at or after `before`."""
     now = os.fstat(fd).st_size
-    tail = os.pread(fd, now - before, before)
+    tail = platform.pread(fd, now - before, before)
     return before + tail.rfind(b"\n") + 1 if b"\n" in tail else before

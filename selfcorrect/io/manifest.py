@@ -89,7 +89,9 @@ def take(
 _LOCK_NAMES = (
     str(layout.WATCH_LOCK),
     str(layout.FOLDER_LOCK),
-    layout.sidecar_lock_name(layout.COORDINATION_LOG),
+    str(layout.sidecar_lock(layout.COORDINATION_LOG)),
+    str(layout.sidecar_lock(layout.ESCALATIONS)),
+    layout.sidecar_lock_name(layout.COORDINATION_LOG),  # an older version's, still honoured
     layout.sidecar_lock_name(layout.ESCALATIONS),
 )
 _LOCKS = re.compile(r"(?:^|/)(?:" + "|".join(map(re.escape, _LOCK_NAMES)) + ")$")

@@ -25,12 +25,14 @@ def default_policy_data() -> dict[str, Any]:
 
 
 def _unedited(path: Path) -> bool:
-    """The file `init` wrote, byte for byte: it says exactly the defaults, so it needs no parse
-    (a third of `check`'s work on a fresh folder, SPEC §18)."""
-    shipped = data_file("templates", layout.POLICY)
+    """The file `init` wrote (every key commented), or the full defaults, byte for byte: it says
+    exactly the defaults, so it needs no parse (a third of `check`'s work on a fresh folder)."""
+    shipped = [data_file("templates", name) for name in (f"init/{layout.POLICY}", layout.POLICY)]
     try:
-        return path.stat().st_size == shipped.stat().st_size and (
-            path.read_bytes() == shipped.read_bytes()
+        size = path.stat().st_size
+        return any(
+            size == same.stat().st_size and path.read_bytes() == same.read_bytes()
+            for same in shipped
         )
     except OSError:
         return False

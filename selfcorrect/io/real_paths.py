@@ -16,7 +16,9 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+from selfcorrect.io import platform
+
+_DIR_FLAGS = os.O_RDONLY | platform.O_DIRECTORY | platform.O_NOFOLLOW | platform.O_CLOEXEC
 
 
 class NotAFolder(OSError):

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import EnvironmentProblem, InputError
+from selfcorrect.io import platform
 
 # Relative to the workflow folder. Files selfcorrect rewrites (with their sidecar locks) ...
 STATE_FILES = (
     layout.COORDINATION_LOG,
-    layout.sidecar_lock_name(layout.COORDINATION_LOG),
+    str(layout.sidecar_lock(layout.COORDINATION_LOG)),
     layout.ESCALATIONS,
-    layout.sidecar_lock_name(layout.ESCALATIONS),
+    str(layout.sidecar_lock(layout.ESCALATIONS)),
     layout.CALIBRATION,
 )
 # ... and folders it writes into: each entry inside them is checked too.
@@ -194,7 +195,7 @@ def ensure_dir(path: Path) -> None:
 def open_nofollow(path: Path | str, flags: int, mode: int = 0o644) -> int:
     """os.open that refuses a symlink in the last component and names the path on failure."""
     with environment(path):
-        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        return os.open(path, flags | platform.O_NOFOLLOW | platform.O_CLOEXEC, mode)
 
 
 __all__ = [

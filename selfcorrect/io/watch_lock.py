@@ -1,19 +1,20 @@
-"""One watcher per folder (SPEC §15): an flock on DIR/.selfcorrect/watch.lock holding our pid.
+"""One watcher per folder (SPEC §15): a lock on DIR/.selfcorrect/watch.lock holding our pid.
 
-The kernel drops an flock when its process dies, however it dies, so a stale lock file never
-blocks a new watcher; the pid inside is only there to name the holder in the refusal.
+The system drops the lock (io/platform.py) when its process dies, however it dies, so a stale
+lock file never blocks a new watcher; the pid inside is only there to name the holder in the
+refusal.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import ExitCode, SelfcorrectError
+from selfcorrect.io import platform
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.folder_lock import holder, open_lock
 
@@ -34,20 +35,17 @@ def hold(folder: Path) -> Iterator[None]:
     path = lock_path(folder)
     fd = open_lock(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not platform.lock(fd, blocking=False):
             raise FolderWatched(
                 f"{display_path(folder)} is already watched by pid {holder(fd)} "
                 f"(lock {display_path(path)})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            )
+        platform.write_pid(fd)
         try:
             yield
         finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            platform.clear_pid(fd)
+            platform.unlock(fd)
     finally:
         os.close(fd)
 

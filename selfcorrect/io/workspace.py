@@ -26,7 +26,7 @@ from selfcorrect import layout
 from selfcorrect.core.linecount import numstat
 from selfcorrect.core.verification import in_scope, is_glob
 from selfcorrect.errors import WorkspaceError
-from selfcorrect.io import git_tree, manifest
+from selfcorrect.io import git_tree, manifest, platform
 from selfcorrect.io.atomic import digest as sha256
 from selfcorrect.io.real_paths import NotAFolder, fsync_dir, parent_dir
 
@@ -152,7 +152,7 @@ def _image(root: Path, rel: str) -> FileImage:
                 if stat.S_ISLNK(st.st_mode):  # captured as the link itself, never followed
                     return FileImage(rel, os.fsencode(os.readlink(name, dir_fd=fd)), st.st_mode)
                 if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_IMAGE:
-                    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                    flags = os.O_RDONLY | platform.O_NOFOLLOW | platform.O_NONBLOCK
                     with os.fdopen(os.open(name, flags, dir_fd=fd), "rb") as handle:
                         info = os.fstat(handle.fileno())
                         data = handle.read(MAX_IMAGE + 1) if stat.S_ISREG(info.st_mode) else None
@@ -452,7 +452,7 @@ def _put_back(root: Path, change: Change) -> bool:
 
 
 def _write_new(dir_fd: int, name: str, data: bytes, mode: int) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | platform.O_NOFOLLOW
     out = os.open(name, flags, 0o600, dir_fd=dir_fd)
     try:
         view = memoryview(data)
