@@ -92,9 +92,14 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["slug"] = _slug
+    env.filters["thousands"] = _thousands
     return env
 
 
 def _slug(value: object) -> str:
     """A CSS-class-safe word (statuses and event kinds are ours, but never trust a value)."""
     return re.sub(r"[^a-z0-9_-]+", "-", str(value).lower()) or "x"
+
+
+def _thousands(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
