@@ -263,13 +263,20 @@ def build(
 
 def _run_view(outcome: Any) -> tuple[list[Any], Mapping[str, Any], list[Any]]:
     """The shadow run's subject decisions, ledger records and issue decisions: the one place
-    that knows where a RunOutcome keeps them."""
-    analysis = outcome.analysis
-    return list(analysis.subjects), analysis.records, list(analysis.issues)
+    that knows where a RunOutcome keeps them (its `analysis`, or, once the run is split into
+    Inputs → Decisions → Plan, its `decisions` and their inputs' folded log)."""
+    analysis = getattr(outcome, "analysis", None)
+    if analysis is not None:
+        return list(analysis.subjects), analysis.records, list(analysis.issues)
+    decisions = outcome.decisions
+    return list(decisions.subjects), decisions.inputs.log.records, list(decisions.issues)
 
 
 def _log_entries(outcome: Any) -> int:
-    return int(outcome.analysis.log_entries)
+    analysis = getattr(outcome, "analysis", None)
+    if analysis is not None:
+        return int(analysis.log_entries)
+    return int(outcome.decisions.inputs.log.entries)
 
 
 def _issue_status(decision: Any) -> str:
