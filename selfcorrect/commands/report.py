@@ -143,7 +143,7 @@ def build(
     view = status_json(status)
     subjects, records, issues = _run_view(status.outcome)
     warnings: list[Diagnostic] = []
-    history = journal.read_journal(folder, warnings)
+    history = _history(status.outcome, folder, warnings)
 
     items: dict[str, WorkItem] = {}
     owner: dict[str, str] = {}  # subject or fingerprint -> its work item
@@ -272,6 +272,16 @@ def _run_view(outcome: Any) -> tuple[list[Any], Mapping[str, Any], list[Any]]:
     return list(decisions.subjects), decisions.inputs.log.records, list(decisions.issues)
 
 
+def _history(outcome: Any, folder: Path, warnings: list[Diagnostic]) -> list[Mapping[str, Any]]:
+    """The journal as the shadow run read it (its unreadable lines are already among the run's
+    warnings): read once, not twice, which matters for a journal of 100,000 records."""
+    for owner in (getattr(outcome, "analysis", None), getattr(outcome, "decisions", None)):
+        history = getattr(owner, "history", None)
+        if history:
+            return list(history)
+    return list(journal.read_journal(folder, warnings))
+
+
 def _log_entries(outcome: Any) -> int:
     analysis = getattr(outcome, "analysis", None)
     if analysis is not None:
@@ -376,7 +386,8 @@ def _evidence(evidence: Mapping[str, Any]) -> str:
 
 def _bound(work: WorkItem) -> None:
     """Keep the last EVENTS_SHOWN events (oldest first) and count the rest by kind."""
-    work.events.sort(key=lambda e: (e.at, e.kind != "failure", e.order))
+    # Undated last: a person's hand edit acted on now is journaled by the next run, stamped then.
+    work.events.sort(key=lambda e: (e.at or "\uffff", e.kind != "failure", e.order))
     older, work.events = work.events[:-EVENTS_SHOWN], work.events[-EVENTS_SHOWN:]
     work.older.update(e.kind for e in older)
     work.events = [
