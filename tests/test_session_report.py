@@ -250,34 +250,45 @@ def _ladder_records(subject: str, count: int) -> list[str]:
 def test_a_long_history_is_bounded_per_item(
     tmp_path: Path, run_line: Callable[..., Result]
 ) -> None:
-    """Thousands of journal records for one item: the page shows its last events and counts
-    the rest, so its size does not follow the journal's length."""
-    sizes = []
-    for count in (200, 4000):
+    """Thousands of journal records for one item: the page shows its last events (and the
+    latest of each kind) and counts the rest, so its size does not follow the journal."""
+    subject = "/home/dev/webapp/config/limits.yaml"
+
+    def page(count: int) -> tuple[str, dict[str, str], str]:
         place = tmp_path / f"s{count}"
         copy_session(place)
         workflow = place / "workflow"
-        subject = "/home/dev/webapp/config/limits.yaml"
-        (workflow / ".selfcorrect").mkdir()
-        (workflow / ".selfcorrect" / "journal.jsonl").write_text(
-            "".join(_ladder_records(subject, count)), encoding="utf-8"
-        )
+        if count:
+            (workflow / ".selfcorrect").mkdir()
+            (workflow / ".selfcorrect" / "journal.jsonl").write_text(
+                "".join(_ladder_records(subject, count)), encoding="utf-8"
+            )
         result = run_line(["report", workflow])
         assert result.exit_code == 0, result.stderr
         html = (workflow / "report.html").read_text(encoding="utf-8")
-        sizes.append(len(html))
         dom = parse(html)
-        (attrs, item) = next(
+        attrs, item = next(
             (a, text)
             for a, text in dom.find("article", **{"data-item": ""})
             if a["data-item"] == subject
         )
-        assert int(attrs["data-events"]) == EVENTS_SHOWN  # the newest, oldest first
-        older = int(attrs["data-older"])
-        assert older >= count - EVENTS_SHOWN  # the rest, counted
+        return html, attrs, item
+
+    _, attrs, _ = page(0)
+    failures = int(attrs["data-events"]) + int(attrs["data-older"])  # its failures alone
+    assert failures > 0
+    sizes = []
+    for count in (200, 4000):
+        html, attrs, item = page(count)
+        sizes.append(len(html))
+        shown, older = int(attrs["data-events"]), int(attrs["data-older"])
+        assert shown + older == failures + count  # every event shown or counted
+        assert EVENTS_SHOWN <= shown <= EVENTS_SHOWN + 1  # + the latest failure
         assert f"{older} earlier events not shown" in item
         assert re.search(rf"error number {count - 1}\b", item)  # the newest is shown
         assert not re.search(r"error number 0\b", html)
+        # A burst of ladder steps never hides the item's latest failure ("failure TYPE: TOOL").
+        assert re.search(r"failure [a-z_]+: \w", item)
     assert sizes[1] < sizes[0] * 1.05
 
 

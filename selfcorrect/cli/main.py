@@ -475,8 +475,8 @@ def report_command(
     Summary counts first (work items by status, failures by type, ladder
     steps, fixes verified and undone, resets), then the open escalations,
     then one timeline per work item, worst status first: its failures,
-    ladder steps, fixes, escalations and resets (the last 12 events, with
-    the older ones counted). The same decisions as `selfcorrect status`;
+    ladder steps, fixes, escalations and resets (the last 12 events and the
+    latest of each kind, with the older ones counted). The same decisions as `selfcorrect status`;
     nothing but the page is written. The page loads nothing (inline CSS,
     no script) and prints one status group per page.
     Exit codes: 0 written, 2 invalid input (nothing written).

@@ -3,9 +3,10 @@
 It reads the same decisions as `status` (a shadow run: nothing is decided twice, nothing but
 the page is written) and the journal's history, groups both by work item (the task, else the
 subject, else the issue's fingerprint: where failed_items and recovery/ put them), and renders
-the page with cli/report_html.py. What one item shows is bounded (its last EVENTS_SHOWN events,
-with a count of the older ones by kind), so a 100,000-entry session still makes a page a
-browser opens at once. The page is written atomically and never through a symlink.
+the page with cli/report_html.py. What one item shows is bounded (its last EVENTS_SHOWN events
+and the latest of each other kind, with a count of the older ones by kind), so a 100,000-entry
+session still makes a page a browser opens at once. The page is written atomically and never
+through a symlink.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from selfcorrect.io import atomic, journal
 from selfcorrect.io.documents import display_path
 
 REPORT_NAME = "report.html"
-EVENTS_SHOWN = 12  # per work item; older ones are counted by kind
+EVENTS_SHOWN = 12  # per work item, plus the latest of each kind; older ones are counted
 TEXT_SHOWN = 4000  # characters of one error text; the rest is said to exist, not shown
 
 # Worst first: what a person must look at before anything else (docs/report.md). The run's own
@@ -385,14 +386,19 @@ def _evidence(evidence: Mapping[str, Any]) -> str:
 
 
 def _bound(work: WorkItem) -> None:
-    """Keep the last EVENTS_SHOWN events (oldest first) and count the rest by kind."""
+    """Keep the last EVENTS_SHOWN events, plus the latest of each kind not among them (so a
+    burst of failures never hides the last escalation, reset or ladder step), oldest first;
+    count the rest by kind."""
     # Undated last: a person's hand edit acted on now is journaled by the next run, stamped then.
     work.events.sort(key=lambda e: (e.at or "\uffff", e.kind != "failure", e.order))
-    older, work.events = work.events[:-EVENTS_SHOWN], work.events[-EVENTS_SHOWN:]
-    work.older.update(e.kind for e in older)
+    keep = set(range(max(len(work.events) - EVENTS_SHOWN, 0), len(work.events)))
+    latest = {event.kind: index for index, event in enumerate(work.events)}
+    keep.update(latest.values())
+    work.older.update(e.kind for i, e in enumerate(work.events) if i not in keep)
     work.events = [
         Event(e.at, e.kind, _cap(e.title, 300), _cap(e.detail, TEXT_SHOWN), e.order)
-        for e in work.events
+        for i, e in enumerate(work.events)
+        if i in keep
     ]
 
 
