@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from selfcorrect.commands.report import EVENTS_SHOWN
-from selfcorrect.core.journal_records import SubjectEvent
+from selfcorrect.core.journal_records import IssueEvent, SubjectEvent, TransitionEvent
 from tests.conftest import Result, copy_session
 
 HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
@@ -332,3 +332,103 @@ def test_rewrites_its_own_page_in_place(corpus: Path, run_line: Callable[..., Re
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     leftovers = [p.name for p in corpus.iterdir() if p.name.startswith(".report.html")]
     assert leftovers == []
+
+
+def test_a_persons_reset_shows_in_the_items_timeline(
+    session: Path, tmp_path: Path, run_line: Callable[..., Result]
+) -> None:
+    written = yaml.safe_load((session / "escalations.yaml").read_text(encoding="utf-8"))
+    escalation = next(e for e in written["escalations"] if e.get("status", "open") == "open")
+    evidence = "the upstream middleware now passes the user <object>"
+    done = run_line(
+        [
+            "reset",
+            session,
+            "--escalation",
+            escalation["id"],
+            "--evidence",
+            evidence,
+            "--actor",
+            "dana",
+        ]
+    )
+    assert done.exit_code == 0, done.stderr
+
+    assert run_line(["report", session]).exit_code == 0
+    dom = parse((session / "report.html").read_text(encoding="utf-8"))
+    on_page = [a["data-escalation"] for a, _ in dom.find("article", **{"data-escalation": ""})]
+    assert escalation["id"] not in on_page  # resolved: no longer at the top
+    attrs, item = next(
+        (a, text)
+        for a, text in dom.find("article", **{"data-item": ""})
+        if a["data-item"] == escalation["subject"]
+    )
+    assert attrs["data-status"] != "blocked"
+    assert "reset by dana (cli), fresh budget" in item
+    assert evidence in item  # as text: `<object>` is no element
+    assert not dom.find("object")
+    # The escalation that came before the reset is still in its history.
+    assert re.search(r"escalation\s*escalated: [A-Z_]+", item)
+
+
+def test_fixes_verified_undone_and_refused_are_counted_and_shown(
+    corpus: Path, tmp_path: Path, run_line: Callable[..., Result]
+) -> None:
+    """The journal's records of three autofix attempts on one issue, as the run writes them."""
+    issue = status_of(corpus, tmp_path)["issues"][0]
+    common: dict[str, Any] = {
+        "fingerprint": issue["fingerprint"],
+        "rule": f"issue_type:{issue['type']}",
+        "rule_version": "v1",
+        "run": "r1",
+        "actor": "selfcorrect",
+    }
+
+    def transition(source: str, target: str, at: str, **evidence: Any) -> dict[str, Any]:
+        return TransitionEvent(
+            source=source, target=target, attempt=1, evidence=evidence, at=at, **common
+        ).to_json()
+
+    def issue_event(status: str, at: str) -> dict[str, Any]:
+        return IssueEvent(
+            work_item=issue["task_id"],
+            type=issue["type"],
+            status=status,
+            attempt=1,
+            report_digest=None,
+            reason="FIXABLE",
+            at=at,
+            **common,
+        ).to_json()
+
+    records = [
+        transition("preflight", "escalated", "2026-08-05T16:00:00Z", reason="out of scope"),
+        issue_event("remediating", "2026-08-05T16:01:00Z"),
+        transition(
+            "verifying", "compensating", "2026-08-05T16:02:00Z", detail="a <i>worse</i> report"
+        ),
+        transition("compensating", "escalated", "2026-08-05T16:02:01Z", restored=["src/a.ts"]),
+        issue_event("fixed", "2026-08-05T16:03:00Z"),
+    ]
+    (corpus / ".selfcorrect").mkdir()
+    (corpus / ".selfcorrect" / "journal.jsonl").write_text(
+        "".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8"
+    )
+    assert run_line(["report", corpus]).exit_code == 0
+    dom = parse((corpus / "report.html").read_text(encoding="utf-8"))
+    cards = {
+        a["id"]: int(text) for a, text in dom.find("span", id="") if a["id"].startswith("fixes-")
+    }
+    assert cards == {"fixes-verified": 1, "fixes-undone": 1, "fixes-refused": 1}
+    _, item = next(
+        (a, text)
+        for a, text in dom.find("article", **{"data-item": ""})
+        if a["data-item"] == (issue["task_id"] or issue["fingerprint"])
+    )
+    order = [
+        item.index("fix refused before it ran"),
+        item.index("fix undone: it failed verification"),
+        item.index("fix verified in scope"),
+    ]
+    assert order == sorted(order)  # in time order
+    assert "a <i>worse</i> report" in item and not dom.find("i")
