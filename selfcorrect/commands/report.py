@@ -162,8 +162,8 @@ def build(
         owner[decision.subject] = name
         row = rows.get(decision.subject, {})
         status_word = str(row.get("status") or decision.status.value)
-        if status_word == "ok" and not (record and record.failures_total):
-            continue  # never failed since its last success: nothing to show
+        if decision.status.value == "ok" and not (record and record.failures_total):
+            continue  # no failure since its last success: nothing to show
         part = Part(
             "subject",
             decision.subject,
