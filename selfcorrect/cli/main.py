@@ -500,6 +500,52 @@ def replay(
     return ExitCode.BLOCKED if result.drops else ExitCode.PASS
 
 
+@cli.command(name="report")
+@folder_argument
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the page here (default: DIR/report.html).",
+)
+@common_options
+def report_command(
+    folder: Path,
+    output: Path | None,
+    policy: Path | None,
+    color: str,
+    verbose: int,
+    quiet: bool,
+) -> int:
+    """Write the session as one self-contained HTML page (docs/report.md).
+
+    \b
+    Summary counts first (work items by status, failures by type, ladder
+    steps, fixes verified and undone, resets), then the open escalations,
+    then one timeline per work item, worst status first: its failures,
+    ladder steps, fixes, escalations and resets (the last 12 events and the
+    latest of each kind, with the older ones counted). The same decisions as `selfcorrect status`;
+    nothing but the page is written. The page loads nothing (inline CSS,
+    no script) and prints one status group per page.
+    Exit codes: 0 written, 2 invalid input (nothing written).
+    """
+    from selfcorrect.commands.report import session_report
+
+    common = make_common(policy, color, verbose, quiet)
+    _require_folder(folder)
+    result = session_report(folder, output, policy_path=policy)
+    if common.verbosity >= 0:
+        items = result.report.items
+        click.echo(
+            printable(
+                f"wrote {documents_display(result.path)} ({result.size:,} bytes): "
+                f"{len(items)} work items, {len(result.report.open_escalations)} open "
+                f"escalations, now {result.report.result}"
+            )
+        )
+    return ExitCode.PASS
+
+
 @cli.command(name="reset")
 @folder_argument
 @click.option("--subject", metavar="S", help="A subject, task id or issue fingerprint.")
