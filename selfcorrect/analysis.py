@@ -30,7 +30,14 @@ from selfcorrect.core.human_control import (
     unblocked_by_hand,
 )
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
-from selfcorrect.core.ledger import Ledger, SubjectRecord
+from selfcorrect.core.ledger import (
+    Ledger,
+    SubjectRecord,
+    attributed,
+    read_only_tools,
+    subject_of,
+    task_owners,
+)
 from selfcorrect.core.model import (
     Coordination,
     Escalation,
@@ -151,14 +158,16 @@ def analyze(
     state = derive(history)
 
     log = folder / layout.FAILURE_LOG
+    # ladder: failures without a task_id belong to the task their agent_id works on (§6)
+    owners = task_owners(coordination.tasks) if coordination else {}
     if cache is None:
         taxonomy, ledger, detector = _fresh(policy)
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
-            entries = _feed(raws, taxonomy, ledger, detector)
+            entries = _feed(raws, taxonomy, ledger, detector, owners)
     else:
-        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings)
+        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings, owners)
     # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
     # before any decision, exactly as `selfcorrect reset` would have (SPEC §10).
     human = _hand_edits(
@@ -298,28 +307,44 @@ def _hand_edits(
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
     exempt = policy.get("stuck.exempt")
-    ledger = Ledger(frozenset(exempt.get("tools") or ()), frozenset(exempt.get("subjects") or ()))
+    ledger = Ledger(
+        frozenset(exempt.get("tools") or ()),
+        frozenset(exempt.get("subjects") or ()),
+        read_only_tools(policy),  # ladder: reads never give a scope (§6)
+    )
     return Taxonomy(policy), ledger, StuckDetector(policy)
 
 
 def _feed(
-    raws: Iterable[RawFailure], taxonomy: Taxonomy, ledger: Ledger, detector: StuckDetector
+    raws: Iterable[RawFailure],
+    taxonomy: Taxonomy,
+    ledger: Ledger,
+    detector: StuckDetector,
+    owners: dict[str, str],
 ) -> int:
     """Type each entry and feed the ledger and the detector, in log order; returns the count."""
     entries = 0
     for raw in raws:
-        failure = normalise_failure(raw.data, raw.index)
-        ledger.feed(failure, taxonomy.classify(failure).failure_type)
-        detector.feed(failure)
+        # ladder: attributed to its agent's task, a tool-only subject split by type (§6)
+        failure = attributed(normalise_failure(raw.data, raw.index), owners)
+        failure_type = taxonomy.classify(failure).failure_type
+        ledger.feed(failure, failure_type)
+        detector.feed(failure, subject_of(failure, failure_type))
         entries += 1
     return entries
 
 
 def _read_on(
-    cache: AnalysisCache, log: Path, policy: Policy, max_bytes: int, warnings: list[Diagnostic]
+    cache: AnalysisCache,
+    log: Path,
+    policy: Policy,
+    max_bytes: int,
+    warnings: list[Diagnostic],
+    owners: dict[str, str],
 ) -> tuple[Ledger, StuckDetector, int]:
     """Feed the cache's objects the log's new entries, or all of them after a reset."""
-    version = _policy_version(policy)
+    # ladder: a task's agent changed in the coordination log: attribute every entry again
+    version = _policy_version(policy) + repr(sorted(owners.items()))
     if (
         cache.cursor is None
         or cache.cursor.path != log
@@ -335,7 +360,7 @@ def _read_on(
         cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
-    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector)
+    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector, owners)
     cache.warnings.extend(found)
     warnings.extend(cache.warnings)
     return cache.ledger, cache.detector, cache.entries

@@ -153,7 +153,11 @@ def test_init_policy_states_every_default(tmp_path: Path, run_line) -> None:
     run_line(["init", tmp_path])
     text = (tmp_path / "selfcorrect.yaml").read_text()
     policy = yaml.load(text, Loader=FastLoader)
-    assert policy["caps"] == {"global_cycles": 3, "per_issue_default": 2}
+    assert policy["caps"] == {
+        "global_cycles": 3,
+        "per_issue_default": 2,
+        "max_attempts_per_subject": 10,
+    }
     assert policy["issue_types"]["circular_delegation"]["retries"] == 0
     assert policy["failure_types"]["runtime_error"]["retries"] == 3
     assert policy["limits"]["max_bytes"] == 50 * 1024 * 1024

@@ -131,9 +131,10 @@ class StuckDetector:
         self._classes = ErrorClasses()
         self._shapes: Memo[bytes, tuple[str, bool | None]] = Memo()
 
-    def feed(self, failure: Failure) -> None:
-        """Take the next entry of the log."""
-        subject = failure.subject
+    def feed(self, failure: Failure, subject: str | None = None) -> None:
+        """Take the next entry of the log; `subject`: its subject when not `failure.subject`
+        (a tool-only subject is split by failure type, core/ledger.subject_of)."""
+        subject = subject or failure.subject
         state = self._seen.get(subject)
         if state is None:
             self._seen[subject] = None
