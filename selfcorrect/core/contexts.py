@@ -16,15 +16,34 @@ from selfcorrect.core.ladder import SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.taxonomy import root_cause
 from selfcorrect.core.text_caps import cap_all
 
 SUMMARY_CHARS = 200
 COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
+# A failed read changed nothing: its prompt is about how to read (docs/policy.md,
+# `stuck.read_only_tools`), and it gives no file to change.
+READ_DIRECTIVE = (
+    "Nothing was changed, so there is nothing to revert: read differently. Check that the "
+    "path exists and is a file (list its directory, search for its name), and read a large "
+    "file in parts (offset and limit) or search it for what you need instead of reading it "
+    "whole."
+)
+READ_TOO_LARGE = (
+    "The file is too large to read whole: read it in parts with offset and limit, or search "
+    "it (Grep) for what you need. Nothing was changed, so there is nothing to revert."
+)
 
 
 def short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def error_summary(error: str) -> str:
+    """An error as failed_items and error chains show it: its root cause, not its first
+    characters (core/taxonomy.root_cause; docs/policy.md, `failure_types`)."""
+    return short(root_cause(error, SUMMARY_CHARS))
 
 
 def _with_sources(
@@ -84,6 +103,7 @@ def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
         "STUCK_FIRST_DETECTION",
         "STILL_STUCK",
         "AWAITING_AGENT",
+        "RETRIES_SPENT",
         "LIMIT_SIMPLIFY",
         "LIMIT_DECOMPOSE",
     }
@@ -132,8 +152,14 @@ def stuck_context(
     elif step["step"] == COMBINE_SUCCESSES and worked_before:
         # Step 3 combines what worked: the TRY line itself names the best record we have.
         step = {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
+    recovery = str(rule.definition.get("recovery", "")) if rule else ""
     task = task_of(coordination, record.task_id)
     scope, outside = placed([*(task.files if task else ()), *record.files], place)
+    if record.read_only:  # a failed read: how to read, and no file to change
+        directive = READ_TOO_LARGE if decision.failure_type == "resource_exhaustion" else ""
+        directive = directive or READ_DIRECTIVE
+        step = {"step": step["step"], "name": "Read differently", "directive": directive}
+        recovery, scope = step["directive"], []
     elsewhere = [
         p
         for other in records.values()
@@ -147,11 +173,13 @@ def stuck_context(
         else f"retry limit of {decision.failure_type} reached"
     ]
     context = {
+        # STUCK only when a stuck signal fired; its type's retries spent alone is no signal
+        "title": "STUCK RECOVERY" if decision.signals else "RECOVERY",
         "work_item_id": record.task_id or decision.subject,
         "attempts": record.failures_total,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
         "partial_successes": list(record.partial_successes),
-        "failure_summary": short(record.chain[-1].error) if record.chain else "",
+        "failure_summary": error_summary(record.chain[-1].error) if record.chain else "",
         "next_step": step,
         "failed_approaches": list(record.approaches),
         "error_chain": [
@@ -161,7 +189,7 @@ def stuck_context(
                 "tool": a.tool,
                 "approach": a.approach,
                 "outcome": a.outcome,
-                "error": short(a.error),
+                "error": error_summary(a.error),
             }
             for a in record.chain
         ],
@@ -177,7 +205,7 @@ def stuck_context(
         "scope": scope,
         "outside": outside,
         "failure_type": decision.failure_type,
-        "recovery": str(rule.definition.get("recovery", "")) if rule else "",
+        "recovery": recovery,
         "task": task_context(task),
         "successes_elsewhere": list(dict.fromkeys(elsewhere)),
         "worked_before": list(worked_before),

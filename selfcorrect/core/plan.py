@@ -12,6 +12,7 @@ from typing import Any
 from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.contexts import (
+    error_summary,
     short,
     stuck_context,
     subject_summary,
@@ -171,7 +172,7 @@ def _plan_subject(
             "task_id": work_item,
             "failure_type": decision.failure_type,
             "attempts": decision.attempts,
-            "error_summary": short(latest),
+            "error_summary": error_summary(latest),  # its root cause (docs/policy.md)
             "recovery_actions_taken": list(record.approaches),
             "final_status": status.value,
             "escalation_context": context,
@@ -224,7 +225,7 @@ def _plan_subject(
                 decision.attempts,
                 [
                     f"#{a.position} {a.timestamp} {a.tool}"
-                    f"{' (' + a.approach + ')' if a.approach else ''}: {short(a.error)}"
+                    f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
                     for a in record.chain
                 ],
                 list(record.approaches),
