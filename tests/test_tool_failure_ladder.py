@@ -158,7 +158,10 @@ def test_a_disk_that_stays_full_is_escalated_and_fails_ci(tmp_path: Path, run_li
 
 
 def test_a_runtime_error_climbs_steps_1_to_5_before_a_person(tmp_path: Path, run_line) -> None:
-    kinds = ["TypeError: a", "ReferenceError: b", "KeyError: 'c'", "AttributeError: d"]
+    kinds = [
+        f"{name}: {n}\n    at refresh (src/auth/refresh.ts:{n}:7)\n    at main (src/index.ts:3:1)"
+        for n, name in enumerate(["TypeError", "ReferenceError", "RangeError", "TypeError"], 1)
+    ]
     errors = [entry("Edit", kinds[n % 4], n, task_id="WI-1") for n in range(3)]
     folder = folder_with(tmp_path, errors)
     seen = []
@@ -173,6 +176,13 @@ def test_a_runtime_error_climbs_steps_1_to_5_before_a_person(tmp_path: Path, run
     assert seen == [("recovering", step) for step in range(1, 6)] + [("blocked", 6)]
     assert len(errors) <= 10
     assert escalated(folder) == ["WI-1"]
+    (escalation,) = yaml.load((folder / "escalations.yaml").read_text(), Loader=FastLoader)[
+        "escalations"
+    ]
+    # step 6 carries the stack traces whole; each chain step keeps its root cause
+    assert sorted(escalation["stack_traces"]) == sorted(kinds)
+    assert not any("at main" in step for step in escalation["error_chain"])
+    assert run_json(run_line, folder)[0] == 1  # the file reads back: still blocked, for a person
 
 
 # --------------------------------------------------------------------------- read-only failures

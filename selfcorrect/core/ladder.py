@@ -210,3 +210,14 @@ ENTRY = {
     "simplify": (SIMPLIFY_STEP, SubjectReason.LIMIT_SIMPLIFY),
     "decompose": (DECOMPOSE_STEP, SubjectReason.LIMIT_DECOMPOSE),
 }
+
+
+def terminal_context(decision: SubjectDecision, record: SubjectRecord) -> dict[str, list[str]]:
+    """What step 6's escalation carries beyond the error chain, by failure type: a runtime
+    error's stack traces, whole (docs/policy.md, `failure_types`)."""
+    if decision.reason is not SubjectReason.LADDER_EXHAUSTED:
+        return {}
+    if decision.failure_type == "runtime_error":
+        traces = [a.error for a in record.chain if a.failure_type == "runtime_error" and a.error]
+        return {"stack_traces": list(dict.fromkeys(traces))}
+    return {}

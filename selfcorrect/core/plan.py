@@ -24,7 +24,7 @@ from selfcorrect.core.journal_records import (
     ProposalEvent,
     SubjectEvent,
 )
-from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
+from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_context
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Verdict
 from selfcorrect.core.normalise import normalise_failed_item
@@ -40,6 +40,7 @@ from selfcorrect.core.outputs import (
 from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import ACTIVE, SHADOW
+from selfcorrect.core.text_caps import cap_text
 
 
 def build_plan(run: RunInputs) -> Plan:
@@ -237,6 +238,13 @@ def _plan_subject(
                 epoch=decision.epoch,
             )
         )
+        # ladder: step 6 carries what the type's terminal action names (docs/policy.md)
+        limit, where = (
+            int(run.policy.get("limits.max_text")),
+            f"{run.workflow_dir}/{layout.FAILURE_LOG}",
+        )
+        for key, texts in terminal_context(decision, record).items():
+            plan.escalations[-1][key] = [cap_text(text, limit, where) for text in texts]
 
 
 def _propose_work(plan: Plan, run: RunInputs, work: WorkPlan) -> None:
