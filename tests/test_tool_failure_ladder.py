@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from selfcorrect.io.yaml_nodes import FastLoader
+from tests.conftest import tree_digest
 
 TASKS = """\
 controller: cagents:tech-lead
@@ -273,3 +274,18 @@ def test_the_real_session_pages_nobody_for_stale_edits(corpus: Path, run_line) -
     assert subjects["/home/dev/webapp/package-lock.json"]["status"] == "failing"
     assert not list((corpus / "recovery").glob("*package-lock*"))
     assert code == 3
+
+
+def test_a_timeout_is_decomposed_at_step_3_and_a_rerun_rewrites_nothing(
+    tmp_path: Path, run_line
+) -> None:
+    errors = [entry("Bash", "Command timed out after 2m 0.0s", 1, task_id="WI-1")]
+    folder = folder_with(tmp_path, errors)
+    _, subjects, _ = run_json(run_line, folder)
+    assert (subjects["WI-1"]["ladder_step"], subjects["WI-1"]["reason"]) == (3, "LIMIT_DECOMPOSE")
+    prompt = (folder / "recovery" / "WI-1.md").read_text()
+    assert "TRY: Step 3 — Decompose: Split the remaining work" in prompt
+    before = tree_digest(folder)
+    again = run_line(["run", folder])
+    assert "Nothing new to write." in again.stdout
+    assert tree_digest(folder) == before  # the prompt still says Decompose: not rewritten

@@ -12,7 +12,7 @@ from typing import Any
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.intent import infer_intent, repair_tools
-from selfcorrect.core.ladder import SubjectDecision, ladder_step
+from selfcorrect.core.ladder import DECOMPOSE_STEP, SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
@@ -141,7 +141,10 @@ def stuck_context(
     the scope and listed under `outside`."""
     step = ladder_step(policy, decision.ladder_step or 1)
     rule = policy.failure_type(decision.failure_type)
-    if decision.reason.value == "LIMIT_DECOMPOSE":
+    at_limit = str(rule.definition.get("at_limit", "")) if rule else ""
+    # A type that decomposes at its limit enters at step 3 with this directive; the same on
+    # every rerun while the prompt is out, so a run with nothing new rewrites nothing.
+    if at_limit == "decompose" and step["step"] == DECOMPOSE_STEP:
         step = {
             "step": step["step"],
             "name": "Decompose",
