@@ -69,7 +69,8 @@ def test_a_numeric_task_id_is_updated_not_duplicated(tmp_path: Path, run_line) -
     run_line(["run", folder])
     items = load(folder / "coordination_log.yaml")["failed_items"]
     assert [str(i["task_id"]) for i in items] == ["3"]
-    assert items[0]["final_status"] == "blocked"
+    # updated in place: three TypeErrors put task 3 on the recovery ladder (docs/policy.md)
+    assert (items[0]["final_status"], items[0]["failure_type"]) == ("recovering", "runtime_error")
 
 
 def test_a_huge_number_in_a_report_is_not_a_crash(tmp_path: Path, run_line) -> None:
@@ -158,6 +159,10 @@ def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_li
     folder = tmp_path / "workflow"
     folder.mkdir()
     (folder / "coordination_log.yaml").write_text("controller: lead  # mine\n")
+    # a policy that pages a person once runtime errors spend their retries: blocked at once
+    (folder / "selfcorrect.yaml").write_text(
+        "failure_types:\n  runtime_error:\n    at_limit: escalate\n"
+    )
     (folder / "tool_failures.yaml").write_text(
         yaml.safe_dump(
             {

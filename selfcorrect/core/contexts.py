@@ -144,7 +144,8 @@ def stuck_context(
     at_limit = str(rule.definition.get("at_limit", "")) if rule else ""
     # A type that decomposes at its limit enters at step 3 with this directive; the same on
     # every rerun while the prompt is out, so a run with nothing new rewrites nothing.
-    if at_limit == "decompose" and step["step"] == DECOMPOSE_STEP:
+    decompose = at_limit == "decompose" and step["step"] == DECOMPOSE_STEP
+    if decompose or decision.reason.value == "LIMIT_DECOMPOSE":
         step = {
             "step": step["step"],
             "name": "Decompose",
