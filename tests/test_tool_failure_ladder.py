@@ -289,3 +289,16 @@ def test_a_timeout_is_decomposed_at_step_3_and_a_rerun_rewrites_nothing(
     again = run_line(["run", folder])
     assert "Nothing new to write." in again.stdout
     assert tree_digest(folder) == before  # the prompt still says Decompose: not rewritten
+
+
+def test_a_later_success_of_the_tool_lifts_an_outages_skip(tmp_path: Path, run_line) -> None:
+    outage = entry("Bash", "Error: connect ECONNREFUSED 127.0.0.1:5432", 1, agent_id="lead")
+    folder = folder_with(tmp_path, [outage])
+    _, subjects, _ = run_json(run_line, folder)
+    assert subjects["Bash · external_dependency"]["status"] == "skipped"
+    back = entry("Bash", "", 2, agent_id="lead", outcome="success")
+    (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": [outage, back]}))
+    _, subjects, _ = run_json(run_line, folder)
+    # the success names no type: it is the tool's, for every type it failed with
+    assert subjects["Bash · external_dependency"]["status"] == "recovered"
+    assert set(subjects) == {"Bash · external_dependency"}

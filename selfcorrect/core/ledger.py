@@ -119,10 +119,23 @@ class Ledger:
         self._exempt_tools = exempt_tools
         self._exempt_subjects = exempt_subjects
         self._read_only_tools = frozenset(name.casefold() for name in read_only_tools)
+        self._split: dict[str, dict[str, None]] = {}  # tool -> its subjects, one per type
 
     def feed(self, failure: Failure, failure_type: str) -> None:
         """Account one log entry. read_only and exempt entries are recorded as seen, no more."""
         subject = subject_of(failure, failure_type)
+        if subject != failure.subject:  # a tool-only subject, split by failure type
+            split = self._split.setdefault(failure.tool, {})
+            if failure.outcome is Outcome.SUCCESS and split:
+                # The tool works again: every type it failed with starts again (a later
+                # success lifts an outage's skip), as the one tool subject did before the split.
+                for other in list(split):
+                    self._feed(failure, failure_type, other)
+                return
+            split[subject] = None
+        self._feed(failure, failure_type, subject)
+
+    def _feed(self, failure: Failure, failure_type: str, subject: str) -> None:
         record = self.records.get(subject)
         if record is None:
             record = self.records[subject] = SubjectRecord(subject, task_id=failure.task_id)
