@@ -179,7 +179,11 @@ def test_init_policy_sets_nothing_and_the_defaults_apply(tmp_path: Path, run_lin
     text = (tmp_path / "selfcorrect.yaml").read_text()
     assert yaml.load(text, Loader=FastLoader) is None  # every key commented: nothing pinned
     shown = json.loads(run_line(["policy", tmp_path, "--format", "json"]).stdout)
-    assert shown["caps"] == {"global_cycles": 3, "per_issue_default": 2}
+    assert shown["caps"] == {
+        "global_cycles": 3,
+        "per_issue_default": 2,
+        "max_attempts_per_subject": 10,
+    }
     assert shown["issue_types"]["circular_delegation"]["retries"] == 0
     assert shown["failure_types"]["runtime_error"]["retries"] == 3
     assert shown["limits"]["max_bytes"] == 50 * 1024 * 1024

@@ -28,13 +28,15 @@ NOW = "2026-11-29T12:00:00Z"  # the injected clock: every timestamp the core wri
 POLICY = build_policy(default_policy_data(), None)
 
 
-def feed(errors: list[str], task: str = "WI-3", outcome: str = "failure") -> tuple[Any, Any]:
+def feed(
+    errors: list[str], task: str = "WI-3", outcome: str = "failure", tool: str = "Edit"
+) -> tuple[Any, Any]:
     """A ledger record and the stuck signals for one subject fed these errors in order."""
     taxonomy, ledger, detector = Taxonomy(POLICY), Ledger(), StuckDetector(POLICY)
     for index, error in enumerate(errors):
         failure = normalise_failure(
             {
-                "tool": "Edit",
+                "tool": tool,
                 "error": error,
                 "task_id": task,
                 "timestamp": f"2026-11-29T10:{index:02d}:00Z",
@@ -50,6 +52,8 @@ def feed(errors: list[str], task: str = "WI-3", outcome: str = "failure") -> tup
 
 SYNTAX = "SyntaxError: Unexpected token '}'"
 RUNTIME = "TypeError: Cannot read property 'id' of undefined"
+RUNTIMES = ["TypeError: x is undefined", "ReferenceError: y is not defined", "KeyError: 'z'"]
+STALE = "String to replace not found in file. String: const a = 1;"
 SUBJECT_TABLE = [
     # (situation, errors, prior state, status, reason, ladder step)
     (
@@ -93,12 +97,70 @@ SUBJECT_TABLE = [
         6,
     ),
     (
-        "three runtime errors: budget spent",
+        # Revision 2: a type's retries are the agents' own attempts; then the ladder, not a
+        # person. Three identical errors also fire consecutive_failures.
+        "three runtime errors: the ladder from step 1, no person yet",
         [RUNTIME] * 3,
+        SubjectState(),
+        SubjectStatus.RECOVERING,
+        SubjectReason.STUCK_FIRST_DETECTION,
+        1,
+    ),
+    (
+        "three different runtime errors, no signal: retries spent, ladder step 1",
+        RUNTIMES,
+        SubjectState(),
+        SubjectStatus.RECOVERING,
+        SubjectReason.RETRIES_SPENT,
+        1,
+    ),
+    (
+        "two different runtime errors: the agents' own attempts",
+        RUNTIMES[:2],
+        SubjectState(),
+        SubjectStatus.FAILING,
+        SubjectReason.UNDER_BUDGET,
+        None,
+    ),
+    (
+        "two unknown failures: the ladder from step 1, not a person",
+        ["Agent type 'x' not found", "MCP error -32603: Validation Failed"],
+        SubjectState(),
+        SubjectStatus.RECOVERING,
+        SubjectReason.RETRIES_SPENT,
+        1,
+    ),
+    (
+        "two procedural edit errors: stale context, the agents retry on their own",
+        [STALE, "File has been modified since read, either by the user or by a linter."],
+        SubjectState(),
+        SubjectStatus.FAILING,
+        SubjectReason.UNDER_BUDGET,
+        None,
+    ),
+    (
+        "on the ladder at step 3, the tenth failure: the hard ceiling escalates",
+        [SYNTAX] * 10,
+        SubjectState("recovering", 3, log_position=8),
+        SubjectStatus.BLOCKED,
+        SubjectReason.MAXIMUM_ATTEMPTS_REACHED,
+        3,
+    ),
+    (
+        "245 disk-full failures seen at once: the hard ceiling, not step 5",
+        ["ENOSPC: no space left on device, write"] * 245,
         SubjectState(),
         SubjectStatus.BLOCKED,
         SubjectReason.MAXIMUM_ATTEMPTS_REACHED,
         None,
+    ),
+    (
+        "resource exhaustion at step 5, failed again: step 6 escalates",
+        ["ENOSPC: no space left on device"] * 2,
+        SubjectState("recovering", 5, log_position=0),
+        SubjectStatus.BLOCKED,
+        SubjectReason.LADDER_EXHAUSTED,
+        6,
     ),
     (
         "one external dependency: skipped at once",
@@ -117,12 +179,12 @@ SUBJECT_TABLE = [
         5,
     ),
     (
-        "timeout at its limit: decompose",
+        "timeout at its limit: decompose, the ladder from step 3",
         ["Command timed out after 2m 0.0s"],
         SubjectState(),
         SubjectStatus.RECOVERING,
         SubjectReason.LIMIT_DECOMPOSE,
-        5,
+        3,
     ),
     (
         "blocked stays blocked until a human acts",
@@ -329,3 +391,95 @@ def test_the_plan_stamps_the_injected_clock_and_journals_only_new_facts() -> Non
     again = decide_subject(record, firing, state.subject("T-1"), POLICY)
     assert (again.reason, again.new) == (SubjectReason.AWAITING_AGENT, False)
     assert state.issue(decisions[0].fingerprint).attempts == 1
+
+
+# --- revision 2: unguided attempts, then the ladder, then a person (docs/policy.md) ---------------
+
+
+def climb(errors: list[str], tool: str = "Edit") -> list[tuple[int, str, int | None, str]]:
+    """One run after each new failure, each seeing what the journal of the last one says:
+    (failures so far, status, ladder step, reason), until the subject is blocked."""
+    prior, seen = SubjectState(), []
+    for count in range(1, len(errors) + 1):
+        record, firing = feed(errors[:count], tool=tool)
+        decision = decide_subject(record, firing, prior, POLICY)
+        seen.append((count, decision.status.value, decision.ladder_step, decision.reason.value))
+        if decision.new:  # what the journal records, and the next run reads back
+            prior = SubjectState(
+                decision.status.value,
+                decision.ladder_step or 0,
+                log_position=record.latest_position,
+                reason=decision.reason.value,
+            )
+        if decision.status is SubjectStatus.BLOCKED:
+            break
+    return seen
+
+
+def test_a_runtime_error_is_offered_steps_1_to_5_before_a_person_and_within_10_attempts() -> None:
+    # Before: "3/3 blocked" on the third failure, with no prompt at all.
+    seen = climb(RUNTIMES * 5)
+    offered = [step for _, status, step, _ in seen if status == "recovering"]
+    count, status, step, reason = seen[-1]
+    assert offered == [1, 2, 3, 4, 5]
+    assert (status, step, reason) == ("blocked", 6, "LADDER_EXHAUSTED")
+    assert count <= 10
+    assert [s for _, s, _, _ in seen[:2]] == ["failing", "failing"]  # the agents' own tries
+
+
+def test_the_hard_ceiling_escalates_before_the_ladder_ends() -> None:
+    policy = build_policy(default_policy_data(), {"caps": {"max_attempts_per_subject": 4}})
+    record, firing = feed(RUNTIMES + RUNTIMES[:1])
+    prior = SubjectState("recovering", 1, log_position=2)
+    decision = decide_subject(record, firing, prior, policy)
+    assert (decision.status, decision.reason, decision.ladder_step) == (
+        SubjectStatus.BLOCKED,
+        SubjectReason.MAXIMUM_ATTEMPTS_REACHED,
+        1,
+    )
+    # With the default ceiling of 10 the same subject only climbs one step.
+    assert decide_subject(record, firing, prior, POLICY).ladder_step == 2
+
+
+def test_disk_full_enters_at_step_5_and_escalates_when_it_fails_again() -> None:
+    seen = climb(["ENOSPC: no space left on device, write"] * 4)
+    assert seen == [
+        (1, "recovering", 5, "LIMIT_SIMPLIFY"),
+        (2, "blocked", 6, "LADDER_EXHAUSTED"),
+    ]
+
+
+def test_a_failed_read_enters_the_ladder_only_through_a_signal_at_step_1() -> None:
+    too_big = "File content (25040 tokens) exceeds maximum allowed tokens (25000)."
+    once, firing = feed([too_big], tool="Read")
+    assert once.read_only and not firing
+    decision = decide_subject(once, firing, SubjectState(), POLICY)
+    # resource_exhaustion's limit (1) is spent, but a read changed nothing: no revert, no step 5
+    assert (decision.status, decision.ladder_step) == (SubjectStatus.FAILING, None)
+    thrice, firing = feed([too_big] * 3, tool="Read")
+    decision = decide_subject(thrice, firing, SubjectState(), POLICY)
+    assert firing
+    assert (decision.status, decision.reason, decision.ladder_step) == (
+        SubjectStatus.RECOVERING,
+        SubjectReason.STUCK_FIRST_DETECTION,
+        1,
+    )
+
+
+def test_an_external_dependency_never_climbs_and_a_success_lifts_the_skip() -> None:
+    down = ["connect ECONNREFUSED 10.0.0.1:5432"] * 6
+    record, firing = feed(down)
+    assert firing  # six of the same error: stuck by any measure...
+    decision = decide_subject(record, firing, SubjectState(), POLICY)
+    assert (decision.status, decision.ladder_step) == (SubjectStatus.SKIPPED, None)  # ...skipped
+    taxonomy, ledger = Taxonomy(POLICY), Ledger()
+    for index, outcome in enumerate(["failure", "success"]):
+        entry = {"tool": "Bash", "error": down[0], "task_id": "WI-3", "outcome": outcome}
+        failure = normalise_failure({**entry, "timestamp": f"2026-11-29T10:0{index}:00Z"}, index)
+        ledger.feed(failure, taxonomy.classify(failure).failure_type)
+    back = decide_subject(ledger.records["WI-3"], (), SubjectState("skipped", 0, 0), POLICY)
+    assert (back.status, back.reason, back.new) == (
+        SubjectStatus.RECOVERED,
+        SubjectReason.SUCCEEDED,
+        True,
+    )

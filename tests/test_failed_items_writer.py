@@ -268,4 +268,5 @@ def test_a_numeric_task_id_is_updated_not_duplicated(tmp_path: Path, run_line) -
     run_line(["run", folder])
     items = load(folder / "coordination_log.yaml")["failed_items"]
     assert [str(i["task_id"]) for i in items] == ["3"]
-    assert items[0]["final_status"] == "blocked"
+    # updated in place: three TypeErrors put task 3 on the recovery ladder (docs/rules.md §6)
+    assert (items[0]["final_status"], items[0]["failure_type"]) == ("recovering", "runtime_error")

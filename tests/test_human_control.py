@@ -342,6 +342,10 @@ def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_li
     folder = tmp_path / "workflow"
     folder.mkdir()
     (folder / "coordination_log.yaml").write_text("controller: lead  # mine\n")
+    # a policy that pages a person once runtime errors spend their retries: blocked at once
+    (folder / "selfcorrect.yaml").write_text(
+        "failure_types:\n  runtime_error:\n    at_limit: escalate\n"
+    )
     (folder / "tool_failures.yaml").write_text(
         yaml.safe_dump(
             {

@@ -202,7 +202,7 @@ def _failures(task: str, approaches: list[str]) -> list[dict[str, Any]]:
         {
             "tool": "Edit",
             "error": f"TypeError: Cannot read property 'id' of undefined at {task}.ts:12",
-            "timestamp": f"2026-11-29T10:0{n}:00Z",
+            "timestamp": f"2026-11-29T10:{n:02d}:00Z",
             "task_id": task,
             "agent_id": f"executor-{task}",
             "approach": approach,
@@ -217,8 +217,12 @@ def _session(tmp_path: Path, blocked_tasks: list[str]) -> Path:
     coordination = {key: value for key, value in LOG.items() if key != "failed_items"}
     (folder / "coordination_log.yaml").write_text(yaml.safe_dump(coordination, sort_keys=False))
     failures = []
+    # Ten failures: the hard ceiling (caps.max_attempts_per_subject) blocks a task at first
+    # sight; three runtime errors only put it on the recovery ladder.
+    tried = ["null check", "input validation", "early return"]
+    tried += [f"attempt {n}" for n in range(4, 11)]
     for task in blocked_tasks:
-        failures += _failures(task, ["null check", "input validation", "early return"])
+        failures += _failures(task, tried)
     (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": failures}))
     return folder
 

@@ -165,13 +165,14 @@ def test_linting_autofix_uses_ruff_eslint_and_prettier() -> None:
     assert all("fix" not in entry for entry in others)
 
 
-FAILURE_TYPES = [  # §6 table: type, retries (None = unlimited), at the limit
+FAILURE_TYPES = [  # §6 table (revision 2): type, retries (None = unlimited), at the limit
     ("syntax_error", None, "ladder"),
-    ("runtime_error", 3, "escalate"),
+    ("runtime_error", 3, "ladder"),  # the ladder runs before a person is paged
     ("resource_exhaustion", 1, "simplify"),
     ("timeout", 1, "decompose"),
     ("external_dependency", 0, "skip"),
-    ("unknown", 2, "escalate"),
+    ("unknown", 2, "ladder"),
+    ("stale_context", 3, "ladder"),  # the agent host's procedural errors
 ]
 
 
@@ -206,6 +207,7 @@ SETTINGS = [  # dotted key, SPEC value
     ("validator.timeout_s", 300),
     ("caps.global_cycles", 3),
     ("caps.per_issue_default", 2),
+    ("caps.max_attempts_per_subject", 10),
     ("fixability.max_minutes", 60),
     ("min_confidence", 0.6),
     ("limits.max_bytes", 50 * 1024 * 1024),
@@ -221,6 +223,7 @@ SETTINGS = [  # dotted key, SPEC value
     ("stuck.review_loop.rounds", 3),
     ("stuck.unable_to_complete.threshold", 3),
     ("stuck.exempt.tools", ()),
+    ("stuck.read_only_tools", ()),
     ("stuck.exempt.subjects", ()),
     ("remediation.max_changed_lines", 200),
     ("remediation.step_timeout_s", 600),
@@ -327,9 +330,30 @@ REAL_FAILURES = [  # texts from the real cAgents log, and their type
         "fetch failed: network error while contacting https://api.stripe.com/v1/tokens",
         "external_dependency",
     ),
+    # The agent host's procedural errors: the agent's picture of the file is out of date.
+    (
+        "File does not exist. Note: your current working directory is /home/dev/webapp.",
+        "stale_context",
+    ),
+    ("EISDIR: illegal operation on a directory, read", "stale_context"),
+    ("File has not been read yet. Read it first before writing to it.", "stale_context"),
+    (
+        "String to replace not found in file. String:   const token = await getToken(sessionId);",
+        "stale_context",
+    ),
+    ("String to replace not found in file. String: {a: b}", "stale_context"),
+    (
+        "Found 3 matches of the string to replace, but replace_all is false. To replace all "
+        "occurrences, set replace_all to true. To replace only one occurrence, please provide "
+        "more context to uniquely identif",
+        "stale_context",
+    ),
+    (
+        "File has been modified since read, either by the user or by a linter. Read it again "
+        "before attempting to write it.",
+        "stale_context",
+    ),
     # Nothing in these says what kind of failure it is: observe only.
-    ("File does not exist. Note: your current working directory is /home/dev/webapp.", "unknown"),
-    ("EISDIR: illegal operation on a directory, read", "unknown"),
     (
         "MCP error -32603: Validation Failed: {'resource':'PullRequest','code':'custom','message':"
         "'A pull request already exists for dev:fix-refresh.'}",
@@ -496,7 +520,11 @@ def test_merge_replaces_lists_and_scalars_and_adds_new_names() -> None:
         "issue_types": {"typo_in_docs": {"category": "execution", "strategy": "generate_docs"}},
     }
     merged = merge(DEFAULTS, user)
-    assert merged["caps"] == {"global_cycles": 5, "per_issue_default": 2}
+    assert merged["caps"] == {
+        "global_cycles": 5,
+        "per_issue_default": 2,
+        "max_attempts_per_subject": 10,
+    }
     assert merged["patterns"] == user["patterns"]
     assert list(merged["issue_types"])[-1] == "typo_in_docs"
 
@@ -540,7 +568,7 @@ def test_rules_carry_kind_name_version_and_stage() -> None:
     assert re.fullmatch(r"[0-9a-f]{12}", timeout.version)
     assert policy.issue_type("timeout") is None and policy.failure_type("nope") is None
     kinds = [rule.kind for rule in policy.rules()]
-    assert kinds == ["issue_type"] * 12 + ["failure_type"] * 6
+    assert kinds == ["issue_type"] * 12 + ["failure_type"] * 7
 
 
 # --- rule versions --------------------------------------------------------------------------------

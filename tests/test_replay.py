@@ -391,7 +391,7 @@ def test_an_unlabelled_folder_shows_decisions_escaped(tmp_path: Path, run_line) 
     result = run_line(["replay", tmp_path])
     assert result.exit_code == 0
     assert "(no labels)" in result.stdout
-    assert "subject src/\\x1b[31mred.ts: unknown, blocked" in result.stdout
+    assert "subject src/\\x1b[31mred.ts: unknown, recovering" in result.stdout  # stuck: ladder
     assert "\x1b" not in result.stdout
     assert "nothing to score" in result.stdout
 

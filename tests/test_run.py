@@ -68,8 +68,14 @@ def seed_entries() -> list[dict]:
     return [failure("WI-3", SEED_ERROR, i, a) for i, a in enumerate(SEED_APPROACHES)]
 
 
+PAGE_AT_THE_LIMIT = "failure_types:\n  runtime_error:\n    at_limit: escalate\n"
+
+
 def test_the_seed_example_reproduces_exactly(tmp_path: Path, run_line) -> None:
+    # The §9.6 shape: a policy that pages a person once runtime errors spend their retries
+    # (the default climbs the ladder first: the next test).
     folder = make_folder(tmp_path, seed_entries())
+    (folder / "selfcorrect.yaml").write_text(PAGE_AT_THE_LIMIT)
 
     result = run_line(["run", folder])
 
@@ -121,6 +127,21 @@ def test_the_seed_example_reproduces_exactly(tmp_path: Path, run_line) -> None:
     assert again.exit_code == 1
     assert tree_digest(folder) == before  # a second run changes nothing, journal included
     assert "Nothing new to write." in again.stdout
+
+
+def test_three_runtime_errors_get_the_ladder_not_a_person(tmp_path: Path, run_line) -> None:
+    # Before revision 2 the third TypeError went straight to "3/3 blocked", with no prompt.
+    folder = make_folder(tmp_path, seed_entries())
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 3, result.stdout + result.stderr  # handed to an agent
+    assert not (folder / "escalations.yaml").exists()
+    (entry,) = load(folder / "coordination_log.yaml")["failed_items"]
+    assert (entry["task_id"], entry["final_status"], entry["attempts"]) == ("WI-3", "recovering", 3)
+    prompt = (folder / "recovery" / "WI-3.md").read_text()
+    assert prompt.startswith("STUCK RECOVERY for WI-3:")  # three of one TypeError: a signal
+    assert "TRY: Step 1 — Re-read everything" in prompt
 
 
 def test_comments_and_formatting_survive_except_failed_items(tmp_path: Path, run_line) -> None:
@@ -347,8 +368,10 @@ def test_shadow_on_the_real_session_writes_nothing_and_lists_every_subject(
     assert "/home/dev/webapp/package-lock.json" in subjects
     assert subjects["/home/dev/webapp/package-lock.json"]["failure_type"] == "resource_exhaustion"
     assert all(s["failure_type"] for s in report["subjects"])
-    assert {"WebFetch", "Grep"} <= set(subjects)
-    assert subjects["WebFetch"]["failure_type"] == "external_dependency"
+    # a tool-only subject is one per failure type: a skipped outage hides no TypeError
+    assert {"WebFetch · external_dependency", "Grep · external_dependency"} <= set(subjects)
+    assert {"Bash · runtime_error", "Bash · timeout", "Bash · external_dependency"} <= set(subjects)
+    assert "Bash" not in subjects
 
 
 def test_a_user_template_overrides_the_shipped_one(tmp_path: Path, run_line) -> None:

@@ -153,7 +153,7 @@ def test_a_symlinked_watch_lock_is_not_truncated(tmp_path: Path, run_line) -> No
 
 def test_reset_refuses_a_symlinked_journal(tmp_path: Path, run_line) -> None:
     folder = make_folder(tmp_path, seed_entries())
-    assert run_line(["run", folder]).exit_code == 1
+    assert run_line(["run", folder]).exit_code == 3  # WI-3 on the ladder
     startup = tmp_path / "bashrc"
     startup.write_text("# start-up file\n")
     journal_file = folder / ".selfcorrect" / "journal.jsonl"
@@ -196,7 +196,7 @@ def test_failed_items_go_before_a_document_end_marker(tmp_path: Path, run_line) 
     log = folder / "coordination_log.yaml"
     log.write_text(log.read_text() + "...\n# notes after the end\n")
 
-    assert run_line(["run", folder]).exit_code == 1
+    assert run_line(["run", folder]).exit_code == 3  # WI-3 on the ladder
     text = log.read_text()
 
     assert text.endswith("...\n# notes after the end\n")
@@ -204,7 +204,7 @@ def test_failed_items_go_before_a_document_end_marker(tmp_path: Path, run_line) 
     assert run_line(["check", folder]).exit_code == 0
     assert [i["task_id"] for i in load(log)["failed_items"]] == ["WI-3"]
     again = run_line(["run", folder])  # and every later run still reads it
-    assert again.exit_code == 1, again.stderr
+    assert again.exit_code == 3, again.stderr
 
 
 def test_failed_items_already_last_stay_before_the_end_marker(tmp_path: Path, run_line) -> None:
@@ -214,7 +214,7 @@ def test_failed_items_already_last_stay_before_the_end_marker(tmp_path: Path, ru
         log.read_text() + "failed_items:\n  - task_id: OLD-1\n    final_status: blocked\n...\n"
     )
 
-    assert run_line(["run", folder]).exit_code == 1
+    assert run_line(["run", folder]).exit_code == 3  # WI-3 on the ladder
 
     assert log.read_text().endswith("...\n")
     assert [i["task_id"] for i in load(log)["failed_items"]] == ["OLD-1", "WI-3"]
@@ -306,7 +306,7 @@ def test_a_rewritten_file_keeps_its_owner_and_mode(tmp_path: Path, run_line) -> 
     os.chown(log, 4321, 4322)
     log.chmod(0o640)
 
-    assert run_line(["run", folder]).exit_code == 1
+    assert run_line(["run", folder]).exit_code == 3  # WI-3 on the ladder
 
     info = log.stat()
     assert "failed_items:" in log.read_text()

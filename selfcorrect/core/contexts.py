@@ -6,27 +6,44 @@ text goes in as data and is rendered, never evaluated, by the sandbox in io/prom
 
 from __future__ import annotations
 
-import posixpath
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.intent import infer_intent, repair_tools
-from selfcorrect.core.ladder import SubjectDecision, ladder_step
+from selfcorrect.core.ladder import DECOMPOSE_STEP, SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.taxonomy import root_cause
 from selfcorrect.core.text_caps import cap_all
 
 SUMMARY_CHARS = 200
 COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
+# A failed read changed nothing: its prompt is about how to read (docs/policy.md,
+# `stuck.read_only_tools`), and it gives no file to change.
+READ_DIRECTIVE = (
+    "Nothing was changed, so there is nothing to revert: read differently. Check that the "
+    "path exists and is a file (list its directory, search for its name), and read a large "
+    "file in parts (offset and limit) or search it for what you need instead of reading it "
+    "whole."
+)
+READ_TOO_LARGE = (
+    "The file is too large to read whole: read it in parts with offset and limit, or search "
+    "it (Grep) for what you need. Nothing was changed, so there is nothing to revert."
+)
 
 
 def short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def error_summary(error: str) -> str:
+    """An error as failed_items and error chains show it: its root cause, not its first
+    characters (core/taxonomy.root_cause; docs/policy.md, `failure_types`)."""
+    return short(root_cause(error, SUMMARY_CHARS))
 
 
 def _with_sources(
@@ -86,6 +103,7 @@ def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
         "STUCK_FIRST_DETECTION",
         "STILL_STUCK",
         "AWAITING_AGENT",
+        "RETRIES_SPENT",
         "LIMIT_SIMPLIFY",
         "LIMIT_DECOMPOSE",
     }
@@ -123,7 +141,11 @@ def stuck_context(
     the scope and listed under `outside`."""
     step = ladder_step(policy, decision.ladder_step or 1)
     rule = policy.failure_type(decision.failure_type)
-    if decision.reason.value == "LIMIT_DECOMPOSE":
+    at_limit = rule.at_limit if rule else ""
+    # A type that decomposes at its limit enters at step 3 with this directive; the same on
+    # every rerun while the prompt is out, so a run with nothing new rewrites nothing.
+    decompose = at_limit == "decompose" and step["step"] == DECOMPOSE_STEP
+    if decompose or decision.reason.value == "LIMIT_DECOMPOSE":
         step = {
             "step": step["step"],
             "name": "Decompose",
@@ -134,8 +156,14 @@ def stuck_context(
     elif step["step"] == COMBINE_SUCCESSES and worked_before:
         # Step 3 combines what worked: the TRY line itself names the best record we have.
         step = {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
+    recovery = rule.recovery if rule else ""
     task = task_of(coordination, record.task_id)
     scope, outside = placed([*(task.files if task else ()), *record.files], place)
+    if record.read_only:  # a failed read: how to read, and no file to change
+        directive = READ_TOO_LARGE if decision.failure_type == "resource_exhaustion" else ""
+        directive = directive or READ_DIRECTIVE
+        step = {"step": step["step"], "name": "Read differently", "directive": directive}
+        recovery, scope = step["directive"], []
     elsewhere = [
         p
         for other in records.values()
@@ -149,11 +177,13 @@ def stuck_context(
         else f"retry limit of {decision.failure_type} reached"
     ]
     context = {
+        # STUCK only when a stuck signal fired; its type's retries spent alone is no signal
+        "title": "STUCK RECOVERY" if decision.signals else "RECOVERY",
         "work_item_id": record.task_id or decision.subject,
         "attempts": record.failures_total,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
         "partial_successes": list(record.partial_successes),
-        "failure_summary": short(record.chain[-1].error) if record.chain else "",
+        "failure_summary": error_summary(record.chain[-1].error) if record.chain else "",
         "next_step": step,
         "failed_approaches": list(record.approaches),
         "error_chain": [
@@ -163,7 +193,7 @@ def stuck_context(
                 "tool": a.tool,
                 "approach": a.approach,
                 "outcome": a.outcome,
-                "error": short(a.error),
+                "error": error_summary(a.error),
             }
             for a in record.chain
         ],
@@ -179,42 +209,13 @@ def stuck_context(
         "scope": scope,
         "outside": outside,
         "failure_type": decision.failure_type,
-        "recovery": rule.recovery if rule else "",
+        "recovery": recovery,
         "task": task_context(task),
         "successes_elsewhere": list(dict.fromkeys(elsewhere)),
         "worked_before": list(worked_before),
         "workflow_dir": workflow_dir,
     }
     return _with_sources(context, policy, workflow_dir, layout.FAILURE_LOG)
-
-
-# Test code by the conventions of the common runners (pytest, unittest, Jest/Vitest, Go, RSpec,
-# JUnit): a folder of tests, or a file named as a test.
-_TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing"})
-_TEST_FILE = re.compile(
-    r"^(test_.+\.py|.+_test\.(py|go|rb|exs?)|.+\.(test|spec)\.[cm]?[jt]sx?|.+_spec\.rb"
-    r"|.+Tests?\.(java|kt|cs|swift))$"
-)
-_FAILING = re.compile(
-    r"\b(tests?|specs?)\b[^.\n]{0,40}\b(fail(s|ed|ing|ure)?|broken|red)\b|\bfailing\s+(tests?|specs?)\b",
-    re.IGNORECASE,
-)
-
-
-def is_test_path(path: str | None) -> bool:
-    """A path that holds tests: a test folder (`tests`, `tests/unit`) or a test file."""
-    if not path:
-        return False
-    parts = [p for p in posixpath.normpath(path.replace("\\", "/")).split("/") if p]
-    return any(p.lower() in _TEST_DIRS for p in parts) or bool(
-        parts and _TEST_FILE.match(parts[-1])
-    )
-
-
-def _failing_tests(decision: IssueDecision) -> bool:
-    """The issue reports failing tests: it names a test path, or says tests fail."""
-    issue = decision.issue
-    return is_test_path(issue.target) or bool(_FAILING.search(issue.description[:2000]))
 
 
 def directive_context(
@@ -234,21 +235,7 @@ def directive_context(
     """
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
-    failing = _failing_tests(decision)
-    if failing:
-        # Failing tests are the evidence: the fix belongs in the code they test (the task's
-        # files), never in the tests, which the agent reads but must not weaken.
-        named = [issue.target] if issue.target else []
-        tests, _ = placed([t for t in named if is_test_path(t)], place)
-        code = [t for t in named if not is_test_path(t)] or [
-            f for f in (task.files if task else ()) if not is_test_path(f)
-        ]
-        scope, outside = placed(code, place)
-    else:
-        tests = []
-        scope, outside = placed(
-            [issue.target] if issue.target else (task.files if task else ()), place
-        )
+    scope, outside = placed([issue.target] if issue.target else (task.files if task else ()), place)
     target = place(issue.target) if issue.target else None
     # §12: an observe task gets no mutating tool and is asked for a report; an issue that names
     # no task is a fix to make.
@@ -272,8 +259,6 @@ def directive_context(
         "attempt": decision.attempts,
         "retries": decision.retries,
         "scope": scope,
-        "failing_tests": failing,
-        "tests": tests,
         "verification": verification,
         "workflow_dir": workflow_dir,
         "task": task_context(task),

@@ -19,6 +19,7 @@ from selfcorrect.core.stuck import Firing
 
 ESCALATE_STEP = 6
 SIMPLIFY_STEP = 5
+DECOMPOSE_STEP = 3
 
 
 class SubjectStatus(enum.StrEnum):
@@ -38,6 +39,7 @@ class SubjectReason(enum.StrEnum):
     LADDER_EXHAUSTED = "LADDER_EXHAUSTED"
     MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"
     NON_RETRYABLE = "NON_RETRYABLE"
+    RETRIES_SPENT = "RETRIES_SPENT"  # its type's unguided attempts are used: on the ladder
     LIMIT_SIMPLIFY = "LIMIT_SIMPLIFY"
     LIMIT_DECOMPOSE = "LIMIT_DECOMPOSE"
     SUCCEEDED = "SUCCEEDED"
@@ -111,9 +113,11 @@ def _decide(
 ) -> SubjectDecision:
     rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
     retries = rule.retries if rule else None
+    at_limit = rule.at_limit if rule else "ladder"
     baseline = prior.baseline
     counts = _counts(record, baseline)
     attempts = counts.get(failure_type, 0)
+    spent = retries is not None and attempts >= int(retries)  # the unguided attempts are used
     fresh = record.latest_position > prior.log_position  # failures after the last decision
     if baseline is not None:  # signals made of entries a person already dealt with are spent
         firing = tuple(f for f in firing if max(f.positions, default=-1) > baseline.log_position)
@@ -155,55 +159,63 @@ def _decide(
             SubjectStatus.RECOVERED if prior.status == SubjectStatus.RECOVERED else SubjectStatus.OK
         )
         return decision(status, SubjectReason.SUCCEEDED, None, new=False)
-    if retries is not None and attempts >= retries:
-        return _at_limit(rule.at_limit if rule else "escalate", prior, fresh, decision)
-    if not firing:
-        if prior.status == SubjectStatus.RECOVERING and not fresh:
-            return decision(
-                SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior_step, new=False
-            )
-        return decision(
-            SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, prior_step or None, new=False
-        )
-    if prior_step == 0:
-        return decision(SubjectStatus.RECOVERING, SubjectReason.STUCK_FIRST_DETECTION, 1, True)
-    if not fresh:
-        return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior_step, False)
-    step = prior_step + 1
-    if step >= ESCALATE_STEP:
-        return decision(SubjectStatus.BLOCKED, SubjectReason.LADDER_EXHAUSTED, ESCALATE_STEP, True)
-    return decision(SubjectStatus.RECOVERING, SubjectReason.STILL_STUCK, step, True)
-
-
-def _at_limit(action: str, prior: SubjectState, fresh: bool, decision: Any) -> SubjectDecision:
-    """The failure type's terminal action once its retries are spent (§6 table)."""
-    if action == "skip":
+    if at_limit == "skip":  # external_dependency: skipped and logged, never on the ladder
+        if not spent:
+            return decision(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, new=False)
         return decision(
             SubjectStatus.SKIPPED,
             SubjectReason.NON_RETRYABLE,
             None,
             new=prior.status != SubjectStatus.SKIPPED or fresh,
         )
-    if action in ("simplify", "decompose"):
-        reason = (
-            SubjectReason.LIMIT_SIMPLIFY if action == "simplify" else SubjectReason.LIMIT_DECOMPOSE
+    if sum(counts.values()) >= policy.caps.max_attempts_per_subject:
+        # The hard ceiling escalates from any step (docs/policy.md, `caps`).
+        return decision(
+            SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, prior_step or None, True
         )
-        if prior.ladder_step < SIMPLIFY_STEP:
-            return decision(SubjectStatus.RECOVERING, reason, SIMPLIFY_STEP, True)
-        if fresh:  # it failed again after the radical simplification: stop
+    # A read changed nothing: it reaches the ladder only through a stuck signal, at step 1.
+    limited = spent and not record.read_only
+    if prior_step == 0:  # not on the ladder yet
+        if not firing and not limited:
+            if prior.status == SubjectStatus.RECOVERING and not fresh:  # a person's retry
+                return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, False)
+            return decision(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, new=False)
+        if limited and at_limit == "escalate":  # a policy may page a person at the limit
             return decision(
-                SubjectStatus.BLOCKED, SubjectReason.LADDER_EXHAUSTED, ESCALATE_STEP, True
+                SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, None, True
             )
-        return decision(
-            SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior.ladder_step, False
-        )
-    if action == "ladder":  # unlimited retries never reach here; a policy may still say so
-        return decision(
-            SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, prior.ladder_step or None, False
-        )
-    return decision(
-        SubjectStatus.BLOCKED,
-        SubjectReason.MAXIMUM_ATTEMPTS_REACHED,
-        prior.ladder_step or None,
-        True,
-    )
+        if record.read_only:
+            return decision(SubjectStatus.RECOVERING, SubjectReason.STUCK_FIRST_DETECTION, 1, True)
+        step, reason = ENTRY.get(at_limit, (1, SubjectReason.RETRIES_SPENT))
+        if reason is SubjectReason.RETRIES_SPENT and firing:
+            reason = SubjectReason.STUCK_FIRST_DETECTION
+        return decision(SubjectStatus.RECOVERING, reason, step, True)
+    if not fresh:  # a prompt is out and nothing failed since
+        return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior_step, False)
+    # Each round with new failures after the last prompt spends one guided attempt: next step.
+    step = prior_step + 1
+    if step >= ESCALATE_STEP:
+        return decision(SubjectStatus.BLOCKED, SubjectReason.LADDER_EXHAUSTED, ESCALATE_STEP, True)
+    return decision(SubjectStatus.RECOVERING, SubjectReason.STILL_STUCK, step, True)
+
+
+# Where a subject enters the ladder, by its type's `at_limit` (docs/policy.md, failure_types):
+# resource exhaustion reverts and simplifies radically (step 5), a timeout is decomposed
+# (step 3), everything else starts by re-reading (step 1).
+ENTRY = {
+    "ladder": (1, SubjectReason.RETRIES_SPENT),
+    "escalate": (1, SubjectReason.RETRIES_SPENT),  # reached here only through a signal
+    "simplify": (SIMPLIFY_STEP, SubjectReason.LIMIT_SIMPLIFY),
+    "decompose": (DECOMPOSE_STEP, SubjectReason.LIMIT_DECOMPOSE),
+}
+
+
+def terminal_context(decision: SubjectDecision, record: SubjectRecord) -> dict[str, list[str]]:
+    """What step 6's escalation carries beyond the error chain, by failure type: a runtime
+    error's stack traces, whole (docs/policy.md, `failure_types`)."""
+    if decision.reason is not SubjectReason.LADDER_EXHAUSTED:
+        return {}
+    if decision.failure_type == "runtime_error":
+        traces = [a.error for a in record.chain if a.failure_type == "runtime_error" and a.error]
+        return {"stack_traces": list(dict.fromkeys(traces))}
+    return {}

@@ -3,16 +3,62 @@
 Only what decisions need is kept: per (subject, failure type) attempt counts since the
 subject's last success, the last few attempts for the error chain, the approaches tried and what
 partly worked. Memory grows with the number of subjects, never with the length of the log.
+
+Which subject an entry belongs to is decided here too (docs/policy.md, `failure_types`): its
+task (given, or attributed through its agent), else its file, else its tool and failure type.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
-from selfcorrect.core.model import Failure, Outcome
+from selfcorrect.core.model import Failure, Outcome, Task
+from selfcorrect.core.policy import Policy
+from selfcorrect.core.text_caps import MAX_KEY, bounded_key
 
 CHAIN_LENGTH = 20  # attempts shown in a prompt's error chain; older ones are summarised by count
+# Tools whose calls change nothing: their failures never give a file to change, and they reach
+# the ladder only through a stuck signal (docs/policy.md, `stuck.read_only_tools` adds more).
+READ_ONLY_TOOLS = frozenset({"read", "grep", "glob", "ls", "webfetch", "websearch"})
+
+
+def read_only_tools(policy: Policy) -> frozenset[str]:
+    """The built-in read-only tools and those the policy adds, case-folded."""
+    extra = policy.stuck.read_only_tools
+    return READ_ONLY_TOOLS | {str(name).casefold() for name in extra}
+
+
+def subject_of(failure: Failure, failure_type: str) -> str:
+    """The entry's subject: its task, else its file, else its tool and failure type.
+
+    A bare tool name is not one work item: thirteen different Bash failures are thirteen
+    problems, and a skipped network error must not hide a TypeError, so a tool-only subject is
+    split by failure type ("Bash · runtime_error")."""
+    if failure.task_id or failure.file_path:
+        return failure.subject
+    subject = f"{failure.tool} · {failure_type}"
+    return subject if len(subject) <= MAX_KEY else bounded_key(subject)
+
+
+def task_owners(tasks: Iterable[Task]) -> dict[str, str]:
+    """agent_id -> task_id, for each agent_id that exactly one task of the coordination log
+    records (cAgents records each specialist's agent on its task; the controller's own
+    failures match none)."""
+    owners: dict[str, str | None] = {}
+    for task in tasks:
+        if task.agent_id:
+            known = owners.get(task.agent_id, task.task_id)
+            owners[task.agent_id] = task.task_id if known == task.task_id else None
+    return {agent: task for agent, task in owners.items() if task is not None}
+
+
+def attributed(failure: Failure, owners: Mapping[str, str]) -> Failure:
+    """The entry with the task its agent works on, when it names no task itself."""
+    if failure.task_id or not failure.agent_id or failure.agent_id not in owners:
+        return failure
+    return replace(failure, task_id=owners[failure.agent_id])
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +91,19 @@ class SubjectRecord:
     failures_total: int = 0  # since the last success, including those beyond the chain
     approaches: list[str] = field(default_factory=list)  # distinct, in the order first tried
     partial_successes: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # changed by a failed call: the scope
+    mutating: int = 0  # failures since the last success of tools that change something
     context_usage: float | None = None
     successes: int = 0
 
     @property
     def attempts_of_latest(self) -> int:
         return self.attempts.get(self.latest_type or "", 0)
+
+    @property
+    def read_only(self) -> bool:
+        """Every failure since the last success was a read: nothing to revert or to change."""
+        return self.failures_total > 0 and self.mutating == 0
 
 
 class Ledger:
@@ -61,14 +113,29 @@ class Ledger:
         self,
         exempt_tools: frozenset[str] = frozenset(),
         exempt_subjects: frozenset[str] = frozenset(),
+        read_only_tools: frozenset[str] = READ_ONLY_TOOLS,
     ) -> None:
         self.records: dict[str, SubjectRecord] = {}
         self._exempt_tools = exempt_tools
         self._exempt_subjects = exempt_subjects
+        self._read_only_tools = frozenset(name.casefold() for name in read_only_tools)
+        self._split: dict[str, dict[str, None]] = {}  # tool -> its subjects, one per type
 
     def feed(self, failure: Failure, failure_type: str) -> None:
         """Account one log entry. read_only and exempt entries are recorded as seen, no more."""
-        subject = failure.subject
+        subject = subject_of(failure, failure_type)
+        if subject != failure.subject:  # a tool-only subject, split by failure type
+            split = self._split.setdefault(failure.tool, {})
+            if failure.outcome is Outcome.SUCCESS and split:
+                # The tool works again: every type it failed with starts again (a later
+                # success lifts an outage's skip), as the one tool subject did before the split.
+                for other in list(split):
+                    self._feed(failure, failure_type, other)
+                return
+            split[subject] = None
+        self._feed(failure, failure_type, subject)
+
+    def _feed(self, failure: Failure, failure_type: str, subject: str) -> None:
         record = self.records.get(subject)
         if record is None:
             record = self.records[subject] = SubjectRecord(subject, task_id=failure.task_id)
@@ -88,6 +155,7 @@ class Ledger:
             record.attempts.clear()
             record.chain.clear()
             record.failures_total = 0
+            record.mutating = 0
             record.first_failure_at = None
             return
         attempt = Attempt(
@@ -114,6 +182,9 @@ class Ledger:
         record.last_failure_at = failure.timestamp
         if failure.approach and failure.approach not in record.approaches:
             record.approaches.append(failure.approach)
+        if failure.tool.casefold() in self._read_only_tools:
+            return  # a failed read changed nothing: its file is no scope to change
+        record.mutating += 1
         if failure.file_path and failure.file_path not in record.files:
             record.files.append(failure.file_path)
 

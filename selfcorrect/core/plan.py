@@ -12,6 +12,7 @@ from typing import Any
 from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.contexts import (
+    error_summary,
     short,
     stuck_context,
     subject_summary,
@@ -24,7 +25,7 @@ from selfcorrect.core.journal_records import (
     ProposalEvent,
     SubjectEvent,
 )
-from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
+from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_context
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import EscalationStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
@@ -32,6 +33,7 @@ from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, Result, stam
 from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import ACTIVE, SHADOW
+from selfcorrect.core.text_caps import cap_text
 from selfcorrect.core.work_items import WorkItem, merge
 
 
@@ -187,7 +189,7 @@ def _plan_subject(
             task_id=work_item,
             failure_type=decision.failure_type,
             attempts=decision.attempts,
-            error_summary=short(latest),
+            error_summary=error_summary(latest),  # its root cause (docs/rules.md §9.6)
             recovery_actions_taken=list(record.approaches),
             final_status=status.value,
             escalation_context=context,
@@ -253,7 +255,7 @@ def _subject_escalation(
             attempts=decision.attempts,
             error_chain=[
                 f"#{a.position} {a.timestamp} {a.tool}"
-                f"{' (' + a.approach + ')' if a.approach else ''}: {short(a.error)}"
+                f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
                 for a in record.chain
             ],
             tried=list(record.approaches),
@@ -264,6 +266,10 @@ def _subject_escalation(
             epoch=decision.epoch,
         ).entry(run)
     )
+    # Step 6 carries what the type's terminal action names (docs/rules.md §6).
+    limit, where = run.policy.limits.max_text, f"{run.workflow_dir}/{layout.FAILURE_LOG}"
+    for key, texts in terminal_context(decision, record).items():
+        plan.escalations[-1][key] = [cap_text(text, limit, where) for text in texts]
     return str(plan.escalations[-1]["id"])
 
 

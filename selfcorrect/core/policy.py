@@ -154,8 +154,9 @@ class Rule:
 
     @property
     def at_limit(self) -> str:
-        """What a failure type does when its retries are spent."""
-        return str(self.definition.get("at_limit", "escalate"))
+        """What a failure type does when its retries are spent: by default the ladder
+        (docs/rules.md §6)."""
+        return str(self.definition.get("at_limit", "ladder"))
 
     @property
     def recovery(self) -> str:

@@ -49,15 +49,21 @@ class ValidatorPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Caps:
-    """`caps:` correction cycles per run and the default retries of an issue type."""
+    """`caps:` correction cycles per episode, the default retries of an issue type, and the
+    hard ceiling of attempts on one subject (docs/rules.md §4, §6)."""
 
     global_cycles: int
     per_issue_default: int
+    max_attempts_per_subject: int
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Caps:
         section = _section(data, "caps")
-        return cls(int(section["global_cycles"]), int(section["per_issue_default"]))
+        return cls(
+            int(section["global_cycles"]),
+            int(section["per_issue_default"]),
+            int(section.get("max_attempts_per_subject", 10)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +202,7 @@ class Stuck:
     review_rounds: int
     exempt_tools: tuple[str, ...]
     exempt_subjects: tuple[str, ...]
+    read_only_tools: tuple[str, ...]  # beyond the built-in read-only tools (core/ledger.py)
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Stuck:
@@ -223,6 +230,7 @@ class Stuck:
             review_rounds=int(part("review_loop").get("rounds", 3)),
             exempt_tools=_strings(part("exempt").get("tools")),
             exempt_subjects=_strings(part("exempt").get("subjects")),
+            read_only_tools=_strings(section.get("read_only_tools")),
         )
 
 

@@ -118,6 +118,7 @@ class StuckDetector:
         self._exempt_subjects = set(stuck.exempt_subjects)
         self._unable = tuple(re.compile(rx, re.IGNORECASE) for rx in stuck.unable_patterns)
         self._seen: dict[str, _Subject | None] = {}
+        self._split: dict[str, dict[str, None]] = {}  # tool -> its subjects, one per type
         # Per agent, since its last success: its failures on each subject. "The same agent
         # failing 3 times in a row" stalls a subject when 3 of them are on that subject; an
         # agent failing once each on many subjects stalls none of them.
@@ -127,9 +128,20 @@ class StuckDetector:
         self._classes = ErrorClasses()
         self._shapes: Memo[bytes, tuple[str, bool | None]] = Memo()
 
-    def feed(self, failure: Failure) -> None:
-        """Take the next entry of the log."""
-        subject = failure.subject
+    def feed(self, failure: Failure, subject: str | None = None) -> None:
+        """Take the next entry of the log; `subject`: its subject when not `failure.subject`
+        (a tool-only subject is split by failure type, core/ledger.subject_of)."""
+        subject = subject or failure.subject
+        if subject != failure.subject:  # a tool-only subject, split by failure type
+            split = self._split.setdefault(failure.tool, {})
+            if failure.outcome is Outcome.SUCCESS and split:
+                for other in list(split):  # the tool works again: every type's streak ends
+                    self._feed(failure, other)
+                return
+            split[subject] = None
+        self._feed(failure, subject)
+
+    def _feed(self, failure: Failure, subject: str) -> None:
         state = self._seen.get(subject)
         if state is None:
             self._seen[subject] = None

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from selfcorrect import layout
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
-from selfcorrect.core.ledger import Ledger
+from selfcorrect.core.ledger import Ledger, attributed, read_only_tools, subject_of, task_owners
 from selfcorrect.core.model import Issue, Report, Severity, Verdict
 from selfcorrect.core.normalise import (
     normalise_coordination,
@@ -112,7 +112,9 @@ def load_inputs(
 
     warnings: list[Diagnostic] = []
     history = tuple(journal.read_journal(folder, warnings))
-    log = _fold_log(folder / layout.FAILURE_LOG, policy, max_bytes, warnings, cache)
+    # A failure without task_id belongs to the task its agent_id works on (docs/rules.md §2.1).
+    owners = task_owners(coordination.tasks) if coordination else {}
+    log = _fold_log(folder / layout.FAILURE_LOG, policy, max_bytes, warnings, cache, owners)
     waypoints = []
     for path in documents.waypoint_paths(folder):  # hook logs: a bad one is a warning
         loaded = documents.load_waypoint(path, warnings, max_bytes=max_bytes)
@@ -160,44 +162,65 @@ def _project_view(root: Path) -> ProjectView:
 
 
 def _fold_log(
-    log: Path, policy: Policy, max_bytes: int, warnings: list[Diagnostic], cache: LogCache | None
+    log: Path,
+    policy: Policy,
+    max_bytes: int,
+    warnings: list[Diagnostic],
+    cache: LogCache | None,
+    owners: dict[str, str],
 ) -> LogFold:
     if cache is None:
         taxonomy, ledger, detector = _fresh(policy)
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
-            entries = _feed(raws, taxonomy, ledger, detector)
+            entries = _feed(raws, taxonomy, ledger, detector, owners)
     else:
-        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings)
+        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings, owners)
     records = dict(ledger.records)
     return LogFold(records, {s: detector.firing(s) for s in records}, entries)
 
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
     stuck = policy.stuck
-    ledger = Ledger(frozenset(stuck.exempt_tools), frozenset(stuck.exempt_subjects))
+    ledger = Ledger(
+        frozenset(stuck.exempt_tools),
+        frozenset(stuck.exempt_subjects),
+        read_only_tools(policy),  # a failed read never gives a scope (docs/rules.md §6)
+    )
     return Taxonomy(policy), ledger, StuckDetector(policy)
 
 
 def _feed(
-    raws: Iterable[RawFailure], taxonomy: Taxonomy, ledger: Ledger, detector: StuckDetector
+    raws: Iterable[RawFailure],
+    taxonomy: Taxonomy,
+    ledger: Ledger,
+    detector: StuckDetector,
+    owners: dict[str, str],
 ) -> int:
-    """Type each entry and feed the ledger and the detector, in log order; returns the count."""
+    """Type each entry and feed the ledger and the detector, in log order; returns the count.
+    An entry is attributed to its agent's task, and a tool-only subject is split by type."""
     entries = 0
     for raw in raws:
-        failure = normalise_failure(raw.data, raw.index)
-        ledger.feed(failure, taxonomy.classify(failure).failure_type)
-        detector.feed(failure)
+        failure = attributed(normalise_failure(raw.data, raw.index), owners)
+        failure_type = taxonomy.classify(failure).failure_type
+        ledger.feed(failure, failure_type)
+        detector.feed(failure, subject_of(failure, failure_type))
         entries += 1
     return entries
 
 
 def _read_on(
-    cache: LogCache, log: Path, policy: Policy, max_bytes: int, warnings: list[Diagnostic]
+    cache: LogCache,
+    log: Path,
+    policy: Policy,
+    max_bytes: int,
+    warnings: list[Diagnostic],
+    owners: dict[str, str],
 ) -> tuple[Ledger, StuckDetector, int]:
     """Feed the cache's objects the log's new entries, or all of them after a reset."""
-    version = _policy_version(policy)
+    # A task's agent changed in the coordination log: attribute every entry again.
+    version = _policy_version(policy) + repr(sorted(owners.items()))
     if (
         cache.cursor is None
         or cache.cursor.path != log
@@ -213,7 +236,7 @@ def _read_on(
         cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
-    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector)
+    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector, owners)
     cache.warnings.extend(found)
     warnings.extend(cache.warnings)
     return cache.ledger, cache.detector, cache.entries
