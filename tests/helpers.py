@@ -181,3 +181,11 @@ def folder_with(
             f"validator:\n  command: [{sys.executable}, validate.py]\n"
         )
     return folder
+
+
+def prompt_body(path: Path) -> str:
+    """A recovery file without its first line, the item's STATUS (docs/rules.md §9.1): the
+    stuck prompt or directive an agent reads next."""
+    text = path.read_text()
+    assert text.startswith("STATUS: "), text[:200]
+    return text.partition("\n\n")[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import tree_digest
-from tests.helpers import example, load
+from tests.helpers import example, load, prompt_body
 
 COORDINATION = """\
 # Coordination log (hand-kept header comment)
@@ -139,7 +139,7 @@ def test_three_runtime_errors_get_the_ladder_not_a_person(tmp_path: Path, run_li
     assert not (folder / "escalations.yaml").exists()
     (entry,) = load(folder / "coordination_log.yaml")["failed_items"]
     assert (entry["task_id"], entry["final_status"], entry["attempts"]) == ("WI-3", "recovering", 3)
-    prompt = (folder / "recovery" / "WI-3.md").read_text()
+    prompt = prompt_body(folder / "recovery" / "WI-3.md")
     assert prompt.startswith("STUCK RECOVERY for WI-3:")  # three of one TypeError: a signal
     assert "TRY: Step 1 — Re-read everything" in prompt
 

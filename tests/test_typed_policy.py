@@ -180,7 +180,7 @@ def test_rules_read_their_fixed_keys_typed() -> None:
     linting = policy.issue_type("linting_errors")
     assert syntax and runtime and circular and unclassified and linting
     assert syntax.retries is None  # unlimited
-    assert (runtime.retries, runtime.at_limit) == (3, "escalate")
+    assert (runtime.retries, runtime.at_limit) == (3, "ladder")  # unguided, then the ladder
     assert runtime.recovery.startswith("Analyse the stack trace")
     assert circular.blocked and not linting.blocked
     assert unclassified.severity is None and linting.severity == "MAJOR"
