@@ -180,7 +180,8 @@ def stuck_context(
         # STUCK only when a stuck signal fired; its type's retries spent alone is no signal
         "title": "STUCK RECOVERY" if decision.signals else "RECOVERY",
         "work_item_id": record.task_id or decision.subject,
-        "attempts": record.failures_total,
+        # The attempts the JSON shows for this subject (since a person's reset, by its type).
+        "attempts": decision.attempts,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
         "partial_successes": list(record.partial_successes),
         "failure_summary": error_summary(record.chain[-1].error) if record.chain else "",

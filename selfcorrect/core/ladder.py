@@ -152,9 +152,13 @@ def _decide(
         if prior.status in (SubjectStatus.RECOVERING, SubjectStatus.SKIPPED) and succeeded_since:
             return decision(SubjectStatus.RECOVERED, SubjectReason.SUCCEEDED, None, new=True)
         if prior.status == SubjectStatus.RECOVERING:  # a fresh budget, back with the agents
-            # Its prompt starts the ladder again at step 1: say so where the prompt does.
+            # Its prompt starts the ladder again at step 1, with the person's words: journaled
+            # as a round, so the next failures climb from it (docs/rules.md §8).
             step = prior.ladder_step or 1
-            return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, step, new=False)
+            handed_back = prior.ladder_step == 0
+            return decision(
+                SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, step, new=handed_back
+            )
         status = (
             SubjectStatus.RECOVERED if prior.status == SubjectStatus.RECOVERED else SubjectStatus.OK
         )
@@ -178,7 +182,7 @@ def _decide(
     if prior_step == 0:  # not on the ladder yet
         if not firing and not limited:
             if prior.status == SubjectStatus.RECOVERING and not fresh:  # a person's retry
-                return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, False)
+                return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, True)
             return decision(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, new=False)
         if limited and at_limit == "escalate":  # a policy may page a person at the limit
             return decision(

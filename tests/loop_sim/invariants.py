@@ -215,6 +215,10 @@ class Checker:
     runs: int = 0
     fixer_lines: int = 0
     _seen: dict[tuple[str, str | None, str], Violation] = field(default_factory=dict)
+    # Tasks some run listed: only those can have been finished by the loop. A failed_items
+    # entry another writer left before selfcorrect ran (cAgents' controller writes some) is
+    # not one of selfcorrect's renderings.
+    listed: set[str] = field(default_factory=set)
 
     # -- bookkeeping the simulation reports --------------------------------------------------
     def agent_turn(self, prompt_file: str) -> None:
@@ -496,6 +500,7 @@ class Checker:
                     f"prompt={line[:120]!r}",
                 )
         self.check_finished_tasks(obs, items, open_by_subject)
+        self.listed |= set(items)
 
     def check_finished_tasks(
         self,
@@ -506,7 +511,7 @@ class Checker:
         """A task that no longer appears in the run (its issues gone from a fresh report, no
         failure subject) is recovered: nothing may still tell an agent or a person otherwise."""
         for task in self.tasks:
-            if task in items:
+            if task in items or task not in self.listed:
                 continue
             entries = [e for e in obs.failed_items if str(e.get("task_id")) == task]
             stale = [str(e.get("final_status")) for e in entries]
