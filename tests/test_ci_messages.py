@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import REPO, copy_session
+from tests.helpers import prompt_body
 
 OASIS_ID = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -48,7 +49,7 @@ def test_cagents_sarif_is_valid_and_every_result_names_what_is_wrong(
     session: Path, run_line: Run
 ) -> None:
     result = run_line(["run", "workflow", "--shadow", "--format", "sarif"])
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 3, result.stderr  # handed to the agents; nobody paged
     log = json.loads(result.stdout)
     assert sarif_errors(log) == []
     results = log["runs"][0]["results"]
@@ -65,39 +66,39 @@ def test_cagents_sarif_is_valid_and_every_result_names_what_is_wrong(
     ):
         assert sum(criterion in m for m in criteria) == 1, criterion
     for text in criteria:  # type, status and the directive to read, once each
-        assert "(acceptance_criterion_unmet, FIXABLE: strategy targeted_fix;" in text
-        assert text.count("FIXABLE") == 1
+        assert "(acceptance_criterion_unmet, pending: strategy targeted_fix;" in text
+        assert text.count("pending") == 1 and "FIXABLE" not in text
         assert re.search(r"Read workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$", text)
-    (blocked,) = [m for m in messages if "(unknown, blocked" in m]
-    assert blocked.startswith("/home/dev/webapp/src/auth/refresh.ts: File has been modified")
-    escalations = (session / "workflow" / "escalations.yaml").exists()
-    assert not escalations  # shadow: the escalation is named but not written
-    assert re.search(r"escalation ESC-[0-9a-f]{8} in workflow/escalations\.yaml\.$", blocked)
+    # A skipped subject says why, and where its status is written for the agents.
+    (skipped,) = [m for m in messages if m.startswith("Bash · external_dependency: ")]
+    assert "(external_dependency, skipped: non retryable;" in skipped
+    assert re.search(r"Read workflow/recovery/Bash_external_dependency-\w+\.md\.$", skipped)
+    assert not (session / "workflow" / "escalations.yaml").exists()  # nobody is paged
     # No target in this report names a line: no result pretends one.
     assert all("region" not in r["locations"][0]["physicalLocation"] for r in results)
 
 
 def test_json_rows_carry_description_prompt_and_escalation(session: Path, run_line: Run) -> None:
     result = run_line(["run", "workflow", "--format", "json"])
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 3, result.stderr
     run = json.loads(result.stdout)
     for row in run["issues"]:
         assert row["description"], row
         assert row["prompt"] and (session / "workflow" / row["prompt"]).is_file(), row
         assert row["escalation"] is None
     by_name = {row["subject"]: row for row in run["subjects"]}
-    blocked = by_name["/home/dev/webapp/src/auth/refresh.ts"]
-    assert blocked["description"].startswith("File has been modified since read")
-    assert blocked["prompt"] is None
-    written = (session / "workflow" / "escalations.yaml").read_text(encoding="utf-8")
-    assert blocked["escalation"] and f"id: {blocked['escalation']}" in written
-    stuck = by_name["/home/dev/webapp/config/limits.yaml"]
-    assert stuck["description"].startswith("Invalid syntax in YAML")
-    assert (
-        (session / "workflow" / stuck["prompt"])
-        .read_text(encoding="utf-8")
-        .startswith("STUCK RECOVERY")
+    # WI-2's agent's stale edits of refresh.ts: on the ladder, with its prompt, nobody paged.
+    stale = by_name["WI-2"]
+    assert stale["description"].startswith("String to replace not found")
+    assert (stale["prompt"], stale["escalation"], stale["status"]) == (
+        "recovery/WI-2.md",
+        None,
+        "recovering",
     )
+    assert prompt_body(session / "workflow" / stale["prompt"]).startswith("STUCK RECOVERY")
+    under_budget = by_name["/home/dev/webapp/config/limits.yaml"]
+    assert under_budget["description"].startswith("Invalid syntax in YAML")
+    assert (under_budget["status"], under_budget["prompt"]) == ("pending", None)
     # Every prompt named is one this run wrote.
     named = {f"workflow/{r['prompt']}" for r in run["issues"] + run["subjects"] if r["prompt"]}
     assert named <= set(run["written"])
@@ -136,11 +137,11 @@ def test_a_target_with_a_line_pins_every_format_to_it(
 
     github = run_line(["run", "workflow", "--shadow", "--format", "github"]).stdout
     (v5,) = [line for line in github.splitlines() if "::V-5%3A" in line or "::V-5:" in line]
-    assert v5.startswith("::warning file=src/handler.ts,line=45,title=")
+    assert v5.startswith("::error file=src/handler.ts,line=45,title=")  # WI-3 is blocked
     (v2,) = [line for line in github.splitlines() if "::V-2: " in line]
     assert "line=" not in v2.split("::")[1]
     assert "coverage of src/handler.ts is 61%25, below the required 80%25" in v2
-    assert "(test_coverage_low, FIXABLE: strategy add_tests; attempts 1, limit 2;" in v2
+    assert "(test_coverage_low, blocked: runtime_error: 3 failed attempt(s)" in v2
 
     junit = run_line(["run", "workflow", "--shadow", "--format", "junit"]).stdout
     root = ET.fromstring(junit.encode())
@@ -178,6 +179,6 @@ def test_renderers_prefer_a_status_over_the_classification() -> None:
     first = text.splitlines()[0]
     assert first == (
         "::warning file=src/a.py,line=7,title=selfcorrect linting_errors (pending)::"
-        "V-9: ruff: 3 errors in src/a.py (linting_errors, pending, FIXABLE: strategy autofix;"
+        "V-9: ruff: 3 errors in src/a.py (linting_errors, pending: strategy autofix;"
         " attempts 1, limit 0; target src/a.py:7:3). Read wf/recovery/WI-1.md."
     )

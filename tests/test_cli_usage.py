@@ -155,9 +155,9 @@ def test_the_watchers_start_up_line_summarises_what_it_wrote(tmp_path: Path) -> 
 
     copy_session(tmp_path / "session")
     done = selfcorrect("watch", "workflow", "--once", cwd=tmp_path / "session")
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 3, done.stderr
     (line,) = done.stdout.splitlines()
-    assert "start-up → BLOCKED (1): wrote in workflow/: " in line
-    assert "recovery/ (9 files)" in line and "escalations.yaml" in line
+    assert "start-up → PENDING (3): wrote in workflow/: " in line
+    assert "recovery/ (15 files)" in line and "coordination_log.yaml" in line
     assert "workflow/recovery/" not in line  # the folder is named once
     assert len(line) < 200, line

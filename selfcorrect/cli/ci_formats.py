@@ -111,8 +111,8 @@ def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
     label = _text(issue.get("id"))
     what = _text(issue.get("description"), _text(issue.get("detail"), "no description"))
     facts = [kind, status]
-    if verdict and verdict.lower() != status.lower():
-        facts.append(verdict)
+    if verdict and not issue.get("status") and verdict.lower() != status.lower():
+        facts.append(verdict)  # an older JSON without the item's one status
     how = ", ".join(facts)
     if issue.get("detail"):
         how += f": {_text(issue['detail'])}"

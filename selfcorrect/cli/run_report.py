@@ -93,7 +93,7 @@ def issue_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
             "severity": d.issue.severity.value.upper(),
             "classification": d.classification.value,
             "reason": d.reason.value,
-            "detail": d.detail,
+            "detail": _why(plan, d),  # a stopped work item says why it stopped
             "attempts": spent(d),
             "retries": d.retries,
             "status": item_status(plan, d.work_item, "pending"),
