@@ -1,1 +1,1 @@
-"""selfcorrect's own benchmark of the SPEC §18 performance targets (`python -m bench`)."""
+"""selfcorrect's own benchmark of the rules §18 performance targets (`python -m bench`)."""

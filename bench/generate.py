@@ -1,4 +1,4 @@
-"""Deterministic, realistic tool-failure logs for the benchmark (SPEC §2.1, §18).
+"""Deterministic, realistic tool-failure logs for the benchmark (rules §2.1, §18).
 
 `write_canonical` writes the canonical block-list form; `write_dialect` writes byte for byte what
 cAgents' hook (tool-failure-tracker.cjs) appends, raw backslashes and control characters included.

@@ -5,7 +5,7 @@ resident size minus its size right after the imports, so it is the measured work
 WHAT is one of:
 - `libyaml`: `yaml.load(text, Loader=yaml.CSafeLoader)`; the file is read before the clock starts
   (its text still counts in the memory peak); `libyaml-nogc` does the same with the garbage
-  collector off, libyaml's best case (SPEC §18: about half the time);
+  collector off, libyaml's best case (rules §18: about half the time);
 - `read`: `list(read_failure_log(path, warnings))`, file reading included;
 - `stream`: the same reader, consumed one entry at a time without keeping any (memory figure);
 - `append`: with a warm log cache (a watcher), loading and deciding after 10 entries are

@@ -1,4 +1,4 @@
-"""The SPEC §18 benchmark: every figure as a ratio against an anchor measured in the same run.
+"""The rules §18 benchmark: every figure as a ratio against an anchor measured in the same run.
 
 Run `python -m bench` (or `python bench/run.py`) from the repository root; `--help` for options.
 Each timed measurement runs in a fresh subprocess (bench/measure.py) so that garbage, caches and
@@ -29,7 +29,7 @@ BENCH = Path(__file__).resolve().parent
 MEASURE = BENCH / "measure.py"
 MIN_STARTUP_RUNS = 10
 
-# name -> (label, SPEC target as a ratio, informational only)
+# name -> (label, target as a ratio (docs/rules.md §18), informational only)
 FIGURES: dict[str, tuple[str, float, bool]] = {
     "startup_version": ("start-up: selfcorrect --version", 2.0, False),
     "startup_check": ("start-up: selfcorrect check (small dir)", 2.0, False),
@@ -49,7 +49,7 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
 
 @dataclass
 class Row:
-    """One figure: our measurement, its anchor, and the ratio against the SPEC target."""
+    """One figure: our measurement, its anchor, and the ratio against its target."""
 
     name: str
     label: str
@@ -144,8 +144,8 @@ def startup_rows(workdir: Path, runs: int) -> list[Row]:
 
 
 def watch_rows(workdir: Path, entries: int, repeat: int) -> list[Row]:
-    """§18 watch figures. Latency's anchor is the debounce: the target p95 is debounce + 100 ms,
-    which at 50 ms is 3x the anchor."""
+    """The watch figures (rules §18). Latency's anchor is the debounce: the target p95 is
+    debounce + 100 ms, which at 50 ms is 3x the anchor."""
     _progress(f"incremental append to {entries:,}- and 10-entry logs")
     ours, anchor = watching.append_times(workdir, entries, repeat, measure)
     _progress(f"change-to-output latency over {watching.SAVES} saves")

@@ -1,4 +1,4 @@
-"""The watch-mode figures of SPEC §18, each against its anchor measured in the same run.
+"""The watch-mode figures of rules §18, each against its anchor measured in the same run.
 
 - append: a watcher's incremental analysis after 10 entries are appended to an N-entry log,
   against the same append to a 10-entry log (target at most 2x);

@@ -1,4 +1,4 @@
-"""One base error, positioned diagnostics, and the exit-code map (SPEC §16).
+"""One base error, positioned diagnostics, and the exit-code map (rules §16).
 
 This module imports nothing from the package, so every layer may use it.
 """
@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 
 class ExitCode(enum.IntEnum):
-    """Exit codes of SPEC §16."""
+    """Exit codes of rules §16."""
 
     PASS = 0
     BLOCKED = 1
     INVALID = 2
     PENDING = 3
-    INTERNAL = 4  # never 0; SPEC only demands "never exits 0" for internal errors
+    INTERNAL = 4  # an internal error never exits 0 (docs/rules.md §16)
     INTERRUPTED = 130
 
 

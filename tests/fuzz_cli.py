@@ -1,5 +1,5 @@
-"""Running a command on a fuzzed workflow folder, and the properties every run keeps (SPEC §16,
-§17, §19). Shared by tests/test_fuzz.py and tests/test_hostile_input.py.
+"""Running a command on a fuzzed workflow folder, and the properties every run keeps (rules §16,
+rules §17, §19). Shared by tests/test_fuzz.py and tests/test_hostile_input.py.
 
 Whatever the input, a command must:
 - exit 0, 1 or 3 (a correct run) or 2 (bad input), never 4 and never with a traceback;

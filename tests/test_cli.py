@@ -1,4 +1,4 @@
-"""The command line as a user meets it: help, version, stubs, check, init (SPEC §16)."""
+"""The command line as a user meets it: help, version, stubs, check, init (rules §16)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Human edits to coordination_log.yaml while the watcher writes it: none lost (SPEC §19).
+"""Human edits to coordination_log.yaml while the watcher writes it: none lost (rules §19).
 
 A real watcher (`python -m selfcorrect watch`) runs on a folder whose failure log keeps
 growing, so nearly every run rewrites `failed_items`. Meanwhile a "person" makes E edits to
@@ -29,7 +29,7 @@ question carrying its latest answer), the person's original lines are intact, fa
 parses and repeats no task_id, and a run over the settled folder has nothing left to write to
 `coordination_log.yaml` (the watcher saw every change that was not its own).
 
-Profile: E = SELFCORRECT_EDITS (200 by default; SPEC §19's 1,000 in the long profile); a
+Profile: E = SELFCORRECT_EDITS (200 by default; rules §19's 1,000 in the long profile); a
 failure names its seed, which SELFCORRECT_EDITS_SEED replays (timing still varies):
     SELFCORRECT_CRASH_RUNS=200 SELFCORRECT_EDITS=1000 SELFCORRECT_SOAK_ROUNDS=1000 \\
         .venv/bin/python -m pytest tests/test_crash.py tests/test_concurrency.py \\

@@ -1,4 +1,4 @@
-"""Incomplete subagent work, micro-task splits, limits and context reset (SPEC §11)."""
+"""Incomplete subagent work, micro-task splits, limits and context reset (rules §11)."""
 
 from __future__ import annotations
 

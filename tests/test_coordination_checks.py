@@ -1,4 +1,4 @@
-"""The built-in validator's coordination checks (SPEC §14), one check at a time, then real logs."""
+"""The built-in validator's coordination checks (rules §14), one check at a time, then real logs."""
 
 from __future__ import annotations
 

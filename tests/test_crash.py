@@ -1,4 +1,4 @@
-"""kill -9 at random points of many runs (SPEC §19, §9.5): nothing torn, lost or repeated.
+"""kill -9 at random points of many runs (rules §19, §9.5): nothing torn, lost or repeated.
 
 A git repository with a workflow folder: 30 stuck subjects in a canonical `tool_failures.yaml`,
 people's comments in the log, `coordination_log.yaml` and `selfcorrect.yaml`, a validator
@@ -20,7 +20,7 @@ own session: nothing else reaches them). After each kill:
 - every process the killed run had started (seen in /proc before the kill) finishes on its own
   within ORPHAN_S seconds. A third of the rounds start the next run without waiting for them.
 
-Then one last run to completion (exit 0, 1 or 3; never 2 or 4), and the §9.5 invariants, read
+Then one last run to completion (exit 0, 1 or 3; never 2 or 4), and the rules §9.5 invariants, read
 from the journal. For a fingerprint, a *remediation* is a `preflight → remediating` transition
 (fsynced before the fixer starts), a *hand-out* an `issue` record with status `remediating`
 or `directive`, and the *count* the attempts `core.state.derive` folds from the whole journal:
@@ -32,14 +32,14 @@ or `directive`, and the *count* the attempts `core.state.derive` folds from the 
    (a directive starts when handed out). A skipped number is an attempt counted twice or one
    that never ran; a number reused after its remediation started is an attempt not counted;
 4. no attempt counted that never started: count <= remediations. A remediation whose run died
-   after its transition is *uncertain* and counts (conservatively, §9.5); one whose run died
+   after its transition is *uncertain* and counts (conservatively, rules §9.5); one whose run died
    before its transition certainly never ran;
 5. attempts within the budget: remediations <= `retries` of the issue type (1);
 6. every ladder round handed out once: a subject's `recovering` records climb strictly;
 7. no failure counted twice: a `subject` record's `attempt` equals the subject's failures in
    the log up to the record's `log_position`.
 
-Long profile (SPEC §19 asks for 200 kills and 1,000 edits and runs):
+Long profile (rules §19 asks for 200 kills and 1,000 edits and runs):
     SELFCORRECT_CRASH_RUNS=200 SELFCORRECT_EDITS=1000 SELFCORRECT_SOAK_ROUNDS=1000 \\
         .venv/bin/python -m pytest tests/test_crash.py tests/test_concurrency.py \\
         tests/test_watch_soak.py
@@ -121,7 +121,7 @@ elif behaviour == "flood":
         sys.stdout.write("x" * 65535 + "\\n")
 """
 LATE = "import pathlib, time; time.sleep(60); pathlib.Path('README.md').write_text('evil')"
-# What a round's fixer does besides its fix (SPEC §19: a hostile fixer changes nothing).
+# What a round's fixer does besides its fix (rules §19: a hostile fixer changes nothing).
 BEHAVIOURS = ("slow", "detach", "commit", "ignored", "symlink", "flood")
 HOSTILE_RUNS = int(os.environ.get("SELFCORRECT_HOSTILE_RUNS", "1"))  # up to 5: one each
 # The validator writes its report atomically, from a scratch folder outside the project: a
@@ -327,7 +327,7 @@ def test_a_kill_while_escalations_yaml_is_created_leaves_a_readable_file(tmp_pat
 
 
 def test_hostile_fixers_leave_the_project_as_it_was(tmp_path: Path) -> None:
-    """Completed runs with fixers drawn from the hostile behaviours (SPEC §19): the project
+    """Completed runs with fixers drawn from the hostile behaviours (rules §19): the project
     is byte for byte its snapshot outside the fixes' targets, HEAD is where it was, and no
     process of a fixer is alive."""
     rng = random.Random(SEED)

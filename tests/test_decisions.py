@@ -1,4 +1,4 @@
-"""The pure decision core, table-driven with a fixed clock: no files, no I/O (SPEC §5, §6, §8).
+"""The pure decision core, table-driven with a fixed clock: no files, no I/O (rules §5, §6, §8).
 
 Each row is a situation a user can be in and the decision (and reason) they should see.
 """

@@ -1,4 +1,4 @@
-"""Repeated compaction from the cAgents hook's waypoints, which name no task (SPEC §2.4, §11).
+"""Repeated compaction from the cAgents hook's waypoints, which name no task (rules §2.4, §11).
 
 A dialect waypoint is matched to a task only when the coordination log's timeline leaves exactly
 one task that can have been in progress when it was written, and something shows that task had

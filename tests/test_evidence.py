@@ -1,4 +1,4 @@
-"""The evidence re-check (SPEC §2.2): file_exists / file_contains citations against the project."""
+"""The evidence re-check (rules §2.2): file_exists / file_contains citations against the project."""
 
 from __future__ import annotations
 

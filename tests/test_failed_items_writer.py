@@ -1,4 +1,4 @@
-"""Writing coordination_log.yaml#failed_items: ours changes, nobody else's bytes do (§9.6)."""
+"""Writing coordination_log.yaml#failed_items: ours changes, nobody else's bytes do (rules §9.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fuzzing every input file and every field through the real CLI (SPEC §2, §16, §17, §19).
+"""Fuzzing every input file and every field through the real CLI (rules §2, §16, §17, §19).
 
 Each document is generated from its schema with hostile strings in every field
 (tests/fuzz_strategies.py), maybe broken (tests/fuzz_documents.py), written into a real
@@ -403,7 +403,7 @@ def test_a_hostile_node_at_a_state_path_is_refused_and_nothing_outside_changes(
 ) -> None:
     """A symlink (to a file, a folder, nowhere) or a FIFO at any path selfcorrect writes: every
     writing command exits 2 naming it, before it writes anything, and no byte outside the
-    folder changes (SPEC §17, containment). The next such class of path belongs in STATE_PATHS.
+    folder changes (rules §17, containment). The next such class of path belongs in STATE_PATHS.
     """
 
     @FUZZ

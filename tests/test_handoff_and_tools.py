@@ -1,4 +1,4 @@
-"""The context-reset handoff (SPEC §11) and the repair tools of a directive (SPEC §12)."""
+"""The context-reset handoff (rules §11) and the repair tools of a directive (rules §12)."""
 
 from __future__ import annotations
 

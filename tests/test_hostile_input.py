@@ -238,7 +238,7 @@ def test_status_escapes_what_it_reads_from_the_journal(
 
 def test_policy_semantic_error_points_at_the_value(run_line: Run, place: tuple[Path, Path]) -> None:
     """A reference to an unknown failure type is reported at 1:1 (policy_file.py), not at the
-    offending value as SPEC §2 asks; with a hostile key the message was raw as well."""
+    offending value as rules §2 asks; with a hostile key the message was raw as well."""
     root, folder = place
     policy = folder / "selfcorrect.yaml"
     policy.write_text("# policy\ncaps:\n  global_cycles: 2\ncodes:\n  ETIMEDOUT: no_such_type\n")
@@ -251,7 +251,7 @@ def test_policy_semantic_error_points_at_the_value(run_line: Run, place: tuple[P
 def test_status_reports_an_unreadable_waypoint(
     fmt: str, run_line: Run, place: tuple[Path, Path]
 ) -> None:
-    """`run`, `replay` and `check` warn about a waypoint they skip (SPEC §2); `status` says
+    """`run`, `replay` and `check` warn about a waypoint they skip (rules §2); `status` says
     nothing (cli/status_report.py never prints `analysis.warnings`)."""
     root, folder = place
     waypoint = folder / "waypoints" / "x.yaml"

@@ -1,4 +1,4 @@
-"""People take over (SPEC §10): `selfcorrect reset`, and the hand edits that mean the same.
+"""People take over (rules §10): `selfcorrect reset`, and the hand edits that mean the same.
 
 Most tests work on a copy of the shipped example folder, where WI-3 ends blocked: three
 runtime errors spend its budget of three. The last ones pin what counts as a person's hand

@@ -1,4 +1,4 @@
-"""Incomplete subagent work end to end: micro-tasks, limits, handoffs, directives (§11, §12)."""
+"""Incomplete subagent work end to end: micro-tasks, limits, handoffs, directives (rules §11)."""
 
 from __future__ import annotations
 

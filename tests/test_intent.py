@@ -1,4 +1,4 @@
-"""Task intent inference and the repair tools a failed verification may use (SPEC §12)."""
+"""Task intent inference and the repair tools a failed verification may use (rules §12)."""
 
 from __future__ import annotations
 

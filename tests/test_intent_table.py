@@ -1,4 +1,4 @@
-"""Execution intent inferred from REAL task names (SPEC §12; seed 002).
+"""Execution intent inferred from REAL task names (rules §12; seed 002).
 
 The names come from cAgents sessions and docs, not from this project: the corpus session's
 coordination log (every task), its plan (objectives, success criteria) and its synthesis steps;
@@ -170,7 +170,7 @@ def test_a_work_items_intent_is_its_tasks_and_a_task_less_item_is_a_fix() -> Non
     assert work_item_intent(log, "WI-1", POLICY) is OBSERVE
     assert work_item_intent(log, "WI-2", POLICY) is CREATE
     assert work_item_intent(log, "WI-3", POLICY) is OBSERVE  # explicit intent wins
-    # no task, or one the log does not list: the issue itself is the fix to make (§12)
+    # no task, or one the log does not list: the issue itself is the fix to make (rules §12)
     assert work_item_intent(log, None, POLICY) is CREATE
     assert work_item_intent(log, "WI-9", POLICY) is CREATE
     assert work_item_intent(None, "WI-1", POLICY) is CREATE

@@ -1,4 +1,4 @@
-"""Reading the failure log on from where the last read stopped (SPEC §15, §18).
+"""Reading the failure log on from where the last read stopped (rules §15, §18).
 
 Every test works on real files. The oracle is the plain full reader: what the cursor has passed
 on since its last reset must be what `read_failure_log` reads from the whole file.

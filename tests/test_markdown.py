@@ -1,4 +1,4 @@
-"""Markdown headings and the restructure that the built-in fixer performs (§9.1, §14)."""
+"""Markdown headings and the restructure that the built-in fixer performs (rules §9.1, §14)."""
 
 from __future__ import annotations
 

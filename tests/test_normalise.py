@@ -1,4 +1,4 @@
-"""The normalisers: the cAgents dialect and the canonical form give identical records (SPEC §2)."""
+"""The normalisers: the cAgents dialect and the canonical form give identical records (rules §2)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from tests.conftest import CORPUS
 
 
 class _Loader(yaml.CSafeLoader):
-    """The read path's loader: timestamps stay strings (SPEC §2)."""
+    """The read path's loader: timestamps stay strings (rules §2)."""
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)

@@ -1,4 +1,4 @@
-"""§12: an observe task never gets an autofix; its agent is asked for a report instead."""
+"""rules §12: an observe task never gets an autofix; its agent is asked for a report instead."""
 
 from __future__ import annotations
 

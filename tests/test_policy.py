@@ -1,4 +1,4 @@
-"""The shipped policy defaults, its schema, and merging/versioning (SPEC §3, §6-§8, §10-§14)."""
+"""The shipped policy defaults, its schema, and merging/versioning (rules §3, §6-§8, §10-§14)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def schema_errors(data: Any) -> list[Any]:
 
 
 def classify_failure(text: str, policy: Mapping[str, Any] = DEFAULTS) -> tuple[str, float]:
-    """SPEC §6 on the error text alone: the first matching pattern wins, else unknown (0)."""
+    """rules §6 on the error text alone: the first matching pattern wins, else unknown (0)."""
     for pattern in policy["patterns"]:
         if re.search(pattern["regex"], text, re.IGNORECASE):
             return pattern["type"], pattern["confidence"]
@@ -49,7 +49,7 @@ def classify_failure(text: str, policy: Mapping[str, Any] = DEFAULTS) -> tuple[s
 
 
 def classify_issue(description: str) -> str:
-    """SPEC §2.2: an issue without a type gets the first type whose pattern matches."""
+    """rules §2.2: an issue without a type gets the first type whose pattern matches."""
     for name, entry in DEFAULTS["issue_types"].items():
         for pattern in entry.get("patterns", []):
             if re.search(pattern["regex"], description, re.IGNORECASE):
@@ -108,7 +108,7 @@ def test_defaults_build_a_policy() -> None:
 
 # --- SPEC values --------------------------------------------------------------------------------
 
-ISSUE_TYPES = [  # §3 table: type, category, severity, strategy, retries, classification
+ISSUE_TYPES = [  # rules §3 table: type, category, severity, strategy, retries, classification
     ("missing_coordination_log", "coordination", "CRITICAL", "respawn_controller", 2, None),
     ("incomplete_synthesis", "coordination", "MAJOR", "prompt_controller_complete", 2, None),
     ("vague_answers", "coordination", "MINOR", "request_clarification", 2, None),
@@ -165,7 +165,7 @@ def test_linting_autofix_uses_ruff_eslint_and_prettier() -> None:
     assert all("fix" not in entry for entry in others)
 
 
-FAILURE_TYPES = [  # §6 table (revision 2): type, retries (None = unlimited), at the limit
+FAILURE_TYPES = [  # rules §6 table (revision 2): type, retries (None = unlimited), at the limit
     ("syntax_error", None, "ladder"),
     ("runtime_error", 3, "ladder"),  # the ladder runs before a person is paged
     ("resource_exhaustion", 1, "simplify"),
@@ -203,7 +203,7 @@ def test_typed_codes(code: str, kind: str) -> None:
 
 
 SETTINGS = [  # dotted key, SPEC value
-    ("validator.command", None),  # the built-in validator (§14)
+    ("validator.command", None),  # the built-in validator (rules §14)
     ("validator.timeout_s", 300),
     ("caps.global_cycles", 3),
     ("caps.per_issue_default", 2),
@@ -276,7 +276,7 @@ def test_tools_default_to_none() -> None:
     assert DEFAULTS["tools"] == {}
 
 
-# --- failure patterns (§6) ------------------------------------------------------------------------
+# --- failure patterns (rules §6) ------------------------------------------------------------------
 
 REAL_FAILURES = [  # texts from the real cAgents log, and their type
     ("connect ETIMEDOUT 10.0.3.17:6379", "timeout"),
@@ -430,7 +430,7 @@ def test_no_bare_number_is_an_outage(number: int, shape: str) -> None:
     assert classify_failure(shape.format(number, number))[0] != "external_dependency"
 
 
-# --- issue description patterns (§2.2, §3) ------------------------------------------------------
+# --- issue description patterns (rules §2.2, §3) --------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -745,7 +745,7 @@ def test_build_policy_rejects_a_new_failure_type_without_limits() -> None:
 
 
 def test_the_fast_read_of_the_defaults_equals_the_strict_load() -> None:
-    """`check` reads the shipped defaults without the guard and the schema (SPEC §18); this
+    """`check` reads the shipped defaults without the guard and the schema (rules §18); this
     holds that shortcut to the strict decision-document load."""
     from selfcorrect.io import documents
     from selfcorrect.io.policy_file import default_policy_data
@@ -756,7 +756,7 @@ def test_the_fast_read_of_the_defaults_equals_the_strict_load() -> None:
 
 
 def test_an_unedited_policy_file_is_the_defaults_and_an_edit_is_read(tmp_path: Path) -> None:
-    """`init` copies the defaults byte for byte; such a file is not parsed again (SPEC §18),
+    """`init` copies the defaults byte for byte; such a file is not parsed again (rules §18),
     and one changed byte makes it the user's policy again, checked like any other."""
     from selfcorrect.errors import InputError
     from selfcorrect.io.policy_file import load_policy

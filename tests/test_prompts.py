@@ -1,4 +1,4 @@
-"""Prompt templates as an agent or a user sees them (SPEC §8, §9.1, §12, §17)."""
+"""Prompt templates as an agent or a user sees them (rules §8, §9.1, §12, §17)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ CLOSING = "Do not claim completion without a passing report."
 
 
 def stuck_context(**changes: Any) -> dict[str, Any]:
-    """The WI-3 example of SPEC §9.6, three failed attempts, at ladder step 1."""
+    """The WI-3 example of rules §9.6, three failed attempts, at ladder step 1."""
     context: dict[str, Any] = {
         "work_item_id": "WI-3",
         "attempts": 3,

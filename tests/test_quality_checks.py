@@ -1,4 +1,4 @@
-"""Output-quality checks of the built-in validator (SPEC §14), on real files and real processes."""
+"""Output-quality checks of the built-in validator (rules §14), on real files and real processes."""
 
 from __future__ import annotations
 

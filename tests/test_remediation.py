@@ -1,4 +1,4 @@
-"""Fixes that run, stay in scope, are undone when they hurt, and survive a crash (SPEC §4, §9).
+"""Fixes that run, stay in scope, are undone when they hurt, and survive a crash (rules §4, §9).
 
 Every test works on a real git repository in tmp_path, with real fixers and a real validator
 script run as subprocesses; nothing is mocked.
@@ -21,7 +21,7 @@ from tests.helpers import UNUSED, git, journal, project
 
 RUFF = locate("ruff")
 
-# A validator: runs ruff on app.py and writes a canonical report (SPEC §2.2).
+# A validator: runs ruff on app.py and writes a canonical report (rules §2.2).
 RUFF_VALIDATOR = f"""
 import json, os, pathlib, subprocess
 folder = pathlib.Path(os.environ["SELFCORRECT_DIR"])
@@ -338,7 +338,8 @@ def adr_repo(tmp_path: Path) -> Path:
 def test_the_built_in_restructure_loop_passes_with_the_built_in_validator(
     tmp_path: Path, run_line
 ) -> None:
-    """restructure_to_template (§9.1) against `selfcorrect validate` (§14), both built in."""
+    """restructure_to_template (rules §9.1) against `selfcorrect validate` (rules §14), both
+    built in."""
     repo = adr_repo(tmp_path)
 
     result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
@@ -394,7 +395,7 @@ def test_a_read_only_document_fails_its_fix_instead_of_stopping_the_run(
 
 
 def test_a_fix_killed_before_its_preflight_is_no_attempt() -> None:
-    """§9.5: the plan journals `remediating` before the fixes run; a kill before a fix's
+    """rules §9.5: the plan journals `remediating` before the fixes run; a kill before a fix's
     preflight leaves no transition for it, which proves it never ran (found by tests/
     test_crash.py: 91 of 200 issues were blocked without their fixer ever running)."""
     from selfcorrect.core.state import derive

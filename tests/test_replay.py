@@ -1,7 +1,7 @@
 """`selfcorrect replay`: the scoring maths, the labelled corpus as a CI gate, and read-only replay.
 
 The corpus in tests/replay/ is labelled by reading the files, not from selfcorrect's output;
-tests/replay/baseline.yaml records the figures it reaches now (SPEC §13).
+tests/replay/baseline.yaml records the figures it reaches now (rules §13).
 """
 
 from __future__ import annotations

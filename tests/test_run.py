@@ -1,4 +1,4 @@
-"""`selfcorrect run`: the decisions a user sees, end to end on real files (SPEC §4-§9.6, §16)."""
+"""`selfcorrect run`: the decisions a user sees, end to end on real files (rules §4-§9.6, §16)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ PAGE_AT_THE_LIMIT = "failure_types:\n  runtime_error:\n    at_limit: escalate\n"
 
 
 def test_the_seed_example_reproduces_exactly(tmp_path: Path, run_line) -> None:
-    # The §9.6 shape: a policy that pages a person once runtime errors spend their retries
+    # The rules §9.6 shape: a policy that pages a person once runtime errors spend their retries
     # (the default climbs the ladder first: the next test).
     folder = make_folder(tmp_path, seed_entries())
     (folder / "selfcorrect.yaml").write_text(PAGE_AT_THE_LIMIT)
@@ -472,7 +472,7 @@ def test_the_shipped_example_runs_as_the_readme_says(tmp_path: Path, run_line) -
 
 
 def test_a_pass_is_not_taken_on_trust(tmp_path: Path, run_line) -> None:
-    """SPEC §2.2: cited evidence of a PASS is re-checked against the project."""
+    """rules §2.2: cited evidence of a PASS is re-checked against the project."""
     report = (
         "classification: PASS\noverall_confidence: 0.9\nissues: []\n"
         "acceptance_criteria_results:\n"

@@ -1,4 +1,4 @@
-"""Rule stages (SPEC §13): shadow proposes, canary acts only in scope, retired does nothing,
+"""Rule stages (rules §13): shadow proposes, canary acts only in scope, retired does nothing,
 and `run --shadow` writes nothing at all."""
 
 from __future__ import annotations

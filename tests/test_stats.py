@@ -1,4 +1,4 @@
-"""`selfcorrect stats`: per-rule-version figures folded from the journal (SPEC §13, §16)."""
+"""`selfcorrect stats`: per-rule-version figures folded from the journal (rules §13, §16)."""
 
 from __future__ import annotations
 

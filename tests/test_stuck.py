@@ -1,4 +1,4 @@
-"""Stuck detection (SPEC §7): the signals, their resets, false positives, bounded memory.
+"""Stuck detection (rules §7): the signals, their resets, false positives, bounded memory.
 
 The `test_openhands_*` cases port the scenarios of OpenHands' stuck-detector suite,
 `tests/unit/controller/test_is_stuck.py` in All-Hands-AI/OpenHands (now OpenHands/OpenHands),
@@ -19,7 +19,7 @@ of failed tool calls. The mapping, scenario by scenario:
   agent_retry;
 - OpenHands' thresholds are 4 repeats (10 condensations); ours are policy values (3 by default).
   Where the number matters, a port runs with an "OpenHands-equivalent" policy and checks the
-  default too. We deliberately differ in one place: SPEC §7 folds digits, so the same syntax
+  default too. We deliberately differ in one place: rules §7 folds digits, so the same syntax
   error on moving line numbers IS a repeated error here (OpenHands calls it progress);
 - OpenHands' delegate check (a parent controller is stuck when its delegate is) has no
   equivalent in a flat log and is not ported.
@@ -441,7 +441,7 @@ def test_openhands_is_stuck_invalid_syntax_error(message: str) -> None:
     ["SyntaxError: invalid syntax. Perhaps you forgot a comma?", "SyntaxError: incomplete input"],
 )
 def test_openhands_syntax_error_random_lines_is_stuck_here(message: str) -> None:
-    # OpenHands: not stuck (the line moves). SPEC §7 folds digits and whitespace, and four
+    # OpenHands: not stuck (the line moves). rules §7 folds digits and whitespace, and four
     # SyntaxErrors in a row share an error class: stuck, deliberately.
     assert syntax_errors(Log(), message, random_line=True).signals("WI-4") == [C, R]
 
@@ -758,7 +758,7 @@ EDIT_TOOLS = {"edit", "write", "multiedit", "notebookedit"}
 
 
 def reference(log: list[Failure], subject: str) -> dict[Signal, int]:
-    """SPEC §7 computed from the whole log at once, the slow obvious way."""
+    """rules §7 computed from the whole log at once, the slow obvious way."""
     seen = [f for f in log if not f.read_only]
     mine = [f for f in seen if f.subject == subject]
     successes = [i for i, f in enumerate(mine) if f.outcome is Outcome.SUCCESS]

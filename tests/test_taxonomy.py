@@ -1,4 +1,4 @@
-"""The tool-failure taxonomy (SPEC §6), error folding and error classes (SPEC §7)."""
+"""The tool-failure taxonomy (rules §6), error folding and error classes (rules §7)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_the_hosts_procedural_errors_are_stale_context_whatever_they_quote(
 
 
 def test_the_token_limit_is_never_an_outage(taxonomy: Taxonomy) -> None:
-    # "25040 tokens" contains 504; the dialect's hook calls it unrecoverable (SPEC §2.1).
+    # "25040 tokens" contains 504; the dialect's hook calls it unrecoverable (rules §2.1).
     [item] = [f for f in corpus_failures() if "25040 tokens" in f.error]
     assert item.recoverable is False
     typed = taxonomy.classify(item)
@@ -312,7 +312,7 @@ FRAGMENTS = [
 def test_classify_agrees_with_a_plain_loop_over_the_patterns(
     taxonomy: Taxonomy, parts: list[str]
 ) -> None:
-    # The reference: try every policy pattern in order (SPEC §6), nothing clever.
+    # The reference: try every policy pattern in order (rules §6), nothing clever.
     text = " ".join(parts)
     expected = "unknown"
     for entry in load_policy(None).get("patterns"):

@@ -1,4 +1,4 @@
-"""`selfcorrect validate`: the built-in validator end to end, on real folders (SPEC §14)."""
+"""`selfcorrect validate`: the built-in validator end to end, on real folders (rules §14)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`selfcorrect watch` as a user runs it: a real observer in a real process (SPEC §15, §16).
+"""`selfcorrect watch` as a user runs it: a real observer in a real process (rules §15, §16).
 
 Each test starts `python -m selfcorrect watch DIR --format json` on a copy of the example
 folder and reads its stdout line by line in a thread. No mocks; timing is only ever checked as

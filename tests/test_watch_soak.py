@@ -1,4 +1,4 @@
-"""A watcher running 1,000 runs leaves no processes behind and does not grow (SPEC §19):
+"""A watcher running 1,000 runs leaves no processes behind and does not grow (rules §19):
 no leftover children (git included), no memory growth, no file-descriptor or thread leak.
 
 One real watcher in a subprocess on a git repository. Each round appends to the hook's log

@@ -1,4 +1,4 @@
-"""Containment of what selfcorrect writes (SPEC §17): no write, lock or state through a symlink,
+"""Containment of what selfcorrect writes (rules §17): no write, lock or state through a symlink,
 a `coordination_log.yaml` that stays readable, safe output names, and the environment's refusals
 told as the user's to fix (exit 2, the path named, nothing half-written).
 

@@ -1,1 +1,1 @@
-"""Deterministic checks: the built-in validator's and the evidence re-check (SPEC §2.2, §14)."""
+"""Deterministic checks: the built-in validator's and the evidence re-check (rules §2.2, §14)."""

@@ -12,9 +12,9 @@ from selfcorrect.core.policy import Policy
 from selfcorrect.io.workspace import resolve_inside
 
 SEVERITIES = ("CRITICAL", "MAJOR", "MINOR")
-# The issue types these checks report (SPEC §3 table).
+# The issue types these checks report (rules §3 table).
 COVERAGE, DOCS, TEMPLATES = "test_coverage_low", "missing_documentation", "format_violations"
-MAX_READ = 50 * 1024 * 1024  # the default limits.max_bytes (§17): never slurp more than this
+MAX_READ = 50 * 1024 * 1024  # the default limits.max_bytes (rules §17): never slurp more than this
 WORST_FILES = 5
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

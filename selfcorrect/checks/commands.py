@@ -1,4 +1,4 @@
-"""Command checks (SPEC §14): policy argv, never a shell; a non-zero exit is an issue."""
+"""Command checks (rules §14): policy argv, never a shell; a non-zero exit is an issue."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _target_problem(root: Path, target: Any) -> str | None:
         return None
     if not isinstance(target, str) or not target.strip():
         return "the target must be a non-empty path"
-    if target.startswith("-"):  # would be read as an option by the program (§17)
+    if target.startswith("-"):  # would be read as an option by the program (rules §17)
         return f"target {clean(target)!r} refused: it starts with '-'"
     path = inside(root, target)
     if path is None:

@@ -1,4 +1,4 @@
-"""The built-in validator's coordination checks (SPEC §14): coordination log → findings.
+"""The built-in validator's coordination checks (rules §14): coordination log → findings.
 
 Pure: the caller loads and normalises the log and the policy. Every finding quotes what was seen
 (the question, the answer, the missing part, the cycle), so a human can check it at a glance.
@@ -23,7 +23,7 @@ from selfcorrect.core.text_window import search
 Problem = tuple[str, str, str, str | None] | tuple[str, str, str, str | None, str]
 Keys = tuple[frozenset[str], frozenset[str]]  # significant words, paths
 
-# SPEC §3 defaults, used when the policy's issue type sets no severity of its own.
+# rules §3 defaults, used when the policy's issue type sets no severity of its own.
 _SEVERITY = {
     "missing_coordination_log": "CRITICAL",
     "unanswered_questions": "MAJOR",
@@ -52,7 +52,8 @@ def coordination_findings(
     policy: Policy,
     log: str = f"workflow/{layout.COORDINATION_LOG}",
 ) -> list[Finding]:
-    """Every coordination finding for one log, in a stable order (SPEC §14); `log` is the target."""
+    """Every coordination finding for one log, in a stable order (rules §14); `log` is the
+    target."""
     if coordination is None:
         problems: list[Problem] = [
             (
@@ -139,7 +140,7 @@ def _synthesis_problems(coordination: Coordination, policy: Policy) -> Iterator[
         return  # no steps at all is incomplete_synthesis (when required), not weak
     # The rule: a step covers a task when they share a significant word (a lowercase run of
     # >= 4 letters, not a stop word, a plural "s" dropped) or a path, taken from the task's
-    # name, acceptance criteria and files. Each step must cover a task or an answer (SPEC §14),
+    # name, acceptance criteria and files. Each step must cover a task or an answer (rules §14),
     # and each task still to be done must be covered by a step.
     step_keys = [_keys([step]) for step in steps]
     tasks = [

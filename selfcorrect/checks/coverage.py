@@ -1,4 +1,4 @@
-"""Coverage check (SPEC §14): coverage.py JSON or Cobertura XML against min_percent."""
+"""Coverage check (rules §14): coverage.py JSON or Cobertura XML against min_percent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Documentation checks (SPEC §14): required documents exist; documents follow templates."""
+"""Documentation checks (rules §14): required documents exist; documents follow templates."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The evidence re-check (SPEC §2.2): a PASS is not taken on trust.
+"""The evidence re-check (rules §2.2): a PASS is not taken on trust.
 
 A criterion claimed met whose evidence is `file_exists` (a path) or `file_contains`
 (`"path:line - snippet"`) is checked against the project itself; a citation that does not hold

@@ -1,7 +1,7 @@
-"""What a check finds: one problem, stated with its evidence (SPEC §14).
+"""What a check finds: one problem, stated with its evidence (rules §14).
 
 The built-in validator turns findings into the canonical report's issues; the run's evidence
-re-check (§2.2) turns failed citations into findings too.
+re-check (rules §2.2) turns failed citations into findings too.
 """
 
 from __future__ import annotations

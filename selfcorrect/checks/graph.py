@@ -1,4 +1,4 @@
-"""Elementary cycles of a small directed graph (SPEC §14, circular delegation).
+"""Elementary cycles of a small directed graph (rules §14, circular delegation).
 
 Pure and iterative throughout: delegation graphs come from untrusted files, so a 10,000-node
 chain or ring must not hit Python's recursion limit.

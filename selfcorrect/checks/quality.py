@@ -1,7 +1,7 @@
-"""Output-quality checks of the built-in validator (SPEC §14); each returns findings.
+"""Output-quality checks of the built-in validator (rules §14); each returns findings.
 
 The configuration comes from the policy, yet paths are still checked: nothing that resolves
-outside the project root is read, and commands run as argv lists, never through a shell (§17).
+outside the project root is read, and commands run as argv lists, never through a shell (rules §17).
 """
 
 from __future__ import annotations

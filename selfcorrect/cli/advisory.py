@@ -1,4 +1,4 @@
-"""Stuck detections in the advisory shape agents' hooks already print (SPEC §8; seed 001).
+"""Stuck detections in the advisory shape agents' hooks already print (rules §8; seed 001).
 
 The stuck-detector hook of agent packs like cAgents writes, for each loop it detects:
 

@@ -1,7 +1,7 @@
 """CI renderers for `selfcorrect run`: GitHub workflow commands, SARIF 2.1.0 and JUnit XML.
 
 Each is a pure function of the stable `--format json` object (run_report.run_json), so CI output
-follows one documented contract. All of its text may come from agents (SPEC §17): it is escaped
+follows one documented contract. All of its text may come from agents (rules §17): it is escaped
 for the target syntax and never trusted as a path.
 """
 

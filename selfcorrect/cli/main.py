@@ -1,4 +1,4 @@
-"""The click commands: arguments → one call → exit code. No decisions here (SPEC §20)."""
+"""The click commands: arguments → one call → exit code. No decisions here (rules §20)."""
 
 from __future__ import annotations
 

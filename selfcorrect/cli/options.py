@@ -1,4 +1,4 @@
-"""Options every command spells the same way (SPEC §16)."""
+"""Options every command spells the same way (rules §16)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def check_result(result: CheckResult, fmt: str, common: Common) -> None:
     if fmt == "json":
-        import json  # only for JSON output: start-up counts (SPEC §18)
+        import json  # only for JSON output: start-up counts (rules §18)
 
         click.echo(
             json.dumps(

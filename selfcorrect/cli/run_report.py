@@ -149,7 +149,7 @@ def prompt_path(outcome: RunOutcome, work_item: str) -> str | None:
 
 
 def run_json(outcome: RunOutcome) -> dict[str, Any]:
-    """The documented, stable `--format json` object (SPEC §16; README "JSON output")."""
+    """The documented, stable `--format json` object (rules §16; README "JSON output")."""
     plan = outcome.plan
     issues = issue_rows(outcome.decisions, plan)
     subjects = subject_rows(outcome.decisions, plan)
@@ -172,7 +172,7 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
         },
         "why": plan.reasons,
         "warnings": [w.as_dict() for w in outcome.decisions.warnings],
-        # Every stuck signal firing, in the hooks' advisory fields (SPEC §8). A later addition:
+        # Every stuck signal firing, in the hooks' advisory fields (rules §8). A later addition:
         # keys are only ever added to this object, never renamed or removed.
         "advisories": [a.as_dict() for a in advisories(outcome)],
     }

@@ -42,9 +42,9 @@ def status_json(status: FolderStatus, folder: str = "DIR") -> dict[str, Any]:
             {"id": e.get("id"), "subject": e.get("subject"), "reason": e.get("reason")}
             for e in status.open_escalations
         ],
-        # Hook-log problems that were skipped (SPEC §2): what `run` reports, status reports.
+        # Hook-log problems that were skipped (rules §2): what `run` reports, status reports.
         "warnings": [w.as_dict() for w in decisions.warnings],
-        # Rules that stopped acting (SPEC §10): open until a person resets them.
+        # Rules that stopped acting (rules §10): open until a person resets them.
         "open_circuits": circuits,
         # What to run (or edit) to move each of the above; empty when nothing waits.
         "next_steps": next_steps(

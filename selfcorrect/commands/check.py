@@ -1,4 +1,4 @@
-"""`selfcorrect check DIR`: schema-check every workflow file the folder holds (SPEC §2, §16)."""
+"""`selfcorrect check DIR`: schema-check every workflow file the folder holds (rules §2, §16)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents, journal
 from selfcorrect.io.policy_file import load_policy
 
-# Decision documents, strict (§2). The policy is checked first: it sets limits.max_bytes.
+# Decision documents, strict (rules §2). The policy is checked first: it sets limits.max_bytes.
 DECISION_FILES = (
     (layout.REPORT, "validation_report"),
     (layout.COORDINATION_LOG, "coordination_log"),

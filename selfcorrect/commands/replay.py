@@ -1,4 +1,4 @@
-"""`selfcorrect replay PATH…`: detection and classification over recorded folders (SPEC §13).
+"""`selfcorrect replay PATH…`: detection and classification over recorded folders (rules §13).
 
 Each case is analysed exactly as `run` analyses a folder (`core/decisions.decide`), and then nothing
 happens: no fixer, validator or agent runs, and nothing is written, not even the journal. A

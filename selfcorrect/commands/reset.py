@@ -1,4 +1,4 @@
-"""`selfcorrect reset DIR (--subject S | --rule R | --escalation E) --evidence TEXT` (SPEC §10).
+"""`selfcorrect reset DIR (--subject S | --rule R | --escalation E) --evidence TEXT` (rules §10).
 
 A person takes over: a subject, task or issue gets a fresh budget, or a rule's circuit closes.
 The folder is analysed first (a bad input stops everything, exit 2, nothing written); the pure

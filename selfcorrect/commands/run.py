@@ -298,7 +298,7 @@ def _validate(
 
 def _recorder(folder: Path, decisions: Decisions, clock: Clock) -> Callable[[dict[str, Any]], None]:
     """Each transition is appended and fsynced at once: the journal leads every effect. Each
-    is stamped when it happens: circuit windows compare these times (§10)."""
+    is stamped when it happens: circuit windows compare these times (rules §10)."""
 
     def record(entry: dict[str, Any]) -> None:
         journal.append(
@@ -345,7 +345,7 @@ def _escalate_failed(
     failed: list[FixOutcome],
     code: str = "FIX_FAILED",
 ) -> list[str]:
-    """A fix that failed verification (and was compensated) goes to a human (§9.2)."""
+    """A fix that failed verification (and was compensated) goes to a human (rules §9.2)."""
     if not failed:
         return []
     plan = Plan(Result.BLOCKED)
@@ -371,7 +371,7 @@ def _undo_cycle(
     root: Path,
     clock: Clock,
 ) -> list[str]:
-    """The re-validated report scores worse: restore every fix of this cycle (§9.4)."""
+    """The re-validated report scores worse: restore every fix of this cycle (rules §9.4)."""
     undone = []
     for outcome in (o for o in reversed(outcomes) if o.applied):
         outcome.verdict = FixVerdict.DEGRADED
@@ -408,7 +408,7 @@ def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, s
     written += write_work(folder, plan, decisions.policy.limits.max_text)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
-        # §13: what worked. The journal as analysed plus this plan's records: no second read
+        # rules §13: what worked. The journal as analysed plus this plan's records: no second read
         # of the whole journal on every run a watcher makes.
         if write_calibration(folder, [*decisions.history, *plan.journal]):
             written.append(documents.display_path(calibration_path(folder)))

@@ -1,4 +1,4 @@
-"""`selfcorrect validate DIR`: the built-in, deterministic validator (SPEC §14).
+"""`selfcorrect validate DIR`: the built-in, deterministic validator (rules §14).
 
 It runs the coordination checks on coordination_log.yaml and the output-quality checks the
 policy configures under `checks:`, optionally re-checks the evidence of another validator's
@@ -152,6 +152,6 @@ def render_report(report: dict[str, Any]) -> bytes:
     """The canonical report as YAML, with the schema line editors use."""
     return documents.render_owned(
         "validation_report",
-        "Written by `selfcorrect validate` (SPEC §14); it rewrites this file on every run.",
+        "Written by `selfcorrect validate` (rules §14); it rewrites this file on every run.",
         report,
     )

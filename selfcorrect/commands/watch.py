@@ -1,4 +1,4 @@
-"""`selfcorrect watch DIR`: a correction run whenever the inputs change from outside (SPEC §15).
+"""`selfcorrect watch DIR`: a correction run whenever the inputs change from outside (rules §15).
 
 One observer thread (watchdog) only records that something relevant happened; the caller's
 thread does everything else: debounce, compare content hashes, run, report. So runs never
@@ -117,7 +117,7 @@ class Watcher:
         # A steady stream of events must not starve runs forever.
         self.max_wait_s = max(1.0, 10 * self.debounce_s)
         self.polling = polling
-        self.render = render  # the CLI's renderer: presentation stays in cli/ (SPEC §20)
+        self.render = render  # the CLI's renderer: presentation stays in cli/ (rules §20)
         self.emit = emit
         self.clock = clock
         self.warn = warn
@@ -127,7 +127,7 @@ class Watcher:
         self._recorded: Snapshot = {}
         self._warned: set[str] = set()
         # Derived state of the failure log, kept between runs: an append costs what was
-        # appended, not the whole history (SPEC §15, §18).
+        # appended, not the whole history (rules §15, §18).
         self._cache = LogCache()
         self._guard = threading.Lock()
         self._wake = threading.Event()

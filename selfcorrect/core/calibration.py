@@ -1,4 +1,4 @@
-"""Which strategies recovered what, folded from the journal: `calibration.yaml` (SPEC §13).
+"""Which strategies recovered what, folded from the journal: `calibration.yaml` (rules §13).
 
 Pure: `calibrate` reads the journal's typed records, in order, and counts, per failure type or
 issue type and per strategy or ladder step, the attempts handed out and the verified recoveries

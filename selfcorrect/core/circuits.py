@@ -1,4 +1,4 @@
-"""Circuit breakers per rule and version (SPEC §10): when a rule must stop acting by itself.
+"""Circuit breakers per rule and version (rules §10): when a rule must stop acting by itself.
 
 Pure. `fold_circuits` reads the journal in order and keeps, per (rule, rule version), what
 happened since the circuit was last closed by a person; `Circuits.trips` says which closed

@@ -1,8 +1,8 @@
-"""FIXABLE or BLOCKED for every validation issue (SPEC §5).
+"""FIXABLE or BLOCKED for every validation issue (rules §5).
 
 Pure. An issue is typed (the validator's type, else the policy's description patterns, else
 `unclassified`), fingerprinted so that renumbering by the validator does not reset its budget,
-and decided by the rules of §5 in order; the first that applies gives the reason.
+and decided by the rules of rules §5 in order; the first that applies gives the reason.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ class IssueReason(enum.StrEnum):
     MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     LOW_CONFIDENCE = "LOW_CONFIDENCE"
-    FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (§9.4)
-    CAPS_EXHAUSTED = "CAPS_EXHAUSTED"  # still open after caps.global_cycles cycles (§4)
-    HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; waiting for a fresh report (§10)
+    FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (rules §9.4)
+    CAPS_EXHAUSTED = "CAPS_EXHAUSTED"  # still open after caps.global_cycles cycles (rules §4)
+    HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; waits for a fresh report (rules §10)
 
 
 # Blocked for these reasons, an issue stays blocked until a person acts: retrying would repeat
@@ -66,7 +66,7 @@ class IssueDecision:
     new: bool  # this decision hands out a new attempt (or newly blocks): journal it
     rule: str
     rule_version: str
-    stage: str = ACTIVE  # active | shadow | retired for this issue (§13)
+    stage: str = ACTIVE  # active | shadow | retired for this issue (rules §13)
     epoch: int = 0  # a person's resets so far: part of a new escalation's identity
 
     @property
@@ -90,7 +90,7 @@ def _fold(text: str) -> str:
 
 
 def fingerprint(issue: Issue, issue_type: str) -> str:
-    """type + target + task_id, plus the criterion or description when both are empty (§5).
+    """type + target + task_id, plus the criterion or description when both are empty (rules §5).
 
     Readable on purpose (`linting_errors@src/a.py#WI-3`): people see it in files and output.
     The id the validator gave is left out, so renumbering keeps the identity.
@@ -351,7 +351,7 @@ class IssueClassifier:
 
 
 def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDecision:
-    """§4: out of correction cycles, an issue the loop works on (its fixer, or the agent
+    """rules §4: out of correction cycles, an issue the loop works on (its fixer, or the agent
     command) is escalated with full context instead of handed out again."""
     works_on = decision.fixer is not None or agent_command
     if decision.classification is Verdict.BLOCKED or not works_on:

@@ -1,4 +1,4 @@
-"""What the prompt templates are given: plain data built from decisions (SPEC §8, §9.1).
+"""What the prompt templates are given: plain data built from decisions (rules §8, §9.1).
 
 Pure. Each function returns the exact context a template documents (templates/*.md.j2); agent
 text goes in as data and is rendered, never evaluated, by the sandbox in io/prompts.py.
@@ -20,7 +20,7 @@ from selfcorrect.core.taxonomy import root_cause
 from selfcorrect.core.text_caps import cap_all
 
 SUMMARY_CHARS = 200
-COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (§8)
+COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (rules §8)
 # A failed read changed nothing: its prompt is about how to read (docs/policy.md,
 # `stuck.read_only_tools`), and it gives no file to change.
 READ_DIRECTIVE = (
@@ -230,16 +230,16 @@ def directive_context(
     worked_before: Sequence[str] = (),
     place: Place = as_given,
 ) -> dict[str, Any]:
-    """The context of templates/strategies/<strategy>.md.j2 (§9.1, §12).
+    """The context of templates/strategies/<strategy>.md.j2 (rules §9.1, §12).
 
-    `worked_before`: calibration sentences for this issue type, best first (§13).
+    `worked_before`: calibration sentences for this issue type, best first (rules §13).
     """
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
     scope, outside = placed([issue.target] if issue.target else (task.files if task else ()), place)
     target = place(issue.target) if issue.target else None
-    # §12: an observe task gets no mutating tool and is asked for a report; an issue that names
-    # no task is a fix to make.
+    # An observe task gets no mutating tool and is asked for a report; an issue that names no
+    # task is a fix to make (rules §12).
     intent = infer_intent(task, policy) if task else Intent.CREATE
     context = {
         "intent": intent.value,

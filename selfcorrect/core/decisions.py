@@ -158,7 +158,7 @@ def decide(
     state = derive(history)
     # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
     # before any decision, exactly as `selfcorrect reset` would have (docs/rules.md
-    # §10).
+    # rules §10).
     human = hand_edits(inputs, state, warnings)
     if human:
         history += [r.record.to_json() for r in human]

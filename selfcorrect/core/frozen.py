@@ -1,6 +1,6 @@
 """Hashable, immutable stand-ins for the mappings and lists a YAML loader returns.
 
-Records keep unknown keys (SPEC §2: "unknown extra keys are allowed and preserved"). To keep the
+Records keep unknown keys (rules §2: "unknown extra keys are allowed and preserved"). To keep the
 records frozen *and* hashable, those values are deep-frozen: mappings become `FrozenMap`, lists
 become tuples. `thaw` turns them back into plain dicts and lists for writing.
 """

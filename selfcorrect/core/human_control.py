@@ -1,4 +1,4 @@
-"""Human control (SPEC §10): a person's reset, and the hand edits that mean the same thing.
+"""Human control (rules §10): a person's reset, and the hand edits that mean the same thing.
 
 Pure. `resolve_reset` turns a request (`selfcorrect reset --subject S | --rule R | --escalation
 E`, or an escalation a person marked resolved, or a failed_items entry they unblocked) into one

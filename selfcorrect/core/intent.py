@@ -1,4 +1,4 @@
-"""Task intent and the repair tools a failed verification may use (SPEC §12).
+"""Task intent and the repair tools a failed verification may use (rules §12).
 
 Pure: whether a program is installed is a callable the caller passes in.
 """
@@ -55,7 +55,7 @@ def repair_tools(
 def work_item_intent(
     coordination: Coordination | None, task_id: str | None, policy: Policy
 ) -> Intent:
-    """The intent that governs changes made for a work item (§12): its task's, explicit or
+    """The intent that governs changes made for a work item (rules §12): its task's, explicit or
     inferred. A work item that names no task known to the log is a fix to make (CREATE), as in
     the directive's context (`contexts.directive_context`), so a fix and its directive agree.
     """

@@ -1,4 +1,4 @@
-"""Each failing subject's decision: its retry budget, its stuck signals, its ladder step (§6, §8).
+"""Each failing subject's decision: its retries, its stuck signals, its ladder step (rules §6, §8).
 
 Pure. It takes the subject's record from the ledger, the signals firing now, what the journal
 says was decided before, and the policy, and returns one decision with a reason from a fixed
@@ -44,7 +44,7 @@ class SubjectReason(enum.StrEnum):
     LIMIT_DECOMPOSE = "LIMIT_DECOMPOSE"
     SUCCEEDED = "SUCCEEDED"
     HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; nothing new in the log since
-    RETIRED = "RETIRED"  # its failure type's rule is retired: observed only (§13)
+    RETIRED = "RETIRED"  # its failure type's rule is retired: observed only (rules §13)
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class SubjectDecision:
     new: bool  # a fact the journal does not hold yet
     rule: str
     rule_version: str
-    stage: str = ACTIVE  # active | shadow (proposes only) | retired (§13)
+    stage: str = ACTIVE  # active | shadow (proposes only) | retired (rules §13)
     epoch: int = 0  # a person's resets so far: part of a new escalation's identity
 
     @property

@@ -1,4 +1,4 @@
-"""Per-subject bookkeeping over the failure log, fed one entry at a time (SPEC §6, §7, §18).
+"""Per-subject bookkeeping over the failure log, fed one entry at a time (rules §6, §7, §18).
 
 Only what decisions need is kept: per (subject, failure type) attempt counts since the
 subject's last success, the last few attempts for the error chain, the approaches tried and what
@@ -150,7 +150,7 @@ class Ledger:
         if failure.context_usage is not None:
             record.context_usage = failure.context_usage
         if failure.outcome is Outcome.SUCCESS:
-            # The situation changed: budgets and streaks start again (SPEC §7).
+            # The situation changed: budgets and streaks start again (rules §7).
             record.successes += 1
             record.attempts.clear()
             record.chain.clear()

@@ -1,4 +1,4 @@
-"""Markdown headings, and restructuring a document to its template's headings (§9.1, §14).
+"""Markdown headings, and restructuring a document to its template's headings (rules §9.1, §14).
 
 Pure. The validator's template check and the built-in `restructure_to_template` fixer share
 these, so what the check demands is exactly what the fix produces.

@@ -1,9 +1,9 @@
-"""The normalised records every input shape is turned into (SPEC §2).
+"""The normalised records every input shape is turned into (rules §2).
 
 Each record is a frozen, slotted dataclass; sequences are tuples and unknown keys live in
 `extra` (a deep-frozen `FrozenMap`), so records are hashable and compare by value. That is what
 lets the cAgents dialect and the canonical form be checked to give *identical* records.
-Timestamps stay strings (SPEC §2).
+Timestamps stay strings (rules §2).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Verdict(enum.StrEnum):
 
 
 class Outcome(enum.StrEnum):
-    """Outcome of one tool attempt (SPEC §2.1, §7)."""
+    """Outcome of one tool attempt (rules §2.1, §7)."""
 
     FAILURE = "failure"
     PARTIAL = "partial"
@@ -48,7 +48,7 @@ class Outcome(enum.StrEnum):
 
 
 class EffectState(enum.StrEnum):
-    """Whether a failed call changed anything (SPEC §2.1)."""
+    """Whether a failed call changed anything (rules §2.1)."""
 
     NOT_ATTEMPTED = "not_attempted"
     APPLIED = "applied"
@@ -56,7 +56,7 @@ class EffectState(enum.StrEnum):
 
 
 class FinalStatus(enum.StrEnum):
-    """State of a `failed_items` entry (SPEC §9.6)."""
+    """State of a `failed_items` entry (rules §9.6)."""
 
     RECOVERING = "recovering"
     PENDING = "pending"  # handed to the agents, waiting for their work and a fresh report
@@ -66,14 +66,14 @@ class FinalStatus(enum.StrEnum):
 
 
 class Intent(enum.StrEnum):
-    """What a task is meant to do (SPEC §12)."""
+    """What a task is meant to do (rules §12)."""
 
     CREATE = "create"
     OBSERVE = "observe"
 
 
 class PendingKind(enum.StrEnum):
-    """Kind of a waypoint's pending item; one micro-task each (SPEC §2.4, §11)."""
+    """Kind of a waypoint's pending item; one micro-task each (rules §2.4, §11)."""
 
     FILE_EDIT = "file_edit"
     TEST_SUITE = "test_suite"
@@ -82,7 +82,7 @@ class PendingKind(enum.StrEnum):
 
 
 class EscalationStatus(enum.StrEnum):
-    """An escalation is open until a human resolves it (SPEC §10)."""
+    """An escalation is open until a human resolves it (rules §10)."""
 
     OPEN = "open"
     RESOLVED = "resolved"
@@ -94,16 +94,16 @@ class EscalationStatus(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """One entry of tool_failures.yaml (SPEC §2.1)."""
+    """One entry of tool_failures.yaml (rules §2.1)."""
 
     id: str
-    index: int  # position in the log: the log's order is the only order (SPEC §7)
+    index: int  # position in the log: the log's order is the only order (rules §7)
     tool: str
     error: str
     timestamp: str
     file_path: str | None = None
     agent_id: str | None = None
-    recoverable: bool | None = None  # dialect hint only; the taxonomy decides (SPEC §2.1)
+    recoverable: bool | None = None  # dialect hint only; the taxonomy decides (rules §2.1)
     task_id: str | None = None
     outcome: Outcome = Outcome.FAILURE
     failure_type: str | None = None
@@ -128,7 +128,7 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class Issue:
-    """One validation issue, whatever shape it came in (SPEC §2.2).
+    """One validation issue, whatever shape it came in (rules §2.2).
 
     `type` stays None when the validator gave none: typing by description patterns is the
     classifier's job. `criterion`/`evidence`/`verification_method` are set for
@@ -152,7 +152,7 @@ class Issue:
 
 @dataclass(frozen=True, slots=True)
 class Criterion:
-    """One acceptance-criterion result, kept so evidence can be re-checked later (SPEC §2.2)."""
+    """One acceptance-criterion result, kept so evidence can be re-checked later (rules §2.2)."""
 
     criterion: str
     met: bool | None
@@ -188,7 +188,7 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question the controller delegated (SPEC §2.3)."""
+    """A question the controller delegated (rules §2.3)."""
 
     question: str
     delegated_to: str | None = None
@@ -198,7 +198,7 @@ class Question:
 
 @dataclass(frozen=True, slots=True)
 class Synthesis:
-    """The controller's synthesised solution (SPEC §2.3)."""
+    """The controller's synthesised solution (rules §2.3)."""
 
     approach: str | None = None
     rationale: str | None = None
@@ -209,7 +209,7 @@ class Synthesis:
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """An implementation task (SPEC §2.3, §11, §12)."""
+    """An implementation task (rules §2.3, §11, §12)."""
 
     task_id: str
     name: str | None = None
@@ -220,21 +220,21 @@ class Task:
     review_result: str | None = None  # uppercased: PASS, REVISE, ...
     review_rounds: int | None = None
     confidence: float | None = None
-    intent: Intent | None = None  # None: inferred later from policy patterns (SPEC §12)
+    intent: Intent | None = None  # None: inferred later from policy patterns (rules §12)
     files: tuple[str, ...] = ()
     checkpoint: str | None = None
     continuations: int = 0
     expected_deliverables: tuple[str, ...] = ()
     deliverables: tuple[str, ...] = ()
     returned: bool = False
-    truncated: bool = False  # the agent's result was cut off: incomplete work (SPEC §11)
+    truncated: bool = False  # the agent's result was cut off: incomplete work (rules §11)
     blocked_reason: str | None = None
     extra: FrozenMap = EMPTY
 
 
 @dataclass(frozen=True, slots=True)
 class WorkItemStatus:
-    """One `work_item_status` entry (SPEC §2.3)."""
+    """One `work_item_status` entry (rules §2.3)."""
 
     id: str
     status: str | None = None
@@ -246,7 +246,7 @@ class WorkItemStatus:
 
 @dataclass(frozen=True, slots=True)
 class Delegation:
-    """An edge of the delegation graph (SPEC §2.3, §14 circular delegation)."""
+    """An edge of the delegation graph (rules §2.3, §14 circular delegation)."""
 
     from_: str
     to: str
@@ -256,7 +256,7 @@ class Delegation:
 
 @dataclass(frozen=True, slots=True)
 class FailedItem:
-    """One `failed_items` entry, the key selfcorrect owns (SPEC §9.6)."""
+    """One `failed_items` entry, the key selfcorrect owns (rules §9.6)."""
 
     task_id: str
     final_status: FinalStatus
@@ -270,7 +270,7 @@ class FailedItem:
 
 @dataclass(frozen=True, slots=True)
 class Coordination:
-    """coordination_log.yaml in either shape (SPEC §2.3)."""
+    """coordination_log.yaml in either shape (rules §2.3)."""
 
     controller: str | None = None
     status: str | None = None
@@ -288,7 +288,7 @@ class Coordination:
 
 @dataclass(frozen=True, slots=True)
 class PendingItem:
-    """Work a waypoint lists as still to do (SPEC §2.4)."""
+    """Work a waypoint lists as still to do (rules §2.4)."""
 
     id: str
     kind: PendingKind = PendingKind.OTHER
@@ -300,7 +300,7 @@ class PendingItem:
 
 @dataclass(frozen=True, slots=True)
 class Waypoint:
-    """A checkpoint written before compaction (SPEC §2.4, §11).
+    """A checkpoint written before compaction (rules §2.4, §11).
 
     The `hint_*` counts come from the hook counting substrings: hints, not facts.
     """
@@ -335,7 +335,7 @@ class Waypoint:
 
 @dataclass(frozen=True, slots=True)
 class Escalation:
-    """One entry of the human-in-the-loop queue (SPEC §10, §16)."""
+    """One entry of the human-in-the-loop queue (rules §10, §16)."""
 
     id: str
     subject: str

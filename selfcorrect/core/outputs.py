@@ -1,4 +1,4 @@
-"""What a run's plan is made of: the result, prompts, entries, escalations (§4, §9.6, §10).
+"""What a run's plan is made of: the result, prompts, entries, escalations (rules §4, §9.6, §10).
 
 The data types every planner fills, and the helpers they share: one failed_items entry per
 work item (the worst state wins), escalation entries with full context, journal stamps.
@@ -42,7 +42,7 @@ class Plan:
     prompts: list[Prompt] = field(default_factory=list)
     journal: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # why the result is what it is
-    fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (§9.1)
+    fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (rules §9.1)
     microtask_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # new splits
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # context resets
     consolidated: list[str] = field(default_factory=list)  # tasks whose micro-tasks are done

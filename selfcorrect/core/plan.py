@@ -1,4 +1,4 @@
-"""From decisions to what a run writes: failed_items, escalations, prompts, journal (§9.6, §10).
+"""From decisions to what a run writes: failed_items, escalations, prompts, journal (rules §9, §10).
 
 Pure. `build_plan` takes the run's decisions and returns every output as data; the run module
 renders the prompts and performs the writes (or, with --shadow, only prints them).
@@ -100,7 +100,7 @@ def _record_written(plan: Plan, run: Decisions) -> None:
 
 
 def _plan_revision(plan: Plan, run: Decisions) -> None:
-    """§8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
+    """rules §8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
     for the failed tasks only (recovery/plan.md)."""
     blocked = {
         e["task_id"]: list(e.get("recovery_actions_taken") or ())
@@ -124,7 +124,7 @@ PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision direc
 def _keep_human_edits(plan: Plan, run: Decisions, entries: list[WorkItem]) -> list[WorkItem]:
     """A person who changed the final_status of an item we had blocked keeps that edit.
 
-    SPEC §10 lets people unblock a task there. Acting on the edit (a fresh budget) comes with
+    rules §10 lets people unblock a task there. Acting on the edit (a fresh budget) comes with
     human control; until then the edit is at least never overwritten (never lose data).
     """
     blocked_before = {
@@ -274,7 +274,7 @@ def _subject_escalation(
 
 
 def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
-    """§11 under `mode: shadow`: what would be split, handed off or escalated, journaled once
+    """rules §11 under `mode: shadow`: what would be split, handed off or escalated, journaled once
     per task and action; no micro-task file, handoff, entry or escalation is written."""
     actions = [
         *((task, "split") for task in work.new_files),
@@ -301,7 +301,7 @@ def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
 
 
 def _plan_work(plan: Plan, items: dict[str, WorkItem], run: Decisions, work: WorkPlan) -> None:
-    """§11: micro-task files, handoffs, consolidation, and escalation past the limits."""
+    """rules §11: micro-task files, handoffs, consolidation, and escalation past the limits."""
     plan.microtask_files.update(work.new_files)
     plan.consolidated += work.consolidated
     for task_id, context in work.handoffs.items():
@@ -420,7 +420,7 @@ def _note_resets(items: dict[str, WorkItem], run: Decisions) -> None:
 
 
 def _shadow(run: Decisions) -> bool:
-    """`mode: shadow` (§13): every rule proposes and journals, and nothing else is written."""
+    """`mode: shadow` (rules §13): every rule proposes and journals, and nothing else is written."""
     return run.policy.mode == SHADOW
 
 
@@ -441,7 +441,7 @@ def _circuit_escalation(run: Decisions, rule: str, version: str, detail: str) ->
 
 
 def _plan_trips(plan: Plan, run: Decisions) -> None:
-    """§10: a rule whose circuit opens stops acting, and a person is told why. A circuit
+    """rules §10: a rule whose circuit opens stops acting, and a person is told why. A circuit
     still open stays listed (its escalation is written once)."""
     for rule, version, reason in run.open_circuits:
         if not _shadow(run):

@@ -1,4 +1,4 @@
-"""Planning for validation issues: directives, fixes to run, blocks, recoveries (§5, §9)."""
+"""Planning for validation issues: directives, fixes to run, blocks, recoveries (rules §5, §9)."""
 
 from __future__ import annotations
 
@@ -260,7 +260,7 @@ def plan_resolved(
             **stamp(run),
         ).to_json()
     )
-    if prior.status == "fixed":  # a fixer's effect confirmed by a fresh report (§9.2)
+    if prior.status == "fixed":  # a fixer's effect confirmed by a fresh report (rules §9.2)
         plan.journal.append(
             TransitionEvent(
                 fingerprint=fingerprint,

@@ -1,4 +1,4 @@
-"""The policy: defaults merged with the user's overrides, rule versions, semantic checks (SPEC §3).
+"""The policy: defaults merged with the user's overrides, rule versions, semantic checks (rules §3).
 
 Pure: the caller loads `templates/selfcorrect.yaml` (the defaults) and the user's
 `selfcorrect.yaml`, schema-checks the latter, and hands both here as plain mappings.
@@ -93,14 +93,14 @@ def rule_version(definition: Mapping[str, Any]) -> str:
         return str(version)
     body = {key: value for key, value in thaw(definition).items() if key not in UNHASHED_KEYS}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    import hashlib  # here: OpenSSL's load costs `check` start-up 3 ms (SPEC §18)
+    import hashlib  # here: OpenSSL's load costs `check` start-up 3 ms (rules §18)
 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def suggest(key: str, known: Iterable[str]) -> str | None:
     """The closest known key to a misspelt `key` (did-you-mean), or None."""
-    import difflib  # only when a key is misspelt: start-up counts (SPEC §18)
+    import difflib  # only when a key is misspelt: start-up counts (rules §18)
 
     matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return matches[0] if matches else None
@@ -312,7 +312,7 @@ def build_policy(
     """Merge `user` over `defaults` and check what the schema cannot express.
 
     Raises InputError listing every problem found, each at the position `locate` gives its
-    key path in the user's file (SPEC §2: the offending key or value).
+    key path in the user's file (rules §2: the offending key or value).
     """
     if user is not None and not isinstance(user, Mapping):
         _fail([((), "the policy must be a mapping of keys to values")], locate)

@@ -1,4 +1,4 @@
-"""How right the detectors are: precision and recall against labelled replays (SPEC §13).
+"""How right the detectors are: precision and recall against labelled replays (rules §13).
 
 Pure. A recorded workflow folder may carry `expected.yaml`, what a careful human says is true
 about it (schema: schemas/expected.schema.json):

@@ -1,4 +1,4 @@
-"""Rule stages (SPEC §13): whether a rule may act here, or only say what it would do.
+"""Rule stages (rules §13): whether a rule may act here, or only say what it would do.
 
 Pure. `shadow` proposes and journals without executing; `canary` executes only for the paths or
 subjects its `scope` lists and proposes elsewhere; `active` executes; `retired` does nothing.

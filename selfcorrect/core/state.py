@@ -46,7 +46,7 @@ class Baseline:
 class SubjectState:
     status: str | None = None  # recovering | blocked | skipped | recovered
     ladder_step: int = 0
-    log_position: int = -1  # the latest failure the last decision saw (SPEC §7: "after")
+    log_position: int = -1  # the latest failure the last decision saw (rules §7: "after")
     attempt: int = 0
     reason: str | None = None
     at: str | None = None  # when the last decision was made
@@ -59,7 +59,7 @@ class SubjectState:
 @dataclass
 class IssueState:
     status: str | None = None  # directive | blocked | resolved
-    attempts: int = 0  # remediations handed out (SPEC §5)
+    attempts: int = 0  # remediations handed out (rules §5)
     report_digest: str | None = None  # the report the last hand-out answered
     validations: int = 0  # validator runs of ours seen when it was handed out
     reason: str | None = None
@@ -82,13 +82,13 @@ class State:
     issues: dict[str, IssueState] = field(default_factory=dict)
     tasks: dict[str, str] = field(default_factory=dict)  # task_id -> last incomplete-work step
     # Validator runs selfcorrect started that wrote a fresh report: with the report's content,
-    # they tell a fresh report that says the same thing from one merely seen again (§5).
+    # they tell a fresh report that says the same thing from one merely seen again (rules §5).
     validations: int = 0
     resolved_escalations: set[str] = field(default_factory=set)  # acted on already
     # The final_status selfcorrect last wrote per failed_items entry: a person's edit is a
-    # difference from this, never from what the journal would decide (§10).
+    # difference from this, never from what the journal would decide (rules §10).
     written: dict[str, str] = field(default_factory=dict)
-    task_epochs: dict[str, int] = field(default_factory=dict)  # resets per task (§11 blocks)
+    task_epochs: dict[str, int] = field(default_factory=dict)  # resets per task (rules §11 blocks)
     proposals: set[str] = field(default_factory=set)  # shadow proposals already journaled
     # Correction cycles of the current episode, across runs: a fresh report buys no more.
     episode_cycles: int = 0
@@ -173,8 +173,8 @@ def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
 
 def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
     """A fix handed out (`remediating`) whose preflight never began was killed before it
-    could run: the transition is fsynced before any effect (§9.2), so its absence proves
-    nothing happened. That hand-out is no attempt (§9.5: never double-count)."""
+    could run: the transition is fsynced before any effect (rules §9.2), so its absence proves
+    nothing happened. That hand-out is no attempt (rules §9.5: never double-count)."""
     for fingerprint, issue in state.issues.items():
         if issue.status == "remediating" and (fingerprint, issue.attempts) not in started:
             issue.attempts = max(issue.attempts - 1, 0)

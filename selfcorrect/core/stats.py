@@ -1,4 +1,4 @@
-"""Per-rule-version figures folded from the journal: what `selfcorrect stats` prints (SPEC §13).
+"""Per-rule-version figures folded from the journal: what `selfcorrect stats` prints (rules §13).
 
 Pure: `rule_stats` reads the journal's typed records, in order, and counts, per (rule,
 rule_version), the facts the journal already holds. Nothing is stored elsewhere, so the figures

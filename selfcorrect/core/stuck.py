@@ -1,4 +1,4 @@
-"""Streaming stuck detection (SPEC §7).
+"""Streaming stuck detection (rules §7).
 
 Pure: entries are fed in log order, one at a time, and only per-subject state (three runs, one
 window of at most the largest policy window, an unable-to-complete counter) and per-agent runs
@@ -146,7 +146,7 @@ class StuckDetector:
         if state is None:
             self._seen[subject] = None
         if (
-            failure.read_only  # reads and polls feed no signal at all (SPEC §7)
+            failure.read_only  # reads and polls feed no signal at all (rules §7)
             or subject in self._exempt_subjects
             or failure.tool.casefold() in self._exempt_tools
         ):

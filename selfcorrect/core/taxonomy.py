@@ -1,6 +1,6 @@
-"""Tool-failure taxonomy (SPEC §6) and the error folding stuck detection relies on (SPEC §7).
+"""Tool-failure taxonomy (rules §6) and the error folding stuck detection relies on (rules §7).
 
-Pure: no I/O. `classify` runs for every entry of logs with 100,000 entries (SPEC §18), so
+Pure: no I/O. `classify` runs for every entry of logs with 100,000 entries (rules §18), so
 `Taxonomy` compiles the policy's patterns once, finds the first match in policy order with a
 few searches of joined alternations instead of one search per pattern, and remembers the
 types of recent texts (a stuck agent repeats itself).
@@ -24,7 +24,7 @@ UNKNOWN = "unknown"
 
 
 class TypeSource(StrEnum):
-    """What decided a failure's type, in the order of SPEC §6."""
+    """What decided a failure's type, in the order of rules §6."""
 
     EXPLICIT = "explicit"
     CODE = "code"
@@ -104,7 +104,7 @@ class Taxonomy:
     def _first_match(self, text: str) -> int | None:
         """Index of the first pattern, in policy order, that matches anywhere in `text`."""
         if not text or text.isspace():
-            return None  # an empty error says nothing: unknown (SPEC §6)
+            return None  # an empty error says nothing: unknown (rules §6)
         blind, sensitive = self._blind.first(text), self._sensitive.first(text)
         if blind is None or sensitive is None:
             return sensitive if blind is None else blind

@@ -4,7 +4,7 @@ Every planner (subjects, issues, incomplete work, resets) contributes a `WorkIte
 keeps one per work item, the most severe status winning. That one decision is rendered
 everywhere: the terminal table, `--format json`, `failed_items` (tasks only), the escalation
 and the first line of `recovery/<item>.md`, so they cannot disagree (docs/rules.md
-§9.1).
+rules §9.1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`DIR/calibration.yaml`: the learned strategy outcomes, written from the journal (SPEC §13).
+"""`DIR/calibration.yaml`: the learned strategy outcomes, written from the journal (rules §13).
 
 The journal is the source of truth; this file is its readable summary for people and for tools
 that want the figures without folding the journal (`core.calibration` computes them). It is a
@@ -19,7 +19,7 @@ from selfcorrect.core.calibration import CalibrationRow, calibrate
 from selfcorrect.io import atomic, documents
 
 COMMENT = (
-    "Learned strategy outcomes (SPEC §13): per failure type or issue type and per strategy or\n"
+    "Learned strategy outcomes (rules §13): per failure type or issue type and per strategy or\n"
     "ladder step, the attempts handed out and the verified recoveries that followed.\n"
     "selfcorrect writes this file from .selfcorrect/journal.jsonl; edits here are overwritten."
 )

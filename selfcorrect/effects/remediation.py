@@ -1,4 +1,4 @@
-"""One bounded, verified, reversible fix (SPEC §9): the state machine of an autofix attempt.
+"""One bounded, verified, reversible fix (rules §9): the state machine of an autofix attempt.
 
 observed → classified → preflight → remediating → verifying → (re-validation) → recovered,
 with preflight → escalated, and verifying → compensating → escalated when the fixer failed,
@@ -51,7 +51,7 @@ class FixOutcome:
 
 
 def attempt_key(trace: str, decision: IssueDecision) -> str:
-    """trace id + fingerprint + rule version (§9.5): the identity of one attempt."""
+    """trace id + fingerprint + rule version (rules §9.5): the identity of one attempt."""
     raw = f"{trace}|{decision.fingerprint}|{decision.rule_version}"
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
@@ -76,7 +76,7 @@ def fix_scope(decision: IssueDecision) -> list[str]:
 def build_argv(
     command: Sequence[Any], target: str | None, files: Sequence[str], root: Path
 ) -> list[str] | str:
-    """The fixer's argv with {target} and {files} filled in, or why it was refused (§17).
+    """The fixer's argv with {target} and {files} filled in, or why it was refused (rules §17).
 
     Values come from agent-written reports, so each must be a relative path inside the
     project that does not start with '-'. `{files}` alone in an argument expands to one
@@ -111,7 +111,7 @@ def build_argv(
 def transition_writer(
     record: Record, decision: IssueDecision, key: str | None = None
 ) -> Callable[..., None]:
-    """`step(source, target, **evidence)`: one journal record per transition (§9.2)."""
+    """`step(source, target, **evidence)`: one journal record per transition (rules §9.2)."""
 
     def step(source: str, target: str, **evidence: Any) -> None:
         entry = TransitionEvent(
@@ -132,7 +132,7 @@ def transition_writer(
 def apply_fix(
     decision: IssueDecision, root: Path, folder: Path, policy: Policy, record: Record, trace: str
 ) -> FixOutcome:
-    """Run one autofix under the §9 state machine; compensates on anything but success."""
+    """Run one autofix under the rules §9 state machine; compensates on anything but success."""
     key = attempt_key(trace, decision)
     fixer: Mapping[str, Any] = decision.fixer or {}
 

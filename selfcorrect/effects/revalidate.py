@@ -1,4 +1,4 @@
-"""Re-invoking the validator (SPEC §4 step 5), and trusting only a fresh report.
+"""Re-invoking the validator (rules §4 step 5), and trusting only a fresh report.
 
 The validator runs as an argv list in the project root with SELFCORRECT_DIR set. Its report
 counts only if the file was (re)written while it ran: an unchanged or older report is

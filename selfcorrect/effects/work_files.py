@@ -1,4 +1,4 @@
-"""Incomplete subagent work on disk (SPEC §11): what the planner needs, and what it writes.
+"""Incomplete subagent work on disk (rules §11): what the planner needs, and what it writes.
 
 The decisions are in core/continuation/work.py (the project's files reach them through
 `core.inputs.ProjectView`); this module writes the results: `microtasks/<task>.yaml`,
@@ -41,7 +41,7 @@ def write_work(folder: Path, plan: Plan, max_text: int) -> list[str]:
 def render_microtasks(document: dict[str, Any]) -> bytes:
     return documents.render_owned(
         "microtasks",
-        "Micro-tasks (SPEC §11): do one at a time, then set its status to done. When every\n"
+        "Micro-tasks (rules §11): do one at a time, then set its status to done. When every\n"
         "one is done, the next selfcorrect run consolidates the task and re-validates.",
         document,
     )

@@ -39,7 +39,7 @@ ATTEMPTS = 5
 
 
 def digest(data: bytes | None) -> str:
-    import hashlib  # only when writing: `check` never pays for OpenSSL's load (SPEC §18)
+    import hashlib  # only when writing: `check` never pays for OpenSSL's load (rules §18)
 
     return "absent" if data is None else hashlib.sha256(data).hexdigest()
 

@@ -1,6 +1,6 @@
-"""All workflow-file reads and the one write of a human-edited file (SPEC §2, §17).
+"""All workflow-file reads and the one write of a human-edited file (rules §2, §17).
 
-Two kinds of file, two rules (SPEC §2):
+Two kinds of file, two rules (rules §2):
 - decision documents are strict: any parse, guard or schema problem is an InputError listing
   every positioned violation, and the run stops before anything is written;
 - hook logs (tool_failures.yaml, waypoints) are tolerant: an unreadable entry or waypoint is a
@@ -28,7 +28,7 @@ from selfcorrect.io.safe_paths import NOT_REGULAR
 if TYPE_CHECKING:
     from selfcorrect.io.owned_list import OwnedList
 
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (§17)
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (rules §17)
 SPLICED = {"coordination_log": "failed_items", "escalations": "escalations"}  # keys we own
 
 
@@ -175,7 +175,8 @@ def _warn(problems: list[Diagnostic], note: str) -> list[Diagnostic]:
 
 
 def waypoint_paths(folder: Path) -> list[Path]:
-    """Waypoints live in DIR/waypoints/ and, in the cAgents layout, DIR/../waypoints/ (§2.4)."""
+    """Waypoints live in DIR/waypoints/ and, in the cAgents layout, DIR/../waypoints/
+    (rules §2.4)."""
     found: list[Path] = []
     for place in (folder / layout.WAYPOINTS, folder.parent / layout.WAYPOINTS):
         if place.is_dir():
@@ -205,7 +206,7 @@ def add_escalations(
     if not path.exists():
         header = (
             f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
-            "# Escalations: selfcorrect lists here what needs a human (SPEC §10).\n"
+            "# Escalations: selfcorrect lists here what needs a human (rules §10).\n"
             "# To hand one back: set `status: resolved`, say why in `evidence:` and who you\n"
             "# are in `resolved_by:`; add `retry: true` for a fresh retry budget. The next run\n"
             "# acts on it and journals it (or run `selfcorrect reset DIR --escalation ID`).\n"

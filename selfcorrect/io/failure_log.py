@@ -1,4 +1,4 @@
-"""Streaming reader for tool_failures.yaml, the append-only hook log (SPEC §2.1, §18).
+"""Streaming reader for tool_failures.yaml, the append-only hook log (rules §2.1, §18).
 
 The log can hold 100,000 entries, so it is never built as one document. The canonical form is
 cut into one chunk per top-level list item and each chunk is parsed alone by libyaml; the hook's
@@ -30,7 +30,7 @@ _MAX_CONTINUATION = 50  # lines one raw quoted value may span (a path with newli
 class RawFailure:
     """One readable, schema-valid entry, where it stands in the file."""
 
-    index: int  # position in the failures list (the default id, §2.1)
+    index: int  # position in the failures list (the default id, rules §2.1)
     line: int
     data: dict[str, Any]
 

@@ -113,7 +113,7 @@ class _Compiler:
             return _any_of(tuple(_TYPES[name] for name in names))
         if key == "properties":
             # Compiled on first use: a document visits few of a big schema's properties, and
-            # compiling all of them was a third of `check`'s work (SPEC §18).
+            # compiling all of them was a third of `check`'s work (rules §18).
             return _properties({k: self.lazy(s) for k, s in value.items()})
         if key == "required":
             return _required(tuple(value))

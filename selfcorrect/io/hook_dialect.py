@@ -1,4 +1,4 @@
-"""The cAgents hooks' YAML dialect (SPEC §2.1, §2.4).
+"""The cAgents hooks' YAML dialect (rules §2.1, §2.4).
 
 The hooks write YAML by string templating: a double-quoted value is the raw text with `"`
 turned into `'` and nothing escaped, so `"D:\\a\\b"` means those backslashes, and raw control

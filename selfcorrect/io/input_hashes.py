@@ -1,4 +1,4 @@
-"""What the watcher reacts to (SPEC §15): which paths are inputs, and what their contents are.
+"""What the watcher reacts to (rules §15): which paths are inputs, and what their contents are.
 
 The watcher is blind to its own writes and to the validator it starts because it never trusts
 an event alone: an event only wakes it, and a run starts when some input's content hash differs
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from selfcorrect import layout
 
-# Decision documents and hook logs at the top of DIR (SPEC §1).
+# Decision documents and hook logs at the top of DIR (rules §1).
 TOP_INPUTS = frozenset(
     {layout.POLICY, layout.REPORT, layout.FAILURE_LOG, layout.COORDINATION_LOG, layout.ESCALATIONS}
 )

@@ -1,4 +1,4 @@
-"""Reading tool_failures.yaml from where the last read stopped (SPEC §15, §18).
+"""Reading tool_failures.yaml from where the last read stopped (rules §15, §18).
 
 The hook log is append-only in both of its forms, so a watcher need only parse the bytes
 appended since its last read: then an append costs what it appends, not what the log holds.

@@ -1,4 +1,4 @@
-"""Running a program from the policy: argv only, never a shell, bounded in time (SPEC §17).
+"""Running a program from the policy: argv only, never a shell, bounded in time (rules §17).
 
 Every command selfcorrect runs (validator checks, fixers, the validator itself, the agent
 command) goes through `run_argv`: in its own session so a timeout kills everything it started,

@@ -1,4 +1,4 @@
-"""Render the prompt templates (SPEC §8, §9.1, §12, §17) in a Jinja2 sandbox.
+"""Render the prompt templates (rules §8, §9.1, §12, §17) in a Jinja2 sandbox.
 
 Prompts are Markdown for agents, so nothing is HTML-escaped. Context values are written by agents:
 Jinja substitutes them as text and never evaluates them, so `{{ 7*7 }}` inside a value stays
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io.resources import data_dir
 
-if TYPE_CHECKING:  # jinja2 is imported lazily: start-up time matters (SPEC §18)
+if TYPE_CHECKING:  # jinja2 is imported lazily: start-up time matters (rules §18)
     from jinja2 import BaseLoader, Environment, FileSystemLoader, Template
 
 _WHITESPACE = re.compile(r"\s+")

@@ -1,4 +1,4 @@
-"""One watcher per folder (SPEC §15): a lock on DIR/.selfcorrect/watch.lock holding our pid.
+"""One watcher per folder (rules §15): a lock on DIR/.selfcorrect/watch.lock holding our pid.
 
 The system drops the lock (io/platform.py) when its process dies, however it dies, so a stale
 lock file never blocks a new watcher; the pid inside is only there to name the holder in the
@@ -20,7 +20,7 @@ from selfcorrect.io.folder_lock import holder, open_lock
 
 
 class FolderWatched(SelfcorrectError):
-    """Another watcher holds DIR's lock: exit 2 at once (SPEC §16)."""
+    """Another watcher holds DIR's lock: exit 2 at once (rules §16)."""
 
     exit_code = ExitCode.INVALID
 

@@ -20,7 +20,7 @@ if not getattr(yaml, "__with_libyaml__", False):  # pragma: no cover - depends o
     raise ImportError("selfcorrect needs PyYAML built with libyaml (pip install --force PyYAML)")
 
 _BOM = "\ufeff"
-MAX_DEPTH = 100  # nesting levels a document may have (SPEC §17: refused before it is walked)
+MAX_DEPTH = 100  # nesting levels a document may have (rules §17: refused before it is walked)
 
 
 class FastLoader(yaml.CSafeLoader):

@@ -1,4 +1,4 @@
-"""Which task each pre_compact waypoint belongs to (SPEC §2.4, §11 repeated compaction).
+"""Which task each pre_compact waypoint belongs to (rules §2.4, §11 repeated compaction).
 
 Pure. A canonical waypoint names its task (`task_id`). The cAgents hook's waypoint does not: it
 records when the session compacted, and work-item counts it took by counting the substrings
@@ -16,7 +16,7 @@ something shows that task was running then: its `started_at` at or before the wa
 hook count of at least one task in progress once the log's own status is taken off. Anything
 less is left unmatched, with the reason, rather than guessed: a wrong match would send a running
 agent a context-reset handoff. Times are compared only between the log and the waypoints, which
-the same session writes on one machine (unlike §7's failure entries).
+the same session writes on one machine (unlike rules §7's failure entries).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Incomplete subagent work: detection, micro-task splits, limits, context reset (SPEC §11).
+"""Incomplete subagent work: detection, micro-task splits, limits, context reset (rules §11).
 
 Pure: every file-system question (does a deliverable exist, how big is a file) is a callable
 the caller passes in, so the decisions can be tested on data alone.
@@ -255,7 +255,7 @@ class Limit(StrEnum):
 
 
 def over_limit(task: Task | None, microtasks: int, policy: Policy) -> tuple[Limit, str] | None:
-    """The first §11 limit passed (continuations before micro-tasks), with a human detail."""
+    """The first rules §11 limit passed (continuations before micro-tasks), with a human detail."""
     most = policy.continuation.max_continuations
     if task is not None and task.continuations > most:
         detail = f"{task.continuations} continuations, over continuation.max_continuations ({most})"

@@ -1,4 +1,4 @@
-"""The context-reset handoff (SPEC §11): when to hand a task to a fresh session, and what to say.
+"""The context-reset handoff (rules §11): when to hand a task to a fresh session, and what to say.
 
 Pure. A handoff carries four parts from real data: completed steps with outcomes, the current
 step and its state, the remaining steps, and the key decisions with their reasons.
@@ -160,7 +160,7 @@ def handoff_context(
     decisions: Sequence[Mapping[str, Any]],
     reason: str,
 ) -> dict[str, Any]:
-    """The four parts of a context-reset handoff (§11), from the log, checkpoint and chain."""
+    """The four parts of a context-reset handoff (rules §11), from the log, checkpoint and chain."""
     log = coordination or Coordination()
     wp = incomplete.waypoint if incomplete else None
     return {

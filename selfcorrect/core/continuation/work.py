@@ -1,4 +1,4 @@
-"""From unfinished subagent work to micro-tasks, handoffs and escalations (SPEC §11).
+"""From unfinished subagent work to micro-tasks, handoffs and escalations (rules §11).
 
 Pure. Given what the decisions found (incomplete tasks, existing micro-task files, the ledger's
 records) it decides, per task: split the remaining work into a new micro-task file, wait for
@@ -128,7 +128,7 @@ def _plan_task(
 def _plan_handoffs(
     plan: WorkPlan, work: WorkInputs, policy: Policy, incomplete: Mapping[str, Incomplete]
 ) -> None:
-    """§11 context reset: near-full context, repeated compaction, or failing for too long."""
+    """rules §11 context reset: near-full context, repeated compaction, or failing for too long."""
     candidates: dict[str, tuple[SubjectRecord | None, Incomplete | None]] = {
         task_id: (None, item) for task_id, item in incomplete.items()
     }

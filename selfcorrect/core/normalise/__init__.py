@@ -1,4 +1,4 @@
-"""One normaliser per input shape (SPEC §2): loaded YAML mappings → the records of `model`.
+"""One normaliser per input shape (rules §2): loaded YAML mappings → the records of `model`.
 
 Pure functions: no I/O, no YAML. Input is assumed to have passed the JSON Schema, but odd
 schema-valid values (numbers for text, "true" strings, missing optional blocks) never crash a
@@ -117,7 +117,7 @@ _FAILURE_KEY_SET = frozenset(_FAILURE_KEYS)
 
 def _str(value: Any, default: str) -> str:
     # The common case (a schema-valid string) skips the general coercion: this runs for every
-    # entry of a 100,000-entry log (SPEC §18).
+    # entry of a 100,000-entry log (rules §18).
     return value if type(value) is str else text_or(value, default)
 
 
@@ -128,7 +128,7 @@ def _present(value: Any) -> str | None:
 
 
 def normalise_failure(raw: Mapping[Any, Any], index: int) -> Failure:
-    """One tool_failures.yaml entry (SPEC §2.1); `index` is its position in the list."""
+    """One tool_failures.yaml entry (rules §2.1); `index` is its position in the list."""
     get = raw.get
     ident, file_path, agent_id = get("id"), get("file_path"), get("agent_id")
     task_id, read_only = get("task_id"), get("read_only")
@@ -191,7 +191,7 @@ def _stem(source: str) -> str:
 
 
 def normalise_waypoint(raw: Mapping[Any, Any], source: str) -> Waypoint:
-    """One waypoint (SPEC §2.4); `source` is where it was read from."""
+    """One waypoint (rules §2.4); `source` is where it was read from."""
     coordination = mapping(raw.get("coordination"))
     counts = mapping(coordination.get("work_items"))
     recovery = mapping(raw.get("recovery"))
@@ -274,7 +274,7 @@ def normalise_escalations(raw: Mapping[Any, Any]) -> tuple[Escalation, ...]:
 
 
 def failed_item_to_dict(item: FailedItem) -> dict[str, Any]:
-    """A `failed_items` entry as plain data, keys in SPEC §9.6 order, extra keys after.
+    """A `failed_items` entry as plain data, keys in rules §9.6 order, extra keys after.
 
     Optional keys that are None (failure_type, escalation_context) are left out.
     """

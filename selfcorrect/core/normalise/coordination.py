@@ -1,4 +1,4 @@
-"""coordination_log.yaml (dialect and canonical, SPEC §2.3) → `Coordination`.
+"""coordination_log.yaml (dialect and canonical, rules §2.3) → `Coordination`.
 
 The dialect's names (`questions_asked`, `synthesized_solution`, `implementation_tasks`) and the
 short canonical names (`questions`, `synthesis`, `tasks`) are read alike.
@@ -163,7 +163,7 @@ def _delegation(raw: Mapping[Any, Any]) -> Delegation:
 
 
 def normalise_failed_item(raw: Mapping[Any, Any], index: int) -> FailedItem:
-    """One `failed_items` entry (SPEC §9.6); a status a human mistyped stays blocked."""
+    """One `failed_items` entry (rules §9.6); a status a human mistyped stays blocked."""
     return FailedItem(
         task_id=nonblank(raw.get("task_id")) or str(index),
         failure_type=word(raw.get("failure_type")),

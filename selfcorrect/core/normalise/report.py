@@ -28,7 +28,7 @@ from selfcorrect.core.normalise.coerce import (
 UNMET = "acceptance_criterion_unmet"
 CIRCULAR = "circular_delegation"
 _BUCKETS = ("critical", "major", "minor")
-MAX_MINOR_IN_PASS = 3  # SPEC §5: a PASS carries no critical/major issue and at most 3 minor
+MAX_MINOR_IN_PASS = 3  # rules §5: a PASS carries no critical/major issue and at most 3 minor
 
 _VERDICTS = {
     "PASS": Verdict.PASS,
@@ -154,7 +154,7 @@ def criterion_from(raw: Any) -> Criterion:
 def unmet_issue(
     criterion: str, evidence: str | None, method: str | None, reason: str | None
 ) -> Issue:
-    """The `acceptance_criterion_unmet` issue for a criterion (SPEC §2.2)."""
+    """The `acceptance_criterion_unmet` issue for a criterion (rules §2.2)."""
     notes = [f"evidence: {evidence}"] if evidence else []
     if reason:
         notes.append(f"recheck: {reason}")
