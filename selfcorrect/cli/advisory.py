@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect import layout
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.words import printable
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, ladder_step
 from selfcorrect.layout import work_item_file
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from selfcorrect import __version__, layout
-from selfcorrect.cli.report import attempts_text, printable
+from selfcorrect.cli.words import attempts_text, printable
 
 # The package page; change it here if the project gets a home page of its own.
 INFORMATION_URI = "https://pypi.org/project/selfcorrect/"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from selfcorrect import __version__
-from selfcorrect.cli import report
+from selfcorrect.cli import check_report
 from selfcorrect.cli.options import (
     Common,
     common_options,
@@ -22,7 +22,7 @@ from selfcorrect.cli.options import (
     pending_ok_option,
     wait_option,
 )
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.words import printable
 from selfcorrect.errors import ExitCode, InputError, SelfcorrectError, result_exit_code
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def check(
     _require_folder(folder)
     with failure_log_progress(common.verbosity):
         result = check_folder(folder, policy)
-    report.check_result(result, fmt, common)
+    check_report.check_result(result, fmt, common)
     return ExitCode.INVALID if result.errors else ExitCode.PASS
 
 
@@ -115,7 +115,7 @@ def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: boo
 
     common = make_common(policy, color, verbose, quiet)
     created, skipped = init_folder(folder, policy)
-    report.init_result(created, skipped, common)
+    check_report.init_result(created, skipped, common)
     return ExitCode.PASS
 
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import table
+from selfcorrect.cli.words import printable
 from selfcorrect.core.scoring import SIGNALS
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from selfcorrect import layout
 from selfcorrect.cli import cells
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import attempts_text, printable
+from selfcorrect.cli.words import attempts_text, printable
 from selfcorrect.errors import result_exit_code
 from selfcorrect.layout import work_item_file
 

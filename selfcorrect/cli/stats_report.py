@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import table
+from selfcorrect.cli.words import printable
 
 if TYPE_CHECKING:
     from selfcorrect.commands.stats import StatsResult

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import attempts_text, printable
 from selfcorrect.cli.run_report import add_what_to_read, issue_rows, subject_rows
+from selfcorrect.cli.words import attempts_text, printable
 from selfcorrect.commands.status import next_steps
 
 if TYPE_CHECKING:

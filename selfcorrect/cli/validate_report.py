@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.report import printable
+from selfcorrect.cli.words import printable
 
 if TYPE_CHECKING:
     from selfcorrect.commands.validate import Validation

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect import layout
-from selfcorrect.cli.report import printable
 from selfcorrect.cli.run_report import run_json
+from selfcorrect.cli.words import printable
 
 if TYPE_CHECKING:
     from selfcorrect.commands.watch import WatchRun

@@ -1,13 +1,14 @@
-"""Renderers: what a command prints, in each --format. No decisions here."""
+"""What `check` and `init` print, in each --format. No decisions here."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from selfcorrect.cli.options import Common
+from selfcorrect.cli.words import printable
 
 if TYPE_CHECKING:
     from selfcorrect.commands.check import CheckResult
@@ -64,17 +65,3 @@ def init_result(created: list[Path], skipped: list[Path], common: Common) -> Non
 
 def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
-
-
-def printable(text: str) -> str:
-    """Agent text may hold terminal escapes; never let them reach the terminal raw."""
-    return "".join(ch if ch.isprintable() or ch == "\t" else f"\\x{ord(ch):02x}" for ch in text)
-
-
-def attempts_text(attempts: Any, limit: Any) -> str:
-    """Attempts and their limit, worded so the pair never reads as a fraction: `1, limit 2`;
-    `4, limit 2` (past it: blocked); `3, limit 0` (a type selfcorrect never retries: the agent
-    failed on its own); `1, no limit`. Every text output shows attempts this one way, after the
-    word "attempts" (or under an ATTEMPTS heading)."""
-    count = attempts if isinstance(attempts, int) else 0
-    return f"{count}, {'no limit' if limit is None else f'limit {limit}'}"
