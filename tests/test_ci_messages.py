@@ -141,7 +141,7 @@ def test_a_target_with_a_line_pins_every_format_to_it(
     (v2,) = [line for line in github.splitlines() if "::V-2: " in line]
     assert "line=" not in v2.split("::")[1]
     assert "coverage of src/handler.ts is 61%25, below the required 80%25" in v2
-    assert "(test_coverage_low, blocked: runtime_error: 3 failed attempt(s)" in v2
+    assert "(test_coverage_low, blocked: runtime_error: 3 failed attempts (limit 3)" in v2
 
     junit = run_line(["run", "workflow", "--shadow", "--format", "junit"]).stdout
     root = ET.fromstring(junit.encode())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +148,46 @@ def test_an_issue_of_a_blocked_work_item_gets_no_directive(tmp_path: Path, run_l
         text = (repo / "workflow" / "recovery" / "T-1.md").read_text()
         assert "Write the missing documentation" not in text
         assert docs["attempts"] == 0
+
+
+AGAIN = """
+  - id: TF-0007
+    tool: Edit
+    error: "TypeError: Cannot read property 'id' of undefined at handler.ts:45"
+    timestamp: "2026-11-29T11:00:00Z"
+    task_id: WI-3
+    file_path: src/handler.ts
+    agent_id: executor-1
+    approach: "null check addition"
+"""
+
+
+def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
+    tmp_path: Path, run_line
+) -> None:
+    from tests.conftest import REPO
+
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder)
+    assert run_line(["run", folder]).exit_code == 1  # WI-3 escalated (the example's policy)
+    evidence = "handler.ts:45 reads req.user before auth runs; move the route below app.use(auth)"
+    reset = ["reset", folder, "--subject", "WI-3", "--evidence", evidence, "--actor", "ana"]
+    assert run_line(reset).exit_code == 0
+
+    # reset rewrote the prompt at once: status, then the person's words, then step 1
+    text = (folder / "recovery" / "WI-3.md").read_text()
+    head, _, rest = text.partition("\n\n")
+    assert head.startswith("STATUS: recovering — ") and "ladder step 1" in head
+    assert rest.startswith("## Guidance from a person\n\nana, ") and evidence in rest
+    assert "TRY: Step 1" in text and "(and 3 before a person's reset" in text
+
+    # the agent read it and repeated an approach the prompt listed: one new failure
+    log = folder / "tool_failures.yaml"
+    log.write_text(log.read_text() + AGAIN)
+    out = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+    (wi3,) = [s for s in out["subjects"] if s["subject"] == "WI-3"]
+    assert (wi3["status"], wi3["ladder_step"], wi3["attempts"]) == ("recovering", 2, 1)
+    text = (folder / "recovery" / "WI-3.md").read_text()
+    assert "TRY: Step 2" in text and evidence in text  # the climb; the guidance stays
+    assert 'You tried "null check addition" again' in text
+    assert "Previous 1 attempts failed (and 3 before a person's reset" in text

@@ -101,7 +101,7 @@ def test_the_seed_example_reproduces_exactly(tmp_path: Path, run_line) -> None:
         "recovery_actions_taken": SEED_APPROACHES,
         "final_status": "blocked",
     }
-    assert "3 failed attempt(s) of 3 allowed" in entry["escalation_context"]
+    assert "3 failed attempts (limit 3)" in entry["escalation_context"]
     assert list(entry) == [
         "task_id",
         "failure_type",

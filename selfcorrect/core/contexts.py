@@ -95,6 +95,17 @@ def task_context(task: Task | None) -> dict[str, Any] | None:
     }
 
 
+def _repeated_approach(record: SubjectRecord) -> str:
+    """The latest attempt's approach when an earlier attempt in the chain already failed with
+    it: the agent repeated what its prompt forbade (rules §8)."""
+    chain = list(record.chain)
+    if len(chain) < 2 or not chain[-1].approach:
+        return ""
+    latest = chain[-1].approach
+    earlier = {a.approach.casefold() for a in chain[:-1] if a.approach}
+    return latest if latest.casefold() in earlier else ""
+
+
 def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
     retries = "unlimited" if decision.retries is None else str(decision.retries)
     # Round-to-round reasons (first detection, still stuck, awaiting the agent) would rewrite
@@ -112,10 +123,18 @@ def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
         if decision.reason.value in transient
         else decision.reason.value.lower().replace("_", " ")
     )
-    text = (
-        f"{decision.failure_type}: {decision.attempts} failed attempt(s) of {retries} "
-        f"allowed; {why}"
-    )
+    # Attempts and their limit never read as a fraction ("1 of 0 allowed"): issue 19.
+    failed = f"{decision.attempts} failed attempt{'' if decision.attempts == 1 else 's'}"
+    limit = {
+        "unlimited": "no limit",
+        "0": "never retried automatically",
+    }.get(retries, f"limit {retries}")
+    why = {
+        "non retryable": "skipped until a later success shows the cause is gone",
+        "maximum attempts reached": "maximum attempts reached; a person decides",
+        "ladder exhausted": "the recovery ladder is exhausted; a person decides",
+    }.get(why, why)
+    text = f"{decision.failure_type}: {failed} ({limit}); {why}"
     if decision.ladder_step:
         text += f"; ladder step {decision.ladder_step}"
     if decision.signals:
@@ -182,11 +201,15 @@ def stuck_context(
         "work_item_id": record.task_id or decision.subject,
         # The attempts the JSON shows for this subject (since a person's reset, by its type).
         "attempts": decision.attempts,
+        # The chain still lists what failed before a person's reset; say so beside the count.
+        "before_reset": max(len(record.chain) - decision.attempts, 0) if decision.epoch else 0,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
         "partial_successes": list(record.partial_successes),
         "failure_summary": error_summary(record.chain[-1].error) if record.chain else "",
         "next_step": step,
         "failed_approaches": list(record.approaches),
+        # The latest attempt reused an approach an earlier attempt had already failed with.
+        "repeated": _repeated_approach(record),
         "error_chain": [
             {
                 "position": a.position,

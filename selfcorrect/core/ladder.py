@@ -179,15 +179,13 @@ def _decide(
         )
     # A read changed nothing: it reaches the ladder only through a stuck signal, at step 1.
     limited = spent and not record.read_only
+    if limited and at_limit == "escalate":  # a policy may page a person at the limit
+        return decision(SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, None, True)
     if prior_step == 0:  # not on the ladder yet
         if not firing and not limited:
             if prior.status == SubjectStatus.RECOVERING and not fresh:  # a person's retry
                 return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, True)
             return decision(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, new=False)
-        if limited and at_limit == "escalate":  # a policy may page a person at the limit
-            return decision(
-                SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, None, True
-            )
         if record.read_only:
             return decision(SubjectStatus.RECOVERING, SubjectReason.STUCK_FIRST_DETECTION, 1, True)
         step, reason = ENTRY.get(at_limit, (1, SubjectReason.RETRIES_SPENT))

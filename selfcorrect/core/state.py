@@ -210,6 +210,8 @@ def _apply_reset(state: State, record: ResetEvent) -> None:
         state.subjects[entry.subject] = SubjectState(
             # With a fresh budget the work is back with the agents; a later success recovers it.
             status="recovering" if retry else None,
+            # The reset rewrote its prompt at ladder step 1: the next failures climb from there.
+            ladder_step=1 if retry else 0,
             log_position=position,
             baseline=Baseline(
                 position,
