@@ -133,19 +133,22 @@ def _locked_run(
 
     inputs = load()
     policy = inputs.policy
+    opening: Decisions | None = decided(inputs, 0)  # the first cycle's, unless a reload follows
+    assert opening is not None
     # The cap bounds an episode's cycles, across runs: a fresh report buys no more.
     cap = max_cycles if max_cycles is not None else policy.caps.global_cycles
-    cap = max(cap - decided(inputs, 0).state.episode_cycles, 0)
-    if not shadow and unsettled(decided(inputs, 0)):
+    cap = max(cap - opening.state.episode_cycles, 0)
+    if not shadow and unsettled(opening):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
         # validator): reconcile by re-validating before anything is retried.
         checked = _validate(folder, policy, root, trace, clock)
         if not checked.fresh:
             uncertain.append(checked.detail)
-        inputs = load()
+        inputs, opening = load(), None
     cycles = 0
     while True:
-        decisions = decided(inputs, cycles)
+        decisions = opening if opening is not None else decided(inputs, cycles)
+        opening = None
         plan = build_plan(decisions)
         late = _late_trips(decisions, plan)
         if late:  # this run's own records trip a circuit: decide by it now, not a run later
