@@ -189,3 +189,9 @@ def prompt_body(path: Path) -> str:
     text = path.read_text()
     assert text.startswith("STATUS: "), text[:200]
     return text.partition("\n\n")[2]
+
+
+# A policy that pages a person once the agent host's stale edits spend their retries: the
+# cAgents session's WI-2 (four stale edits of refresh.ts) is then escalated at once, for the
+# tests that need an open escalation (by default the ladder runs first: docs/rules.md §6).
+ESCALATE_STALE_EDITS = "failure_types:\n  stale_context:\n    at_limit: escalate\n"

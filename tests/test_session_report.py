@@ -24,6 +24,7 @@ import yaml
 from selfcorrect.commands.report import EVENTS_SHOWN
 from selfcorrect.core.journal_records import IssueEvent, SubjectEvent, TransitionEvent
 from tests.conftest import Result, copy_session
+from tests.helpers import ESCALATE_STALE_EDITS
 
 HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
 
@@ -114,6 +115,7 @@ def session(tmp_path: Path) -> Path:
     with one hostile failure appended: agent text that is markup and script."""
     copy_session(tmp_path / "session")
     workflow = tmp_path / "session" / "workflow"
+    (workflow / "selfcorrect.yaml").write_text(ESCALATE_STALE_EDITS)  # an open escalation
     with (workflow / "tool_failures.yaml").open("a", encoding="utf-8") as log:
         log.write(
             '\n- tool: "Edit"\n'

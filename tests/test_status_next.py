@@ -14,6 +14,7 @@ import pytest
 
 from selfcorrect.commands.status import next_steps
 from tests.conftest import copy_session
+from tests.helpers import ESCALATE_STALE_EDITS
 
 Run = Callable[[list[str]], Any]
 
@@ -21,8 +22,9 @@ Run = Callable[[list[str]], Any]
 @pytest.fixture
 def blocked_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_line: Run) -> Path:
     copy_session(tmp_path / "session")
+    (tmp_path / "session" / "workflow" / "selfcorrect.yaml").write_text(ESCALATE_STALE_EDITS)
     monkeypatch.chdir(tmp_path / "session")
-    assert run_line(["run", "workflow"]).exit_code == 1  # refresh.ts is escalated
+    assert run_line(["run", "workflow"]).exit_code == 1  # WI-2's stale edits are escalated
     return tmp_path / "session" / "workflow"
 
 
