@@ -269,7 +269,7 @@ def test_a_reset_record_with_wrong_counts_is_ignored_with_a_warning(tmp_path: Pa
     folder = tmp_path / "workflow"
     (folder / ".selfcorrect").mkdir(parents=True)
     (folder / ".selfcorrect" / "journal.jsonl").write_text(
-        '{"event": "reset", "subjects": '
+        '{"event": "reset", "via": "cli", "at": "2026-11-29T10:00:00Z", "subjects": '
         '[{"subject": "WI-3", "attempts": {"runtime_error": "x"}}]}\n'
         '{"event": "validated", "at": "2026-11-29T10:00:00Z"}\n'
     )

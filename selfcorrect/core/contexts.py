@@ -6,6 +6,8 @@ text goes in as data and is rendered, never evaluated, by the sandbox in io/prom
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -242,6 +244,35 @@ def stuck_context(
     return _with_sources(context, policy, workflow_dir, layout.FAILURE_LOG)
 
 
+# Test code by the conventions of the common runners (pytest, unittest, Jest/Vitest, Go, RSpec,
+# JUnit): a folder of tests, or a file named as a test.
+_TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing"})
+_TEST_FILE = re.compile(
+    r"^(test_.+\.py|.+_test\.(py|go|rb|exs?)|.+\.(test|spec)\.[cm]?[jt]sx?|.+_spec\.rb"
+    r"|.+Tests?\.(java|kt|cs|swift))$"
+)
+_FAILING = re.compile(
+    r"\b(tests?|specs?)\b[^.\n]{0,40}\b(fail(s|ed|ing|ure)?|broken|red)\b|\bfailing\s+(tests?|specs?)\b",
+    re.IGNORECASE,
+)
+
+
+def is_test_path(path: str | None) -> bool:
+    """A path that holds tests: a test folder (`tests`, `tests/unit`) or a test file."""
+    if not path:
+        return False
+    parts = [p for p in posixpath.normpath(path.replace("\\", "/")).split("/") if p]
+    return any(p.lower() in _TEST_DIRS for p in parts) or bool(
+        parts and _TEST_FILE.match(parts[-1])
+    )
+
+
+def _failing_tests(decision: IssueDecision) -> bool:
+    """The issue reports failing tests: it names a test path, or says tests fail."""
+    issue = decision.issue
+    return is_test_path(issue.target) or bool(_FAILING.search(issue.description[:2000]))
+
+
 def directive_context(
     decision: IssueDecision,
     coordination: Coordination | None,
@@ -259,7 +290,21 @@ def directive_context(
     """
     issue = decision.issue
     task = task_of(coordination, issue.task_id)
-    scope, outside = placed([issue.target] if issue.target else (task.files if task else ()), place)
+    failing = _failing_tests(decision)
+    if failing:
+        # Failing tests are the evidence: the fix belongs in the code they test (the task's
+        # files), never in the tests, which the agent reads but must not weaken.
+        named = [issue.target] if issue.target else []
+        tests, _ = placed([t for t in named if is_test_path(t)], place)
+        code = [t for t in named if not is_test_path(t)] or [
+            f for f in (task.files if task else ()) if not is_test_path(f)
+        ]
+        scope, outside = placed(code, place)
+    else:
+        tests = []
+        scope, outside = placed(
+            [issue.target] if issue.target else (task.files if task else ()), place
+        )
     target = place(issue.target) if issue.target else None
     # An observe task gets no mutating tool and is asked for a report; an issue that names no
     # task is a fix to make (rules §12).
@@ -283,6 +328,8 @@ def directive_context(
         "attempt": decision.attempts,
         "retries": decision.retries,
         "scope": scope,
+        "failing_tests": failing,
+        "tests": tests,
         "verification": verification,
         "workflow_dir": workflow_dir,
         "task": task_context(task),
