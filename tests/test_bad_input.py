@@ -133,3 +133,19 @@ def test_a_huge_number_in_a_report_is_not_a_crash(tmp_path: Path, run_line) -> N
     result = run_line(["run", folder])
     assert result.exit_code in (0, 1, 3), result.stderr
     assert "internal error" not in result.stderr
+
+
+def test_run_names_every_broken_document_at_once(tmp_path: Path, run_line) -> None:
+    """A person fixing input errors one run at a time found the next file only after the
+    first: every broken decision document is now reported together, nothing written."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "validation_report.yaml").write_text("status: [unclosed\n")
+    (folder / "escalations.yaml").write_text("escalations: 7\n")
+    (folder / "coordination_log.yaml").write_text("controller: lead\nstatus: ok\nstatus: twice\n")
+    before = sorted(p.name for p in folder.iterdir())
+    result = run_line(["run", folder])
+    assert result.exit_code == 2
+    for name in ("validation_report.yaml:", "escalations.yaml:", "coordination_log.yaml:"):
+        assert name in result.stderr, result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing written
