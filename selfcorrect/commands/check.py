@@ -6,9 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from selfcorrect import layout
-from selfcorrect.core.human_control import escalation_edits, unevidenced_warning
-from selfcorrect.core.normalise import normalise_escalations
-from selfcorrect.core.state import derive
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents, journal
 from selfcorrect.io.policy_file import load_policy
@@ -87,6 +84,15 @@ def _hand_resolutions(folder: Path, doc: documents.Document) -> list[Diagnostic]
     """The warnings a run gives about escalations resolved by hand, from the same function
     (core/human_control.py): a resolution without evidence is not acted on. The journal says
     which resolutions were acted on already; its own problems are `status`'s to report."""
+    entries = (doc.data or {}).get("escalations") or [] if isinstance(doc.data, dict) else []
+    if not any(
+        isinstance(e, dict) and str(e.get("status", "")).lower() == "resolved" for e in entries
+    ):
+        return []  # the common case: no hand resolution, and start-up stays light (rules §18)
+    from selfcorrect.core.human_control import escalation_edits, unevidenced_warning
+    from selfcorrect.core.normalise import normalise_escalations
+    from selfcorrect.core.state import derive
+
     edits = escalation_edits(
         normalise_escalations(doc.data or {}), derive(journal.read_journal(folder, []))
     )

@@ -12,10 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from selfcorrect import layout
-from selfcorrect.core import policy_views as views
 from selfcorrect.core.frozen import thaw
 from selfcorrect.errors import Diagnostic, InputError
 
@@ -104,6 +103,38 @@ def suggest(key: str, known: Iterable[str]) -> str | None:
 
     matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """`limits:` the largest file read, agent text kept, and prompts written."""
+
+    max_bytes: int
+    max_text: int
+    max_prompts: int
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Limits:
+        section = data.get("limits")
+        if section is None:
+            raise KeyError("limits")
+        return cls(int(section["max_bytes"]), int(section["max_text"]), int(section["max_prompts"]))
+
+
+if TYPE_CHECKING:
+    from selfcorrect.core import policy_views as views
+else:
+
+    class _LazyViews:
+        """core/policy_views.py, imported on first use: a command that reads no section (a
+        small `check`) never pays for building its classes (start-up, rules §18)."""
+
+        def __getattr__(self, name: str) -> object:
+            from selfcorrect.core import policy_views
+
+            return getattr(policy_views, name)
+
+    views = _LazyViews()
 
 
 @dataclass(frozen=True)
@@ -210,8 +241,8 @@ class Policy:
         return views.Caps.of(self.data)
 
     @cached_property
-    def limits(self) -> views.Limits:
-        return views.Limits.of(self.data)
+    def limits(self) -> Limits:
+        return Limits.of(self.data)
 
     @cached_property
     def fixability(self) -> views.Fixability:

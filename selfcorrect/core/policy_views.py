@@ -67,20 +67,6 @@ class Caps:
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
-    """`limits:` the largest file read, agent text kept, and prompts written."""
-
-    max_bytes: int
-    max_text: int
-    max_prompts: int
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Limits:
-        section = _section(data, "limits")
-        return cls(int(section["max_bytes"]), int(section["max_text"]), int(section["max_prompts"]))
-
-
-@dataclass(frozen=True, slots=True)
 class Fixability:
     """`fixability:` an issue estimated longer than this is no automatic fix."""
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from selfcorrect import layout
-from selfcorrect.core.journal_records import KINDS
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import platform, schemas
 from selfcorrect.io.documents import display_path
@@ -119,6 +118,8 @@ def _against_schema(record: Mapping[str, Any]) -> str | None:
     """What is wrong with a record of a kind this version knows, by schemas/journal.schema.json
     (the same schema the record classes are held to); None when nothing is. A kind a newer
     version wrote is left to the folds, which pass it over."""
+    from selfcorrect.core.journal_records import KINDS  # not on `check`'s start-up path
+
     if record.get("event") not in KINDS:
         return None
     check = schemas.fast_check("journal")
