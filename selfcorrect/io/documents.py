@@ -206,7 +206,7 @@ def add_escalations(
     if not path.exists():
         header = (
             f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
-            "# Escalations: selfcorrect lists here what needs a human (rules §10).\n"
+            "# Escalations: selfcorrect lists here what needs a human (docs/rules.md §10).\n"
             "# To hand one back: set `status: resolved`, say why in `evidence:` and who you\n"
             "# are in `resolved_by:`; add `retry: true` for a fresh retry budget. The next run\n"
             "# acts on it and journals it (or run `selfcorrect reset DIR --escalation ID`).\n"
