@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selfcorrect.cli.progress import ERASE, TerminalProgress
+from selfcorrect.cli.progress import ERASE, FixProgress, TerminalProgress
 
 SHOWN = re.compile(r"reading tool_failures\.yaml: [0-9,]+ entries \([0-9]+%\)")
 
@@ -107,4 +107,33 @@ def test_nothing_is_shown_for_work_under_the_delay_then_throttled() -> None:
     assert stream.getvalue() == f"{ERASE}reading x: 4,096 entries (40%)"
     now[0] = 2.0
     progress(10000, 1.0)
+    assert stream.getvalue().endswith(ERASE)
+
+
+def test_a_run_shows_which_fix_runs_then_a_clean_line(tmp_path: Path, env: dict[str, str]) -> None:
+    """A cycle of slow fixers used to run silent: the terminal now says which fix runs."""
+    from tests.test_loop_rules import loop_project
+
+    repo = loop_project(tmp_path, ["a.py", "b.py"])
+    (repo / "docs").mkdir()
+    (repo / "docs" / "auth.md").write_text("# Auth\n")
+    code, stdout, terminal = run_on_a_terminal(
+        ["run", str(repo / "workflow"), "--validate-first"], env
+    )
+    assert code == 0, terminal  # both lint issues fixed, the fresh report passes
+    assert re.search(r"running fix 1 of 2: linting_errors@a\.py", terminal), terminal
+    assert re.search(r"running fix 2 of 2: linting_errors@b\.py", terminal), terminal
+    assert "running fix" not in stdout  # never in what a tool reads
+
+
+def test_the_fix_line_waits_for_the_delay_and_is_erased() -> None:
+    now = [0.0]
+    stream = io.StringIO()
+    fixes = FixProgress(stream, clock=lambda: now[0], delay=1.0)
+    fixes(0, 2, "quick")  # under a second into the run: nothing
+    assert stream.getvalue() == ""
+    now[0] = 2.0
+    fixes(1, 2, "slow")
+    assert stream.getvalue().endswith("running fix 2 of 2: slow")
+    fixes(2, 2, "")
     assert stream.getvalue().endswith(ERASE)

@@ -2,8 +2,9 @@
 
 A 100,000-entry log once sat silent for 14 s. While a command reads the failure log, a line on
 stderr says how far it got (`reading tool_failures.yaml: 45,000 entries (45%)`), rewritten in
-place and erased when the read ends. Nothing is shown for work under `delay` seconds, when
-stderr is no terminal, or with -q. Standard library only: start-up time counts.
+place and erased when the read ends; while a run's fixes run, `running fix 2 of 5: <issue>`.
+Nothing is shown for work under `delay` seconds, when stderr is no terminal, or with -q.
+Standard library only: start-up time counts.
 """
 
 from __future__ import annotations
@@ -61,6 +62,35 @@ def wanted(verbosity: int, stream: TextIO | None = None) -> bool:
     return verbosity >= 0 and stream.isatty()
 
 
+class FixProgress:
+    """The callback effects/remediation.FIX_PROGRESS takes: which fix of the cycle runs now.
+    A fix is a program of its own (seconds, often): shown once the run has taken `delay`."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        delay: float = DELAY_S,
+    ) -> None:
+        self.stream, self.clock, self.delay = stream, clock, delay
+        self.started = clock()
+        self.shown = False
+
+    def __call__(self, started: int, total: int, what: str) -> None:
+        if started >= total:
+            if self.shown:
+                self.stream.write(ERASE)
+                self.stream.flush()
+                self.shown = False
+            return
+        if self.clock() - self.started < self.delay:
+            return
+        self.stream.write(f"{ERASE}running fix {started + 1} of {total}: {what[:60]}")
+        self.stream.flush()
+        self.shown = True
+
+
 @contextlib.contextmanager
 def failure_log_progress(verbosity: int) -> Iterator[None]:
     """Show the failure log's read on stderr while the body runs, when wanted."""
@@ -74,9 +104,14 @@ def failure_log_progress(verbosity: int) -> Iterator[None]:
     except ValueError:
         delay = DELAY_S
     reporter = TerminalProgress(sys.stderr, "reading tool_failures.yaml", delay=delay)
-    token = PROGRESS.set(reporter)
+    from selfcorrect.effects.remediation import FIX_PROGRESS
+
+    fixes = FixProgress(sys.stderr, delay=delay)
+    token, fix_token = PROGRESS.set(reporter), FIX_PROGRESS.set(fixes)
     try:
         yield
     finally:
         PROGRESS.reset(token)
+        FIX_PROGRESS.reset(fix_token)
         reporter(0, 1.0)  # erase the line even when the read stopped early
+        fixes(1, 1, "")

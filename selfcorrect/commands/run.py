@@ -38,7 +38,13 @@ from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.core.work_items import WorkItem
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
-from selfcorrect.effects.remediation import FixOutcome, apply_fix, compensate, transition_writer
+from selfcorrect.effects.remediation import (
+    FIX_PROGRESS,
+    FixOutcome,
+    apply_fix,
+    compensate,
+    transition_writer,
+)
 from selfcorrect.effects.revalidate import Revalidation, revalidate, verification_line
 from selfcorrect.effects.work_files import write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, safe_paths
@@ -167,7 +173,10 @@ def _locked_run(
         outcomes: list[FixOutcome] = []
         if plan.fixes:
             refused: list[FixOutcome] = []
-            for d in plan.fixes:
+            progress = FIX_PROGRESS.get()
+            for number, d in enumerate(plan.fixes):
+                if progress is not None:
+                    progress(number, len(plan.fixes), d.fingerprint)
                 record = _recorder(folder, decisions, clock)
                 if _circuit_blocks(folder, policy, d.rule, d.rule_version):
                     # Earlier fixes of this cycle tripped the rule's circuit: stop here.
@@ -179,6 +188,8 @@ def _locked_run(
                     )
                     continue
                 outcomes.append(apply_fix(d, root, folder, policy, record, trace))
+            if progress is not None:
+                progress(len(plan.fixes), len(plan.fixes), "")
             written += _escalate_failed(folder, decisions, refused, code="CIRCUIT_OPEN")
             written += _escalate_failed(folder, decisions, [o for o in outcomes if not o.applied])
             _record_fixed(folder, decisions, [o for o in outcomes if o.applied])

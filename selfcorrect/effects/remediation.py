@@ -14,6 +14,7 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,13 @@ def build_argv(
         else:
             argv.append(part)
     return argv
+
+
+# Told (fixes started so far, fixes this cycle, the fix about to run) before each fix and
+# (n, n, "") after the last: the CLI shows it on a terminal (cli/progress.py). None: silent.
+FIX_PROGRESS: ContextVar[Callable[[int, int, str], None] | None] = ContextVar(
+    "fix_progress", default=None
+)
 
 
 def transition_writer(
