@@ -155,15 +155,16 @@ def decide(
     policy = inputs.policy
     warnings = list(inputs.warnings)
     history = list(inputs.history)
-    state = derive(history)
+    records = list(inputs.records)  # parsed once per load; every fold reads these
+    state = derive(records)
     # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
-    # before any decision, exactly as `selfcorrect reset` would have (docs/rules.md
-    # rules §10).
+    # before any decision, exactly as `selfcorrect reset` would have (rules §10).
     human = hand_edits(inputs, state, warnings)
     if human:
         history += [r.record.to_json() for r in human]
-        state = derive(history)
-    circuits = fold_circuits(history)
+        records += [r.record for r in human]
+        state = derive(records)
+    circuits = fold_circuits(records)
     trips = circuits.trips(policy)
     for trip in assume_open:
         circuits.assume_open(trip)
@@ -201,7 +202,7 @@ def decide(
         circuits=circuits,
         trips=trips,
         human_resets=human,
-        calibration=calibrate(history),
+        calibration=calibrate(records),
         history=history,
         warnings=warnings,
     )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from selfcorrect.core.journal_records import Stamped, typed
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Escalation, Issue, Report, Waypoint
 from selfcorrect.core.policy import Policy
@@ -67,3 +69,8 @@ class Inputs:
     @property
     def checkpoints(self) -> list[str]:
         return [w.source for w in self.waypoints]
+
+    @cached_property
+    def records(self) -> tuple[Stamped, ...]:
+        """The journal as record classes, parsed once however often a run decides."""
+        return tuple(typed(self.history))
