@@ -19,8 +19,8 @@ from selfcorrect.core.calibration import CalibrationRow, calibrate
 from selfcorrect.io import atomic, documents
 
 COMMENT = (
-    "Learned strategy outcomes (rules §13): per failure type or issue type and per strategy or\n"
-    "ladder step, the attempts handed out and the verified recoveries that followed.\n"
+    "Learned strategy outcomes (docs/rules.md §13): per failure type or issue type and per\n"
+    "strategy or ladder step, the attempts handed out and the verified recoveries that followed.\n"
     "selfcorrect writes this file from .selfcorrect/journal.jsonl; edits here are overwritten."
 )
 
