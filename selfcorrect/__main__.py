@@ -1,6 +1,6 @@
 """`python -m selfcorrect` behaves exactly like the `selfcorrect` script."""
 
-from selfcorrect.cli.main import entry
+from selfcorrect.entry import main
 
 if __name__ == "__main__":
-    entry()
+    main()
