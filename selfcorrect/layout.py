@@ -35,6 +35,10 @@ JOURNAL = PurePath(STATE) / "journal.jsonl"
 FOLDER_LOCK = PurePath(STATE) / "folder.lock"
 WATCH_LOCK = PurePath(STATE) / "watch.lock"
 UNDONE = PurePath(STATE) / "undone"
+# What the agent hooks read (docs/hooks.md): written by every run, read by the gate alone.
+GATE = PurePath(STATE) / "gate.json"
+# The directives a stop hook already held an agent back for: each holds it back once.
+STOP_HOLDS = PurePath(STATE) / "stop_holds.json"
 # Copies of the shipped schemas that `init` writes, for editors' `$schema=` modelines.
 SCHEMAS = PurePath(STATE) / "schemas"
 # The locks held while a file selfcorrect shares with people is rewritten (coordination_log.yaml,

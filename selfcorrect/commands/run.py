@@ -37,6 +37,7 @@ from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.core.work_items import WorkItem
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
+from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.remediation import (
     FIX_PROGRESS,
@@ -71,6 +72,8 @@ class RunOutcome:
     shadow: bool
     cycles: int = 0
     uncertain: list[str] = field(default_factory=list)
+    # Why a run that may not act (an agent hook's) wrote nothing: the next full run acts.
+    deferred: str | None = None
 
 
 def correction_run(
@@ -238,7 +241,46 @@ def _locked_run(
         plan.reasons.append("uncertain: " + "; ".join(uncertain))
         if plan.result is Result.PASS:
             plan.result = Result.PENDING  # an unchecked effect is never a PASS
+    if write_gate(folder, decisions, plan):
+        written.append(documents.display_path(gate_path(folder)))
     return RunOutcome(decisions, plan, rendered, sorted(set(written)), False, cycles, uncertain)
+
+
+def decide_and_write(
+    folder: Path,
+    *,
+    cache: LogCache | None = None,
+    policy_path: Path | None = None,
+    clock: Clock = system_clock,
+    is_installed: Callable[[str], bool] = installed,
+) -> RunOutcome:
+    """An agent hook's run: decide, and write the prompts, failed_items, escalations, the
+    journal and the gate, but run no fixer, no validator and no agent command (a hook must
+    answer in moments). A plan that needs one of those writes nothing: the next full run acts,
+    and `deferred` says why. The caller holds the folder's lock."""
+    atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
+    inputs = load_inputs(folder, policy_path, cache)
+    decisions = decide(
+        inputs,
+        now=stamp(clock),
+        run_id=uuid.uuid4().hex[:12],
+        verification=verification_line(folder, inputs.policy),
+        installed=is_installed,
+        cycles=0,
+    )
+    plan = build_plan(decisions)
+    rendered = render_recovery(folder, plan, inputs.policy)
+    deferred = None
+    if unsettled(decisions):
+        deferred = "a fix awaits its validation"
+    elif plan.fixes:
+        deferred = f"{len(plan.fixes)} fix(es) due"
+    if deferred is not None:
+        return RunOutcome(decisions, plan, rendered, [], False, deferred=deferred)
+    written = _write(folder, decisions, plan, rendered)
+    if write_gate(folder, decisions, plan):
+        written.append(documents.display_path(gate_path(folder)))
+    return RunOutcome(decisions, plan, rendered, sorted(set(written)), False)
 
 
 def _report_passes(decisions: Decisions) -> bool:

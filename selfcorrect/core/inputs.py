@@ -16,6 +16,7 @@ from selfcorrect.core.journal_records import Stamped, typed
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Escalation, Issue, Report, Waypoint
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.repeated_calls import Repeat
 from selfcorrect.core.stuck import Firing
 from selfcorrect.errors import Diagnostic
 
@@ -41,6 +42,8 @@ class LogFold:
     records: Mapping[str, SubjectRecord] = field(default_factory=dict)
     firing: Mapping[str, tuple[Firing, ...]] = field(default_factory=dict)
     entries: int = 0
+    # Identical calls failing since their last success, for the hook's gate (core/repeated_calls)
+    repeats: tuple[Repeat, ...] = ()
 
 
 @dataclass(frozen=True)

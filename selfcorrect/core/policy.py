@@ -241,6 +241,10 @@ class Policy:
         return views.Caps.of(self.data)
 
     @cached_property
+    def gate(self) -> views.Gate:
+        return views.Gate.of(self.data)
+
+    @cached_property
     def limits(self) -> Limits:
         return Limits.of(self.data)
 

@@ -67,6 +67,23 @@ class Caps:
 
 
 @dataclass(frozen=True, slots=True)
+class Gate:
+    """`gate:` what the agent hook's gate refuses (docs/hooks.md): an identical call that has
+    failed `repeat_threshold` times since its last success, and edits of blocked items' files."""
+
+    repeat_threshold: int
+    deny_blocked_files: bool
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Gate:
+        section = data.get("gate") or {}
+        return cls(
+            int(section.get("repeat_threshold", 3)),
+            bool(section.get("deny_blocked_files", True)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Fixability:
     """`fixability:` an issue estimated longer than this is no automatic fix."""
 

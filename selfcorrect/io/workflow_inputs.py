@@ -27,6 +27,7 @@ from selfcorrect.core.normalise import (
     normalise_waypoint,
 )
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.repeated_calls import RepeatedCalls
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import Taxonomy
 from selfcorrect.errors import Diagnostic, EnvironmentProblem, InputError
@@ -55,6 +56,7 @@ class LogCache:
     taxonomy: Taxonomy | None = None
     ledger: Ledger | None = None
     detector: StuckDetector | None = None
+    repeated: RepeatedCalls | None = None
     entries: int = 0
     warnings: list[Diagnostic] = field(default_factory=list)  # the log's, reported every run
 
@@ -171,14 +173,18 @@ def _fold_log(
 ) -> LogFold:
     if cache is None:
         taxonomy, ledger, detector = _fresh(policy)
+        repeated = RepeatedCalls()
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
-            entries = _feed(raws, taxonomy, ledger, detector, owners)
+            entries = _feed(raws, taxonomy, ledger, detector, owners, repeated)
     else:
-        ledger, detector, entries = _read_on(cache, log, policy, max_bytes, warnings, owners)
+        ledger, detector, repeated, entries = _read_on(
+            cache, log, policy, max_bytes, warnings, owners
+        )
     records = dict(ledger.records)
-    return LogFold(records, {s: detector.firing(s) for s in records}, entries)
+    firing = {s: detector.firing(s) for s in records}
+    return LogFold(records, firing, entries, repeated.at_least(policy.gate.repeat_threshold))
 
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
@@ -197,15 +203,19 @@ def _feed(
     ledger: Ledger,
     detector: StuckDetector,
     owners: dict[str, str],
+    repeated: RepeatedCalls,
 ) -> int:
-    """Type each entry and feed the ledger and the detector, in log order; returns the count.
-    An entry is attributed to its agent's task, and a tool-only subject is split by type."""
+    """Type each entry and feed the ledger, the detector and the repeated calls, in log order;
+    returns the count. An entry is attributed to its agent's task, and a tool-only subject is
+    split by type."""
     entries = 0
     for raw in raws:
         failure = attributed(normalise_failure(raw.data, raw.index), owners)
         failure_type = taxonomy.classify(failure).failure_type
+        subject = subject_of(failure, failure_type)
         ledger.feed(failure, failure_type)
-        detector.feed(failure, subject_of(failure, failure_type))
+        detector.feed(failure, subject)
+        repeated.feed(failure, subject)
         entries += 1
     return entries
 
@@ -217,7 +227,7 @@ def _read_on(
     max_bytes: int,
     warnings: list[Diagnostic],
     owners: dict[str, str],
-) -> tuple[Ledger, StuckDetector, int]:
+) -> tuple[Ledger, StuckDetector, RepeatedCalls, int]:
     """Feed the cache's objects the log's new entries, or all of them after a reset."""
     # A task's agent changed in the coordination log: attribute every entry again.
     version = _policy_version(policy) + repr(sorted(owners.items()))
@@ -228,18 +238,28 @@ def _read_on(
         or cache.taxonomy is None
         or cache.ledger is None
         or cache.detector is None
+        or cache.repeated is None
     ):
         cache.cursor, cache.policy_version = LogCursor(log), version  # a new cursor reads whole
     found: list[Diagnostic] = []
     reset, raws = cache.cursor.read(found, max_bytes=max_bytes)
-    if reset or cache.taxonomy is None or cache.ledger is None or cache.detector is None:
+    if (
+        reset
+        or cache.taxonomy is None
+        or cache.ledger is None
+        or cache.detector is None
+        or cache.repeated is None
+    ):
         cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
+        cache.repeated = RepeatedCalls()
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
-    cache.entries += _feed(raws, cache.taxonomy, cache.ledger, cache.detector, owners)
+    cache.entries += _feed(
+        raws, cache.taxonomy, cache.ledger, cache.detector, owners, cache.repeated
+    )
     cache.warnings.extend(found)
     warnings.extend(cache.warnings)
-    return cache.ledger, cache.detector, cache.entries
+    return cache.ledger, cache.detector, cache.repeated, cache.entries
 
 
 def _policy_version(policy: Policy) -> str:

@@ -1,0 +1,166 @@
+"""What the agent hooks enforce, as one small document: `.selfcorrect/gate.json` (docs/hooks.md).
+
+Every run writes it from its decisions and plan, and the hooks read it alone, never the logs,
+so the gate answers in the time Python takes to start. It holds:
+- `blocked`: each project file whose work item is blocked on a person, with the item, its
+  escalation and why; the gate refuses edits of these.
+- `repeats`: each identical call (tool, input digest) that has failed `repeat_threshold` times
+  since its last success, with the prompt to read instead; the gate refuses it.
+- `tasks`: each task's agents, its open directive (the prompt to read) and its pending
+  micro-tasks; the stop hooks keep an agent at work while these are out.
+Pure: paths are placed in the project by the decisions' `place`, and nothing is read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from selfcorrect import layout
+from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.model import EscalationStatus
+from selfcorrect.core.outputs import Plan
+from selfcorrect.layout import work_item_file
+
+FORMAT = 1
+OPEN_DIRECTIVE = ("pending", "recovering")  # a work item handed to the agents, not back yet
+
+
+def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any]:
+    """The gate document for this run; `workflow` is the folder relative to the project."""
+    policy = decisions.policy
+    prompts = {p.work_item for p in plan.prompts}
+
+    def prompt_of(item: str | None) -> str | None:
+        if item is None or item not in prompts:
+            return None
+        return f"{workflow}/{layout.RECOVERY}/{work_item_file(item)}"
+
+    return {
+        "format": FORMAT,
+        "workflow": workflow,
+        "result": plan.result.value,
+        "repeat_threshold": policy.gate.repeat_threshold,
+        "edit_tools": sorted(policy.stuck.edit_tools),
+        "blocked": _blocked(decisions, plan, workflow) if policy.gate.deny_blocked_files else {},
+        "repeats": [
+            {
+                "tool": r.tool,
+                "input_digest": r.input_digest,
+                "failures": r.failures,
+                "subject": r.subject,
+                "prompt": prompt_of(_item_of(decisions, r.subject)),
+            }
+            for r in decisions.inputs.log.repeats
+        ],
+        "tasks": _tasks(decisions, plan, workflow, prompt_of),
+    }
+
+
+def _item_of(decisions: Decisions, subject: str) -> str:
+    record = decisions.records.get(subject)
+    return (record.task_id if record is not None else None) or subject
+
+
+def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[str, Any]]:
+    """Project-relative path -> the blocked item that owns it."""
+    place = decisions.place
+    where = f"{workflow}/{layout.ESCALATIONS}"
+    settled = {str(r.get("id")) for r in plan.resolutions}
+    owners: dict[str, dict[str, Any]] = {}
+
+    def own(paths: Iterable[str], item: str, escalation: str | None, reason: str) -> None:
+        for raw in paths:
+            placed = place(raw.rsplit(":", 1)[0] if _has_line(raw) else raw)
+            if placed and placed not in owners:
+                owners[placed] = {
+                    "item": item,
+                    "escalation": escalation,
+                    "where": where,
+                    "reason": " ".join(reason.split())[:300],
+                }
+
+    for item in plan.work_items.values():
+        if item.final_status != "blocked":
+            continue
+        own(_files_of(decisions, item.task_id), item.task_id, item.escalation, item.reason())
+    for entry in plan.escalations:
+        subject = str(entry.get("subject"))
+        files = [*_strings(entry.get("files")), *_path_like(subject)]
+        own(files, subject, entry.get("id"), str(entry.get("reason") or ""))
+    for escalation in decisions.escalations:
+        if escalation.status is EscalationStatus.OPEN and escalation.id not in settled:
+            files = [*escalation.files, *_path_like(escalation.subject)]
+            own(files, escalation.subject, escalation.id, escalation.reason)
+    return dict(sorted(owners.items()))
+
+
+def _files_of(decisions: Decisions, item: str) -> list[str]:
+    files: list[str] = _path_like(item)
+    coordination = decisions.coordination
+    if coordination is not None:
+        for task in coordination.tasks:
+            if task.task_id == item:
+                files += task.files
+    for subject, record in decisions.records.items():
+        if subject == item or record.task_id == item:
+            files += [*record.files, *_path_like(subject)]
+    return files
+
+
+def _tasks(
+    decisions: Decisions, plan: Plan, workflow: str, prompt_of: Any
+) -> dict[str, dict[str, Any]]:
+    tasks: dict[str, dict[str, Any]] = {}
+    coordination = decisions.coordination
+    for task in coordination.tasks if coordination is not None else ():
+        item = plan.work_items.get(task.task_id)
+        status = item.final_status if item is not None else None
+        prompt = prompt_of(task.task_id) if status in OPEN_DIRECTIVE else None
+        pending = [
+            m
+            for m in _microtasks(decisions, task.task_id)
+            if str(m.get("status", "")).lower() != "done"
+        ]
+        if prompt is None and not pending and task.agent_id is None:
+            continue
+        directive = None
+        if prompt is not None and item is not None:
+            # One identity per hand-out: a new attempt or ladder step is a new directive.
+            seen = f"{task.task_id}|{status}|{item.attempts}|{item.reason()}"
+            directive = hashlib.sha256(seen.encode("utf-8")).hexdigest()[:12]
+        tasks[task.task_id] = {
+            "agents": [task.agent_id] if task.agent_id else [],
+            "status": status,
+            "prompt": prompt,
+            "directive": directive,
+            "microtasks_pending": len(pending),
+            "microtasks": (
+                f"{workflow}/{layout.MICROTASKS}/{work_item_file(task.task_id, '.yaml')}"
+                if pending
+                else None
+            ),
+        }
+    return tasks
+
+
+def _microtasks(decisions: Decisions, task_id: str) -> list[Any]:
+    document = decisions.inputs.microtasks.get(task_id) or {}
+    listed = document.get("microtasks") or []
+    return [m for m in listed if isinstance(m, dict)]
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list | tuple) else []
+
+
+def _path_like(subject: str) -> list[str]:
+    """A subject named by its file (no task, a file path): a task id or `Bash · unknown` is not."""
+    looks = ("/" in subject or "\\" in subject or "." in subject) and " " not in subject
+    return [subject] if looks else []
+
+
+def _has_line(path: str) -> bool:
+    head, sep, tail = path.rpartition(":")
+    return bool(sep and head and tail.isdigit())
