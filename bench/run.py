@@ -23,7 +23,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import generate, watching
+from bench import generate, hooks, watching
 
 BENCH = Path(__file__).resolve().parent
 MEASURE = BENCH / "measure.py"
@@ -44,6 +44,8 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "latency_p95": ("change → outputs written, p95 vs debounce", 3.0, False),
     "memory_canonical": ("peak memory, canonical (streamed)", 0.25, True),
     "memory_dialect": ("peak memory, dialect (streamed)", 0.25, True),
+    "hook_gate_p95": ("hook gate (pre-tool-use), p95 vs python -c 'import json'", 2.0, False),
+    "hook_failure": ("failure hook: N-entry vs 10-entry log", 3.0, False),
 }
 
 
@@ -156,6 +158,17 @@ def watch_rows(workdir: Path, entries: int, repeat: int) -> list[Row]:
         _row("latency_p50", watching.percentile(seen, 0.5), debounce, "s"),
         _row("latency_p95", watching.percentile(seen, 0.95), debounce, "s"),
     ]
+
+
+def hook_rows(workdir: Path, entries: int) -> list[Row]:
+    """The agent-hook figures (rules §18): the gate against Python's start-up with json, and
+    the failure hook on a big log against a 10-entry one."""
+    me, env = _selfcorrect(), hooks.environment()
+    _progress(f"hook gate, {hooks.GATE_RUNS} calls on a folder with a {entries:,}-entry log")
+    gate, anchor = hooks.gate_times(workdir, entries, me, env)
+    _progress(f"failure hook, {hooks.FAILURE_RUNS} calls on {entries:,}- and 10-entry logs")
+    big, small = hooks.failure_times(workdir, entries, me, env)
+    return [_row("hook_gate_p95", gate, anchor, "s"), _row("hook_failure", big, small, "s")]
 
 
 def measure(what: str, path: Path, entries: int) -> dict[str, float]:
@@ -294,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         more, extra = read_rows(workdir, args.entries, args.repeat, anchor)
         rows += more
         rows += watch_rows(workdir, args.entries, args.repeat)
+        rows += hook_rows(workdir, args.entries)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -717,6 +717,40 @@ def schemas_command(
     return ExitCode.PASS
 
 
+@cli.command(name="hook")
+@click.argument("host", type=click.Choice(["claude-code"]))
+@click.argument(
+    "event",
+    type=click.Choice(
+        ["post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop"]
+    ),
+)
+@click.argument("folder", metavar="[DIR]", required=False)
+def hook_command(host: str, event: str, folder: str | None) -> int:
+    """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
+
+    \b
+    post-tool-use-failure  append the failure to DIR/tool_failures.yaml, decide
+                           (no fixer, no validator), and tell the agent when it
+                           is stuck (the advisory and the prompt to read) or
+                           blocked (stop working on it)
+    pre-tool-use           the gate: deny an edit of a file whose work item is
+                           blocked, and a call that has failed gate.repeat_threshold
+                           times unchanged; allow everything else silently
+    pre-compact            write a waypoint (repeated compaction is a signal)
+    subagent-stop, stop    keep an agent working while its micro-tasks or an open
+                           directive are out, once per directive
+    \b
+    DIR defaults to workflow/ under $CLAUDE_PROJECT_DIR. A hook never breaks the
+    agent: bad stdin, a missing folder or an internal error exits 0 with one line
+    on stderr. `selfcorrect install claude-code` adds these to Claude Code's
+    settings; docs/hooks.md describes each answer.
+    """
+    from selfcorrect.hooks.dispatch import run_hook
+
+    return run_hook([host, event, *([folder] if folder else [])])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code; every error is mapped here, once."""
     args = argv if argv is not None else sys.argv[1:]

@@ -1,0 +1,71 @@
+"""`selfcorrect hook claude-code EVENT [DIR]`: read the event, answer, never break the agent.
+
+DIR defaults to `workflow/` under the project ($CLAUDE_PROJECT_DIR). Whatever happens (bad
+stdin, a missing folder, an internal error) the hook exits 0 with one line on stderr: the host
+reads exit 2 as "block", and a broken selfcorrect must never stop an agent's tool call
+(docs/hooks.md). Only the gate's modules are imported up front.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from selfcorrect.hooks import answers
+from selfcorrect.hooks.events import BadEvent, HookEvent, project_dir, read_event
+
+HOSTS = ("claude-code",)
+EVENTS = ("post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop")
+DEFAULT_FOLDER = "workflow"
+
+
+def run_hook(argv: list[str]) -> int:
+    """Answer one hook event; always 0 (see the module's docstring)."""
+    try:
+        if len(argv) not in (2, 3) or argv[0] not in HOSTS or argv[1] not in EVENTS:
+            answers.note(
+                f"usage: selfcorrect hook {{{','.join(HOSTS)}}} {{{','.join(EVENTS)}}} [DIR]; "
+                f"got {' '.join(argv)!r}: nothing done"
+            )
+            return 0
+        event = read_event(sys.stdin)
+        folder = _folder(event, argv[2] if len(argv) == 3 else None)
+        if not folder.is_dir():
+            answers.note(f"{folder}: no workflow folder here; nothing checked (see docs/hooks.md)")
+            return 0
+        answers.say(_handler(argv[1])(event, folder))
+    except BadEvent as exc:
+        answers.note(f"{exc}; nothing done")
+    except KeyboardInterrupt:
+        return 0
+    except Exception as exc:  # a hook must never break the agent
+        answers.note(_describe(exc))
+    return 0
+
+
+def _folder(event: HookEvent, given: str | None) -> Path:
+    folder = Path(given) if given else Path(DEFAULT_FOLDER)
+    return folder if folder.is_absolute() else project_dir(event) / folder
+
+
+def _handler(name: str) -> Callable[[HookEvent, Path], dict[str, object] | None]:
+    if name == "pre-tool-use":
+        from selfcorrect.hooks.gate import answer
+
+        return answer
+    if name == "post-tool-use-failure":
+        from selfcorrect.hooks.failure import answer
+
+        return answer
+    if name == "pre-compact":
+        from selfcorrect.hooks.compact import answer
+
+        return answer
+    from selfcorrect.hooks.stop import answer_lead, answer_subagent
+
+    return answer_subagent if name == "subagent-stop" else answer_lead
+
+
+def _describe(exc: Exception) -> str:
+    return f"{str(exc) or type(exc).__name__}; the agent was not stopped"

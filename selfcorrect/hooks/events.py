@@ -1,0 +1,112 @@
+"""A Claude Code hook event, read from stdin (docs/hooks.md, "What the host sends").
+
+Standard library only: the gate imports this on every tool call. Every field is agent or host
+data, never trusted: a missing or mistyped field reads as absent, and only a payload that is
+not a JSON object is refused (`BadEvent`), which the hook turns into one line on stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_EVENT = 8 * 1024 * 1024  # bytes of stdin read; an event is a few KiB
+# The tool-input keys that name the file a call works on (Edit, Write, NotebookEdit, Read).
+PATH_KEYS = ("file_path", "notebook_path", "path")
+
+
+class BadEvent(Exception):
+    """stdin was not one JSON object."""
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def tool(self) -> str | None:
+        return self.text("tool_name")
+
+    @property
+    def tool_input(self) -> dict[str, Any]:
+        value = self.data.get("tool_input")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def file_path(self) -> str | None:
+        for key in PATH_KEYS:
+            value = self.tool_input.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @property
+    def agent_id(self) -> str | None:
+        """The subagent's id when a subagent made the call, else the session's."""
+        return self.text("agent_id") or self.text("session_id")
+
+    @property
+    def stop_hook_active(self) -> bool:
+        return self.data.get("stop_hook_active") is True
+
+    @property
+    def input_digest(self) -> str:
+        return input_digest(self.tool_input)
+
+    @property
+    def error(self) -> str:
+        value = self.data.get("error")
+        if value is None:
+            value = self.data.get("tool_response")
+        if value is None:
+            return ""
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def input_digest(tool_input: dict[str, Any]) -> str:
+    """The call's identity: the same tool with the same digest is the same call repeated."""
+    text = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def read_event(stream: Any) -> HookEvent:
+    raw = stream.buffer.read(MAX_EVENT + 1) if hasattr(stream, "buffer") else stream.read()
+    if isinstance(raw, bytes):
+        if len(raw) > MAX_EVENT:
+            raise BadEvent(f"the event on stdin is over {MAX_EVENT} bytes")
+        raw = raw.decode("utf-8", "replace")
+    if not raw.strip():
+        raise BadEvent("no event on stdin (the host sends one JSON object)")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise BadEvent(f"the event on stdin is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadEvent("the event on stdin is not a JSON object")
+    return HookEvent(data)
+
+
+def project_dir(event: HookEvent) -> Path:
+    """The project the host runs in: $CLAUDE_PROJECT_DIR, else the event's cwd, else ours."""
+    return Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.text("cwd") or os.getcwd())
+
+
+def placed(path: str, project: Path) -> str:
+    """A tool's path as the gate's state spells it: relative to the project when inside it,
+    forward slashes, no `./`; lexical only (the gate never touches the file system)."""
+    raw = path.replace("\\", "/")
+    candidate = Path(raw)
+    if candidate.is_absolute():
+        try:
+            raw = candidate.relative_to(project).as_posix()
+        except ValueError:
+            return os.path.normpath(raw).replace("\\", "/")
+    return os.path.normpath(raw).replace("\\", "/")

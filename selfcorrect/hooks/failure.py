@@ -1,0 +1,195 @@
+"""`post-tool-use-failure`: log the failed call, decide, and tell the agent (docs/hooks.md).
+
+1. The failure is appended to `tool_failures.yaml` in the log's own form (io/failure_append.py),
+   with the call's input digest and, when the coordination log names the agent's task, its
+   task: it lands even when nothing else can be done.
+2. Under the folder's lock, one run decides with no effect (no fixer, no validator: see
+   `correction_run(act=False)`), reading only the bytes appended since the last hook, from the
+   fold it persisted (io/log_state.py).
+3. The answer is `additionalContext` exactly when something fired for this call's subject: the
+   stuck advisory (signal, pattern, N/threshold, recovery step) and the prompt to read, or that
+   the subject is blocked or skipped and the agent must stop working on it. Otherwise nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from selfcorrect import layout
+from selfcorrect.hooks.answers import failure_context, note
+from selfcorrect.hooks.events import HookEvent
+
+BUSY_WAIT_S = 10.0  # parallel subagents' hooks queue for the folder; a long run is not waited
+
+
+def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    from selfcorrect.io.failure_append import append_failure
+
+    fields = _entry(event, folder)
+    append_failure(folder / layout.FAILURE_LOG, fields)
+    outcome = _decide(folder)
+    if outcome is None:
+        return None
+    text = _context(outcome, fields, folder)
+    return failure_context(text) if text else None
+
+
+def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
+    """The log entry for this failure, keys in the canonical order."""
+    fields: dict[str, str] = {
+        "tool": event.tool or "unknown",
+        "error": event.error,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if event.file_path:
+        fields["file_path"] = event.file_path
+    agent = event.agent_id
+    if agent:
+        fields["agent_id"] = agent
+    fields["input_digest"] = event.input_digest
+    task = _task_of(agent, folder)
+    if task:
+        fields["task_id"] = task
+    return fields
+
+
+def _task_of(agent: str | None, folder: Path) -> str | None:
+    """The one task this agent works on: as the last run's gate state says, else as the
+    coordination log records it (before any run); None when unknown or ambiguous."""
+    from selfcorrect.hooks.gate import read_state
+
+    if not agent:
+        return None
+    state = read_state(folder)
+    tasks = state.get("tasks") if state else None
+    if isinstance(tasks, dict):
+        owned = [
+            task
+            for task, facts in tasks.items()
+            if isinstance(facts, dict) and agent in (facts.get("agents") or [])
+        ]
+        return owned[0] if len(owned) == 1 else None
+    return _owners(folder).get(agent)
+
+
+def _owners(folder: Path) -> dict[str, str]:
+    from selfcorrect.core.ledger import task_owners
+    from selfcorrect.core.normalise import normalise_coordination
+    from selfcorrect.errors import SelfcorrectError
+    from selfcorrect.io import documents
+
+    log = folder / layout.COORDINATION_LOG
+    try:
+        data = documents.load_decision(log, "coordination_log").data if log.exists() else None
+    except (SelfcorrectError, OSError):
+        return {}  # a broken log is the run's to report
+    return task_owners(normalise_coordination(data).tasks) if data else {}
+
+
+def _decide(folder: Path) -> Any:
+    """Decide under the folder's lock, reading on from the fold the last hook persisted."""
+    from selfcorrect.commands.run import decide_and_write
+    from selfcorrect.io import folder_lock, safe_paths
+    from selfcorrect.io.log_state import load_log_cache, save_log_cache
+
+    safe_paths.preflight(folder)
+    try:
+        with folder_lock.hold(folder, BUSY_WAIT_S, "hook"):
+            cache = load_log_cache(folder)
+            outcome = decide_and_write(folder, cache=cache)
+            save_log_cache(folder, cache)
+    except folder_lock.FolderBusy:
+        note(f"{folder}: another run holds the folder; the failure is logged, it decides next")
+        return None
+    return outcome
+
+
+def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
+    """The advisory for this failure's subject, or "" when nothing fired for it."""
+    from selfcorrect.cli.advisory import advisories
+    from selfcorrect.core.ladder import SubjectStatus
+    from selfcorrect.io.workspace import project_root, relative_to_root
+
+    decision = _subject_decision(outcome, fields)
+    if decision is None:
+        return ""
+    workflow = relative_to_root(folder, project_root(folder))
+    found = [a for a in advisories(outcome) if a.subject == decision.subject]
+    lines: list[str] = []
+    if found:
+        first = found[0]
+        lines += [
+            "--- [Stuck Detection] Loop detected ---",
+            f"  Subject: {_line(first.subject)} ({first.failure_type}, {first.status})",
+            f"  Signal: {first.signal}",
+            f"  Pattern: {_line(first.pattern)}",
+            f"  Occurrences: {first.occurrences}",
+            f"  Recovery: {_line(first.recovery)}",
+        ]
+        if len(found) > 1:
+            others = ", ".join(f"{a.signal} {a.occurrences}" for a in found[1:])
+            lines.append(f"  Also fired: {others}")
+        lines.append("---")
+    if decision.status is SubjectStatus.BLOCKED:
+        escalation = _escalation_of(outcome, decision.subject)
+        where = f"{workflow}/{layout.ESCALATIONS}"
+        lines.append(
+            f"selfcorrect: {_line(decision.subject)} is blocked on a person "
+            f"({decision.reason.value.lower().replace('_', ' ')}). Stop working on it; "
+            f"{escalation + ' in ' if escalation else 'see '}{where}."
+        )
+    elif decision.status is SubjectStatus.SKIPPED:
+        lines.append(
+            f"selfcorrect: {_line(decision.subject)} is skipped "
+            f"({decision.reason.value.lower().replace('_', ' ')}); do not work on it now."
+        )
+    elif found and found[0].prompt:
+        prompt = f"{workflow}/{found[0].prompt}"
+        if (folder / found[0].prompt).is_file():
+            lines.append(f"Read {prompt} before your next try: it says what to do instead.")
+    return "\n".join(lines)
+
+
+def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
+    """This failure's subject's decision, found as the ledger found the subject."""
+    from selfcorrect.core.ledger import attributed, subject_of, task_owners
+    from selfcorrect.core.normalise import normalise_failure
+    from selfcorrect.core.taxonomy import Taxonomy
+
+    inputs = outcome.decisions.inputs
+    owners = task_owners(inputs.coordination.tasks) if inputs.coordination else {}
+    failure = attributed(normalise_failure(fields, max(inputs.log.entries - 1, 0)), owners)
+    subject = subject_of(failure, Taxonomy(inputs.policy).classify(failure).failure_type)
+    wanted = {subject}
+    for decision in outcome.decisions.subjects:
+        if decision.subject in wanted and (
+            decision.signals
+            or decision.status.value
+            in (
+                "blocked",
+                "skipped",
+            )
+        ):
+            return decision
+    return None
+
+
+def _escalation_of(outcome: Any, subject: str) -> str | None:
+    for entry in outcome.plan.escalations:
+        if entry.get("subject") == subject:
+            return str(entry.get("id"))
+    for escalation in outcome.decisions.escalations:
+        if escalation.subject == subject and escalation.status.value == "open":
+            return escalation.id
+    return None
+
+
+def _line(value: object) -> str:
+    return (
+        json.dumps(str(value), ensure_ascii=False)[1:-1]
+        if not str(value).isprintable()
+        else (str(value))
+    )

@@ -1,0 +1,112 @@
+"""`pre-tool-use`: the gate (docs/hooks.md, "The gate").
+
+It refuses two kinds of call and allows every other one silently:
+- an edit (a tool in the policy's `stuck.edit_tools`) of a file whose work item is blocked on a
+  person: the reason names the escalation to read;
+- a call that repeats exactly (same tool, same input digest) one that has failed
+  `gate.repeat_threshold` times since it last succeeded: the reason names the prompt to read.
+It reads `.selfcorrect/gate.json` and nothing else, with the standard library alone: it runs
+before every tool call, so it must cost no more than Python's own start-up. A missing or
+unreadable state file allows (the gate never stops an agent on a guess).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.hooks.events import HookEvent, placed, project_dir
+
+STATE = Path(".selfcorrect") / "gate.json"
+MAX_STATE = 16 * 1024 * 1024
+
+
+def read_state(folder: Path) -> dict[str, Any] | None:
+    """The gate's state, or None: absent, a symlink, not JSON, not an object."""
+    try:
+        fd = os.open(folder / STATE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = json.loads(handle.read(MAX_STATE))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == 1 else None
+
+
+def decide(event: HookEvent, state: dict[str, Any]) -> str | None:
+    """The reason to refuse this call, or None to allow it."""
+    tool = event.tool
+    if tool is None:
+        return None
+    reason = _blocked_file(event, state, tool)
+    return reason if reason is not None else _repeated(event, state, tool)
+
+
+def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
+    edit_tools = state.get("edit_tools")
+    blocked = state.get("blocked")
+    path = event.file_path
+    if path is None or not isinstance(blocked, dict) or not isinstance(edit_tools, list):
+        return None
+    if tool.casefold() not in {str(t).casefold() for t in edit_tools}:
+        return None  # reading a blocked file is how an agent learns about it
+    roots = [Path(str(state.get("project") or "")), project_dir(event)]
+    for root in roots:
+        owner = blocked.get(placed(path, root))
+        if isinstance(owner, dict):
+            item = _text(owner.get("item"))
+            escalation = _text(owner.get("escalation"))
+            where = _text(owner.get("where"))
+            why = _text(owner.get("reason"))
+            read = f"{escalation} in {where}" if escalation else where
+            return (
+                f"selfcorrect: {placed(path, root)} belongs to work item {item}, which is "
+                f"blocked on a person ({why or 'see the escalation'}). Do not edit it; read "
+                f"{read} and work on something else until a person hands it back."
+            )
+    return None
+
+
+def _repeated(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
+    repeats = state.get("repeats")
+    if not isinstance(repeats, list):
+        return None
+    digest = event.input_digest
+    threshold = state.get("repeat_threshold")
+    for repeat in repeats:
+        if (
+            isinstance(repeat, dict)
+            and repeat.get("tool") == tool
+            and repeat.get("input_digest") == digest
+            and isinstance(repeat.get("failures"), int)
+            and isinstance(threshold, int)
+            and repeat["failures"] >= threshold
+        ):
+            prompt = _text(repeat.get("prompt"))
+            then = f"Read {prompt} and change the approach" if prompt else "Change the approach"
+            return (
+                f"selfcorrect: this exact {tool} call has failed {repeat['failures']} times "
+                f"since it last succeeded (limit {threshold}); repeating it will fail again. "
+                f"{then}: a different command, different input, or another file."
+            )
+    return None
+
+
+def _text(value: Any) -> str:
+    """State text as one printable line (the state file is ours, but lives where agents write)."""
+    return "".join(c if c.isprintable() else " " for c in str(value or ""))[:500]
+
+
+def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    """Deny with the reason, or allow silently (no output)."""
+    from selfcorrect.hooks.answers import deny
+
+    state = read_state(folder)
+    if state is None:
+        return None
+    reason = decide(event, state)
+    return deny(reason) if reason is not None else None

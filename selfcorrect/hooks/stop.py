@@ -1,0 +1,102 @@
+"""`subagent-stop` and `stop`: an agent does not stop with work handed to it (docs/hooks.md).
+
+A subagent stopping while its task has pending micro-tasks or an open directive (a recovery
+prompt selfcorrect handed out and no fresh report has answered) is told to carry on, with the
+files to read: `decision: block`. The lead agent (`stop`) is held back for any task's open
+work, as it hands the work out. Each directive holds an agent back once (remembered in
+`.selfcorrect/stop_holds.json`), and never when the event says a stop hook is already active,
+so an agent that cannot go on is never looped. Reads only the gate's state.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from selfcorrect import layout
+from selfcorrect.hooks.answers import block_stop
+from selfcorrect.hooks.events import HookEvent
+from selfcorrect.hooks.gate import read_state
+
+MAX_HOLDS = 1000  # remembered directives; the oldest are forgotten first
+
+
+def answer_subagent(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    return answer(event, folder, subagent=True)
+
+
+def answer_lead(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    return answer(event, folder, subagent=False)
+
+
+def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] | None:
+    if event.stop_hook_active:
+        return None  # the host is already continuing because of a stop hook: no loops
+    state = read_state(folder)
+    tasks = state.get("tasks") if state else None
+    if not isinstance(tasks, dict):
+        return None
+    agent = event.text("agent_id")
+    open_work: list[tuple[str, str]] = []  # (hold key, what to do)
+    for task, facts in sorted(tasks.items()):
+        if not isinstance(facts, dict):
+            continue
+        if subagent and agent not in (facts.get("agents") or []):
+            continue
+        open_work += _open_work(str(task), facts)
+    fresh = _hold_once(folder, open_work)
+    if not fresh:
+        return None
+    todo = "; ".join(text for _, text in fresh)
+    return block_stop(f"selfcorrect: work handed to you is not done yet: {todo}.")
+
+
+def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    pending = facts.get("microtasks_pending")
+    if isinstance(pending, int) and pending > 0:
+        where = facts.get("microtasks")
+        found.append(
+            (
+                f"{task}|microtasks|{pending}|{where}",
+                f"{task} has {pending} pending micro-task(s) "
+                f"in {where}: do them and mark each done",
+            )
+        )
+    directive, prompt = facts.get("directive"), facts.get("prompt")
+    if isinstance(directive, str) and isinstance(prompt, str):
+        found.append((f"{task}|directive|{directive}", f"{task}: follow {prompt}"))
+    return found
+
+
+def _hold_once(folder: Path, open_work: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The open work not held back for before, now remembered as held (compare-and-swap:
+    two subagents stopping at once never both hold for one directive)."""
+    if not open_work:
+        return []
+    from selfcorrect.io import atomic
+    from selfcorrect.io.safe_paths import ensure_dir
+
+    path = folder / layout.STOP_HOLDS
+    ensure_dir(path.parent)
+    fresh: list[tuple[str, str]] = []
+
+    def add(before: bytes | None) -> bytes | None:
+        held = _keys(before)
+        fresh[:] = [(key, todo) for key, todo in open_work if key not in held]
+        if not fresh:
+            return None
+        kept = list(dict.fromkeys([*held, *(key for key, _ in fresh)]))[-MAX_HOLDS:]
+        return (json.dumps(kept, ensure_ascii=False, indent=0) + "\n").encode("utf-8")
+
+    atomic.update_file(path, add)
+    return fresh
+
+
+def _keys(data: bytes | None) -> list[str]:
+    try:
+        keys = json.loads(data or b"[]")
+    except (ValueError, RecursionError):
+        return []
+    return [str(k) for k in keys] if isinstance(keys, list) else []
