@@ -208,7 +208,17 @@ def test_human_edits_survive_a_writing_watcher(
                     # slow a loaded machine makes its runs: without these pauses a plain editor
                     # saving every 20 ms can out-write it all along (3 writes in 200 edits).
                     time.sleep(BREAK_S)
-        while watch.runs_within(2.0):  # until the watcher has caught up and is quiet
+        # Caught up is not "no run line for a while": a line comes when its run ends, and on
+        # this folder a loaded machine's run can outlast any quiet window (runs of 5 to 13 s
+        # in the long profile). Stopped mid-run, the watcher finishes that run and exits (rules
+        # §15); what changed during it waits for its next start, and the run below finds it.
+        # So make one change that decides nothing, after every edit and every appended failure
+        # (a comment in the policy, saved by rename so no run reads it half-written), and wait
+        # for the run it brings: that run began after the last change.
+        policy = folder / "selfcorrect.yaml"
+        _save(policy, policy.read_text() + "# a person: done editing\n", "rename")
+        watch.run_for(policy.name, timeout=180)
+        while watch.runs_within(2.0):  # and then it rests
             pass
         watch.proc.terminate()
         assert watch.wait(timeout=30) == 0, watch.stderr
