@@ -132,10 +132,20 @@ def install(
     return result
 
 
+def _commands(removed: list[Change]) -> dict[str, str]:
+    """What install would have been given to add the hooks uninstall removed, in EVENTS order
+    (empty when install could not have added them: an event it does not know)."""
+    known = [event for event, _, _ in EVENTS]
+    if any(change.event not in known for change in removed):
+        return {}
+    found = {change.event: change.command for change in removed}
+    return {event: found[event] for event in known if event in found}
+
+
 def _created_by_install(data: bytes, removed: list[Change], display: str) -> bool:
-    commands = {change.event: change.command for change in removed}
+    commands = _commands(removed)
     fresh, _ = _install(None, commands, display)
-    return fresh is not None and fresh.encode("utf-8") == data
+    return bool(commands) and fresh is not None and fresh.encode("utf-8") == data
 
 
 def _delete_unchanged(path: Path, data: bytes) -> bool:
@@ -236,16 +246,17 @@ def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]
         else:
             text = json_spans.remove(text, hooks, index)
         root = _load(text, display)
+    order = [event for event, _, _ in EVENTS]
+    changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
     hooks = _hooks(root, text, display)
     if changes and hooks is not None and not hooks.items:
         at = root.index("hooks")
         assert at is not None
         without = json_spans.remove(text, root, at)
-        removed = {change.event: change.command for change in changes}
-        if list(removed) == [event for event, _, _ in EVENTS if event in removed]:
-            again, _ = _install(without, removed, display)
-            if again == original:
-                text = without
+        commands = _commands(changes)
+        again, _ = _install(without, commands, display)
+        if commands and again == original:
+            text = without
     return (None if text == original else text), changes
 
 

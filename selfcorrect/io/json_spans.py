@@ -5,7 +5,9 @@ its own entries by inserting and cutting text at positions, never by serialising
 again: the user's indentation, key order, escapes, line endings and final newline (or its
 absence) stay exactly as they were. An insertion copies the layout of the place it goes:
 the indentation of the elements beside it, or, in an empty container, its line's indentation
-plus the file's indentation step; a one-line container gets a one-line insertion.
+plus the file's indentation step; a one-line container gets a one-line insertion. Only the
+whitespace inside an empty container may change (`[ ]` in an indented file), as the new
+element's line breaks need it.
 
 `scan` checks the text with `json.loads` first (its error carries the position), so the
 scanner itself only ever walks valid JSON.
@@ -192,12 +194,16 @@ def append(text: str, node: Node, value: object, style: Style, key: str | None =
         element = _element(value, key, style, indent if pretty else None, unit)
         at = node.items[-1].end
         return text[:at] + separator + element + text[at:]
+    # An empty container: its whitespace stays after the new element when it holds a line
+    # break (the closing bracket keeps its indentation) or when the element goes on one line.
+    inside = text[node.start + 1 : node.end - 1]
     if style.pretty:
         indent = opening + style.unit
         element = _element(value, key, style, indent, style.unit)
-        inside = style.newline + indent + element + style.newline + opening
+        after = inside if "\n" in inside else style.newline + opening
+        inside = style.newline + indent + element + after
     else:
-        inside = _element(value, key, style, None, style.unit)
+        inside = _element(value, key, style, None, style.unit) + inside
     return text[: node.start + 1] + inside + text[node.end - 1 :]
 
 
