@@ -331,7 +331,7 @@ def test_malformed_settings_exit_2_with_the_position_and_write_nothing(
 
 
 def test_a_symlinked_settings_file_is_refused_naming_its_target(project: Path) -> None:
-    target = project.parent / "shared-settings.json"
+    target = project.parent / "team-settings.json"
     target.write_text("{}\n", encoding="utf-8")
     (project / ".claude").mkdir()
     (project / SETTINGS).symlink_to(target)
