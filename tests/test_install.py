@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from selfcorrect.commands import install as installer
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = "selfcorrect hook claude-code "
@@ -453,3 +457,66 @@ def test_the_write_keeps_the_file_mode_and_leaves_no_temp_file(project: Path) ->
     assert cli(project, "install", "claude-code").returncode == 0
     assert stat.S_IMODE(os.stat(project / SETTINGS).st_mode) == 0o600
     assert os.listdir(project / ".claude") == ["settings.json"]
+
+
+# --- any formatting: a property of the span edits themselves (in process, for speed) ---------
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_HOOK = st.fixed_dictionaries(
+    {"type": st.just("command"), "command": st.text(min_size=1, max_size=10)}
+)
+_GROUP = st.fixed_dictionaries(
+    {"hooks": st.lists(_HOOK, min_size=1, max_size=2)}, optional={"matcher": st.text(max_size=5)}
+)
+_EVENT_NAMES = st.sampled_from([*EVENTS, "Notification", "SessionStart"])
+_SETTINGS = st.dictionaries(
+    st.text(max_size=6).filter(lambda k: k != "hooks"), _VALUES, max_size=4
+).flatmap(
+    lambda other: st.one_of(
+        st.just(other),
+        st.dictionaries(
+            _EVENT_NAMES, st.lists(_GROUP, min_size=1, max_size=2), min_size=1, max_size=3
+        ).map(lambda hooks: {**other, "hooks": hooks}),
+    )
+)
+_LAYOUT = st.fixed_dictionaries(
+    {
+        "indent": st.sampled_from([None, 0, 1, 2, 4, "\t"]),
+        "separators": st.sampled_from([(",", ":"), (", ", ": "), (",", ": "), (" , ", " : ")]),
+        "ensure_ascii": st.booleans(),
+        "sort_keys": st.booleans(),
+    }
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=_SETTINGS,
+    layout=_LAYOUT,
+    crlf=st.booleans(),
+    final=st.booleans(),
+    folder=st.sampled_from([None, "wf", "my dir"]),
+)
+def test_any_formatting_keeps_its_bytes_and_comes_back_whole(
+    data: dict[str, Any], layout: dict[str, Any], crlf: bool, final: bool, folder: str | None
+) -> None:
+    text = json.dumps(data, **layout) + ("\n" if final else "")
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    commands = installer.hook_commands(folder)
+    installed, changes = installer._install(text, commands, "settings.json")
+    assert installed is not None and [c.action for c in changes] == ["added"] * len(EVENTS)
+    assert only_insertions(text, installed)
+    folder_word = "" if folder is None else " " + installer.folder_word(folder)
+    assert json.loads(installed) == with_our_groups(data, folder_word)
+    assert installer._install(installed, commands, "settings.json")[0] is None  # idempotent
+    removed, _ = installer._uninstall(installed, "settings.json")
+    assert removed == text
