@@ -301,6 +301,13 @@ def test_dry_run_prints_a_diff_and_writes_nothing(project: Path) -> None:
     assert done.stdout.count("\n-") == 1 and done.stdout.count("\n+") == 2  # one line, changed
 
 
+def test_dry_run_under_quiet_prints_only_the_diff(project: Path) -> None:
+    done = cli(project, "-q", "install", "claude-code", "--dry-run")
+    assert done.returncode == 0
+    assert done.stdout.startswith("--- /dev/null\n") and "dry run" not in done.stdout
+    assert not (project / ".claude").exists()
+
+
 # --- refusals ----------------------------------------------------------------------------------
 
 MALFORMED = {
