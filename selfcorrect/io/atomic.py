@@ -203,15 +203,21 @@ def _swap(tmp: Path, path: Path) -> None:
         _fsync_dir(path.parent)
 
 
-def update_file(path: Path, transform: Callable[[bytes | None], bytes | None]) -> bool:
+def update_file(
+    path: Path, transform: Callable[[bytes | None], bytes | None], *, lock: bool = True
+) -> bool:
     """Rewrite `path` as `transform(current bytes)`, atomically and compare-and-swap.
 
     `transform` gets the bytes on disk (None when absent) and returns the new bytes, or None to
     leave the file alone. It may be called more than once, always on fresh bytes, so it must be
     a pure function of its input. Returns True when the file was written.
+
+    `lock=False` skips the sidecar lock, for a file in a folder that belongs to another program
+    (Claude Code's `.claude/`), where a `.selfcorrect/locks/` folder would be litter; the
+    compare-and-swap still keeps an editor's save from being lost.
     """
     path = Path(path)
-    with sidecar_lock(path):
+    with sidecar_lock(path) if lock else contextlib.nullcontext():
         for _ in range(ATTEMPTS):
             before = read_or_none(path)
             new = transform(before)

@@ -1,0 +1,419 @@
+"""`selfcorrect install claude-code`: selfcorrect's agent hooks in Claude Code's settings.json.
+
+Claude Code reads hooks from `.claude/settings.json` in the project (`~/.claude/settings.json`
+for every project of a user): `{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type":
+"command", "command": ...}]}]}}`. Install adds one matcher group per event; uninstall takes
+out exactly what install added. The file is another program's, and a person's: it is edited by
+span (io/json_spans.py), so every byte outside selfcorrect's entries stays as it was, and a
+hook is selfcorrect's when its command starts with `PREFIX`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import posixpath
+import re
+import shlex
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from selfcorrect.errors import Diagnostic, InputError, WriteConflict
+from selfcorrect.io import atomic, json_spans
+from selfcorrect.io.documents import display_path
+from selfcorrect.io.json_spans import Node, Style
+from selfcorrect.io.safe_paths import ensure_dir, environment, refuse_link
+
+PREFIX = "selfcorrect hook claude-code "  # every command selfcorrect installs starts so
+# Claude Code's event, the hook's name on selfcorrect's command line, and whether the event
+# takes a tool matcher (the others reject a "matcher" key as meaningless).
+EVENTS = (
+    ("PostToolUseFailure", "post-tool-use-failure", True),
+    ("PreToolUse", "pre-tool-use", True),
+    ("PreCompact", "pre-compact", False),
+    ("SubagentStop", "subagent-stop", False),
+    ("Stop", "stop", False),
+)
+# Another PostToolUseFailure hook that writes tool_failures.yaml too (cAgents' own logger).
+_OTHER_LOGGER = re.compile(r"cagents|tool_failures", re.IGNORECASE)
+_UNSAFE = frozenset('"\\$`')  # a quote, and what the shell expands inside double quotes
+
+
+@dataclass
+class Change:
+    event: str
+    action: str  # "added", "updated" or "removed"
+    command: str
+
+
+@dataclass
+class InstallResult:
+    path: Path
+    display: str
+    uninstall: bool
+    dry_run: bool
+    changes: list[Change] = field(default_factory=list)
+    written: bool = False
+    created: bool = False  # the settings file did not exist
+    deleted: bool = False  # uninstall removes the file install created
+    diff: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def folder_word(folder: str) -> str:
+    """The workflow folder as the hook's last argument, `"$CLAUDE_PROJECT_DIR"/DIR`: found
+    from the project root wherever Claude Code runs the hook. Raises ValueError (a usage error)
+    for a folder outside the project, or one the shell would read as more than a path."""
+    if not folder:
+        raise ValueError("give the workflow folder relative to the project root, e.g. workflow")
+    if folder.startswith("/") or re.match(r"^[A-Za-z]:", folder):
+        raise ValueError(f"{folder!r} is absolute: give it relative to the project root")
+    if ".." in folder.split("/"):
+        raise ValueError(f"{folder!r} contains '..': give a folder inside the project")
+    bad = sorted({ch for ch in folder if ch in _UNSAFE or not ch.isprintable()})
+    if bad:
+        shown = " ".join(repr(ch) for ch in bad)
+        raise ValueError(
+            f"{folder!r} contains {shown}, which the shell Claude Code runs hooks in would "
+            "interpret: rename the folder or give it without those characters"
+        )
+    return '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(posixpath.normpath(folder))
+
+
+def hook_commands(folder: str | None) -> dict[str, str]:
+    """Each event's command; `folder` (checked by `folder_word`) becomes the last argument."""
+    tail = f" {folder_word(folder)}" if folder is not None else ""
+    return {event: f"{PREFIX}{name}{tail}" for event, name, _ in EVENTS}
+
+
+def settings_path(project: Path, user: bool) -> Path:
+    if user:
+        return Path.home() / ".claude" / "settings.json"
+    return project / ".claude" / "settings.json"
+
+
+def install(
+    path: Path, commands: dict[str, str], *, uninstall: bool = False, dry_run: bool = False
+) -> InstallResult:
+    """Install (or uninstall) the hooks in the settings file at `path`; write nothing when
+    nothing changes or on `dry_run`. Invalid settings and a symlink raise InputError (exit 2)
+    before anything is written."""
+    display = display_path(path)
+    result = InstallResult(path, display, uninstall, dry_run)
+    _refuse_links(path)
+    before = atomic.read_or_none(path)
+    result.created = before is None
+
+    def transform(current: bytes | None) -> bytes | None:
+        text = None if current is None else _decode(current, display)
+        new, result.changes = (
+            _uninstall(text, display) if uninstall else _install(text, commands, display)
+        )
+        return None if new is None else new.encode("utf-8")
+
+    after = transform(before)
+    if not uninstall:
+        result.warnings = _double_logging(after or before, display)
+    if after is None:
+        return result
+    if uninstall and before is not None and _created_by_install(before, result.changes, display):
+        result.deleted = True  # install made the file: removing what it added removes it
+        result.diff = _diff(before, None, display)
+        if not dry_run:
+            result.written = _delete_unchanged(path, before)
+        return result
+    result.diff = _diff(before, after, display)
+    if dry_run:
+        return result
+    ensure_dir(path.parent)
+    result.written = atomic.update_file(path, transform, lock=False)
+    return result
+
+
+def _commands(removed: list[Change]) -> dict[str, str]:
+    """What install would have been given to add the hooks uninstall removed, in EVENTS order
+    (empty when install could not have added them: an event it does not know)."""
+    known = [event for event, _, _ in EVENTS]
+    if any(change.event not in known for change in removed):
+        return {}
+    found = {change.event: change.command for change in removed}
+    return {event: found[event] for event in known if event in found}
+
+
+def _created_by_install(data: bytes, removed: list[Change], display: str) -> bool:
+    commands = _commands(removed)
+    fresh, _ = _install(None, commands, display)
+    return bool(commands) and fresh is not None and fresh.encode("utf-8") == data
+
+
+def _delete_unchanged(path: Path, data: bytes) -> bool:
+    """Remove the file unless it changed since it was read (an editor saved meanwhile)."""
+    with environment(path):
+        if atomic.read_or_none(path) != data:
+            raise WriteConflict(f"{path} changed while selfcorrect read it; nothing removed")
+        os.unlink(path)
+    return True
+
+
+def _refuse_links(path: Path) -> None:
+    """Neither `.claude/` nor the settings file may be a symlink: selfcorrect never writes
+    through a link it did not make (the message names the link and its target)."""
+    refuse_link(path.parent)
+    refuse_link(path)
+    try:
+        info = os.stat(path.parent)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{display_path(path.parent)}: is not a folder: move what is there away")
+
+
+# --- editing the text --------------------------------------------------------------------------
+
+
+def _group(event: str, command: str) -> dict[str, object]:
+    matcher = next(takes for name, _, takes in EVENTS if name == event)
+    hook = {"type": "command", "command": command}
+    return {"matcher": "*", "hooks": [hook]} if matcher else {"hooks": [hook]}
+
+
+def _install(
+    text: str | None, commands: dict[str, str], display: str
+) -> tuple[str | None, list[Change]]:
+    """The new text (None: unchanged) and what changed. A new file is written neatly, two
+    spaces; an existing one gets one matcher group per event appended where Claude Code looks."""
+    if text is None:
+        data = {event: [_group(event, command)] for event, command in commands.items()}
+        changes = [Change(event, "added", command) for event, command in commands.items()]
+        return json.dumps({"hooks": data}, indent=2) + "\n", changes
+    original, changes = text, []
+    root = _load(text, display)
+    style = Style.of(text, root)
+    if _hooks(root, text, display) is None:
+        text = json_spans.append(text, root, {}, style, key="hooks")
+        root = _load(text, display)
+    for event, command in commands.items():
+        hooks = _hooks(root, text, display)
+        assert hooks is not None
+        groups = hooks.member(event)
+        ours = _ours(groups) if groups is not None else []
+        if any(entry.value == command for _, _, entry in ours):
+            continue
+        if groups is None:
+            text = json_spans.append(text, hooks, [_group(event, command)], style, key=event)
+            changes.append(Change(event, "added", command))
+        elif ours:  # installed with another folder: that command now names this one
+            text = json_spans.replace(text, ours[0][2], command, style)
+            changes.append(Change(event, "updated", command))
+        else:
+            text = json_spans.append(text, groups, _group(event, command), style)
+            changes.append(Change(event, "added", command))
+        root = _load(text, display)
+    return (None if text == original else text), changes
+
+
+def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]]:
+    """The text without selfcorrect's hooks: each entry, a matcher group left holding nothing
+    else, an event left with no group; `hooks` itself only when it would be left empty and
+    installing again would give back the very file we started from (install added it)."""
+    if text is None:
+        return None, []
+    original, changes = text, []
+    root = _load(text, display)
+    while True:
+        hooks = _hooks(root, text, display)
+        found = [
+            (i, g, e, command)
+            for i, groups in enumerate(hooks.items if hooks is not None else [])
+            for g, e, command in _ours(groups)
+        ]
+        if hooks is None or not found:
+            break
+        index, group_index, entry_index, command = found[0]
+        event = hooks.keys[index].text
+        groups = hooks.items[index]
+        group = groups.items[group_index]
+        entries = group.member("hooks")
+        assert entries is not None and command.value is not None
+        changes.append(Change(event, "removed", command.value))
+        keys = {key.text for key in group.keys}
+        if len(entries.items) > 1 or not keys <= {"matcher", "hooks"}:
+            text = json_spans.remove(text, entries, entry_index)
+        elif len(groups.items) > 1:
+            text = json_spans.remove(text, groups, group_index)
+        else:
+            text = json_spans.remove(text, hooks, index)
+        root = _load(text, display)
+    order = [event for event, _, _ in EVENTS]
+    changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
+    hooks = _hooks(root, text, display)
+    if changes and hooks is not None and not hooks.items:
+        at = root.index("hooks")
+        assert at is not None
+        without = json_spans.remove(text, root, at)
+        commands = _commands(changes)
+        again, _ = _install(without, commands, display)
+        if commands and again == original:
+            text = without
+    return (None if text == original else text), changes
+
+
+def _ours(groups: Node) -> list[tuple[int, int, Node]]:
+    """(group index, entry index, command node) of each of selfcorrect's hooks in an event."""
+    found = []
+    for g, group in enumerate(groups.items):
+        entries = group.member("hooks") if group.kind == "object" else None
+        if entries is None or entries.kind != "array":
+            continue
+        for e, entry in enumerate(entries.items):
+            command = entry.member("command") if entry.kind == "object" else None
+            if command is not None and (command.value or "").startswith(PREFIX):
+                found.append((g, e, command))
+    return found
+
+
+def _double_logging(data: bytes | None, display: str) -> list[str]:
+    """A warning for each PostToolUseFailure hook of another logger of tool_failures.yaml."""
+    if data is None:
+        return []
+    settings = json.loads(data.decode("utf-8"))
+    groups = settings.get("hooks", {}).get("PostToolUseFailure", [])
+    warnings = []
+    for group in groups if isinstance(groups, list) else []:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            command = entry.get("command") if isinstance(entry, dict) else None
+            if (
+                isinstance(command, str)
+                and not command.startswith(PREFIX)
+                and _OTHER_LOGGER.search(command)
+            ):
+                warnings.append(
+                    f"warning: {display} also has a PostToolUseFailure hook that logs tool "
+                    f"failures ({command}); with selfcorrect's, each failure is written to "
+                    "tool_failures.yaml twice and counts twice against its retry budget: "
+                    "remove one of them (`selfcorrect install claude-code --uninstall` "
+                    "removes selfcorrect's)"
+                )
+    return warnings
+
+
+# --- reading the file --------------------------------------------------------------------------
+
+
+def _decode(data: bytes, display: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = data[: exc.start].decode("utf-8")
+        line, col = json_spans.line_col(good, len(good))
+        raise InputError(
+            Diagnostic(
+                display,
+                line,
+                col,
+                "not UTF-8 text, which Claude Code's settings must be: save the file as "
+                "UTF-8 and run again",
+            )
+        ) from exc
+
+
+def _load(text: str, display: str) -> Node:
+    """The file's tree; a file that is not settings JSON is a positioned InputError."""
+    try:
+        root = json_spans.scan(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            Diagnostic(
+                display,
+                exc.lineno,
+                exc.colno,
+                f"not valid JSON ({exc.msg}): Claude Code cannot read it either; fix it and "
+                "run again",
+            )
+        ) from exc
+    except RecursionError as exc:
+        raise InputError(
+            Diagnostic(display, 1, 1, "nested too deeply to read: simplify it and run again")
+        ) from exc
+    if root.kind != "object":
+        raise _shape(text, display, root, "the settings", 'an object ({"hooks": {...}})')
+    _unique(text, display, root, "hooks")
+    return root
+
+
+def _hooks(root: Node, text: str, display: str) -> Node | None:
+    """The `hooks` object, each event's value checked to be a list; None when absent."""
+    hooks = root.member("hooks")
+    if hooks is None:
+        return None
+    if hooks.kind != "object":
+        raise _shape(text, display, hooks, '"hooks"', 'an object of events ({"Stop": [...]})')
+    for key, groups in zip(hooks.keys, hooks.items, strict=True):
+        _unique(text, display, hooks, key.text)
+        if groups.kind != "array":
+            raise _shape(
+                text,
+                display,
+                groups,
+                f'"hooks"."{key.text}"',
+                'a list of matcher groups ([{"hooks": [...]}])',
+            )
+    return hooks
+
+
+def _unique(text: str, display: str, node: Node, name: str) -> None:
+    keys = [key for key in node.keys if key.text == name]
+    if len(keys) > 1:
+        line, col = json_spans.line_col(text, keys[1].start)
+        raise InputError(
+            Diagnostic(
+                display,
+                line,
+                col,
+                f'"{name}" appears {len(keys)} times, and Claude Code reads only the last: '
+                "merge them into one and run again",
+            )
+        )
+
+
+def _shape(text: str, display: str, node: Node, what: str, wanted: str) -> InputError:
+    line, col = json_spans.line_col(text, node.start)
+    found = {"object": "an object", "array": "a list", "string": "a string"}.get(
+        node.kind, text[node.start : node.end]
+    )
+    return InputError(
+        Diagnostic(
+            display,
+            line,
+            col,
+            f"{what} is {found}, but Claude Code expects {wanted}: fix it and run again",
+        )
+    )
+
+
+def _diff(before: bytes | None, after: bytes | None, display: str) -> list[str]:
+    """The change as a unified diff, one line per list item (line endings stripped)."""
+    old = [] if before is None else before.decode("utf-8").splitlines(keepends=True)
+    new = [] if after is None else after.decode("utf-8").splitlines(keepends=True)
+    source = "/dev/null" if before is None else display
+    lines = []
+    for line in difflib.unified_diff(old, new, source, "/dev/null" if after is None else display):
+        lines.append(line.rstrip("\r\n"))
+        if not line.endswith("\n"):
+            lines.append("\\ No newline at end of file")
+    return lines
+
+
+__all__ = [
+    "EVENTS",
+    "PREFIX",
+    "Change",
+    "InstallResult",
+    "folder_word",
+    "hook_commands",
+    "install",
+    "settings_path",
+]
