@@ -354,28 +354,50 @@ def file_block(doc: str, path: str) -> str:
     return found[0]
 
 
-def test_the_hook_command_in_settings_json_runs_as_claude_code_would(tmp_path: Path) -> None:
-    root = workspace(tmp_path)
-    for path in (".claude/hooks/selfcorrect_hook.py", ".claude/settings.json"):
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(file_block("integration.md", path), encoding="utf-8")
-    settings = json.loads((root / ".claude/settings.json").read_text(encoding="utf-8"))
-    [entry] = settings["hooks"]["PostToolUseFailure"]
-    [hook] = entry["hooks"]
-    event = {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "error": "EACCES"}
+def test_the_hook_commands_install_writes_run_as_claude_code_would(tmp_path: Path) -> None:
+    """integration.md §2: the settings `install` writes hold commands that work from any folder,
+    with only $CLAUDE_PROJECT_DIR to find the project (Claude Code runs them through a shell)."""
+    root = workspace(tmp_path / "project")
     env = environment() | {"CLAUDE_PROJECT_DIR": str(root)}
-    done = subprocess.run(
-        ["bash", "-c", hook["command"]],
-        cwd=tmp_path.parent,  # Claude Code may run hooks from elsewhere: paths come from the env
+    subprocess.run(
+        ["selfcorrect", "install", "claude-code", "-q"],
+        cwd=root,
         env=env,
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
+        check=True,
         timeout=WAIT_S,
     )
-    assert done.returncode == 2, done.stderr  # the example is BLOCKED: the agent is told
-    assert "ESC-da5aeb28" in done.stderr
+    subprocess.run(
+        ["selfcorrect", "run", "workflow", "-q"], cwd=root, env=env, timeout=WAIT_S, check=False
+    )
+    settings = json.loads((root / ".claude/settings.json").read_text(encoding="utf-8"))
+
+    def command(event: str) -> str:
+        [entry] = settings["hooks"][event]
+        [hook] = entry["hooks"]
+        return str(hook["command"])
+
+    def host(event: str, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command(event)],
+            cwd=tmp_path,  # Claude Code may run hooks from elsewhere: paths come from the env
+            env=env,
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
+
+    edit = {"tool_name": "Edit", "tool_input": {"file_path": str(root / "src/handler.ts")}}
+    gate = host("PreToolUse", edit)
+    assert gate.returncode == 0 and gate.stderr == ""
+    assert json.loads(gate.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "ESC-da5aeb28" in gate.stdout  # the example's WI-3 is blocked on a person
+    failed = host("PostToolUseFailure", {"tool_name": "Bash", "error": "EACCES: open"})
+    assert failed.returncode == 0 and failed.stderr == ""
     assert "EACCES" in (root / "workflow" / "tool_failures.yaml").read_text(encoding="utf-8")
+    for event in ("PreCompact", "SubagentStop", "Stop"):
+        done = host(event, {"session_id": "s", "stop_hook_active": False})
+        assert done.returncode == 0 and done.stderr == "", (event, done.stderr)
 
 
 def test_pre_commit_hooks_run_what_the_docs_say(tmp_path: Path) -> None:

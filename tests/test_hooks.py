@@ -24,7 +24,7 @@ from tests.conftest import REPO, copy_session
 from tests.helpers import git, load
 
 WAIT_S = 120
-SCHEMA = json.loads((REPO / "schemas" / "claude_code_hooks.schema.json").read_text("utf-8"))
+SCHEMA = REPO / "schemas" / "claude_code_hooks.schema.json"  # read by the tests, not on import
 HOST_EVENT = {  # our event name -> the host's
     "post-tool-use-failure": "PostToolUseFailure",
     "pre-tool-use": "PreToolUse",
@@ -112,7 +112,8 @@ class Answer:
         self.code, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
         self.json: dict[str, Any] | None = json.loads(done.stdout) if done.stdout.strip() else None
         if self.json is not None:  # every answer in the host's documented shape
-            shape = {**SCHEMA, "$ref": f"#/$defs/{HOST_EVENT[name]}"}
+            schema = json.loads(SCHEMA.read_text("utf-8"))
+            shape = {**schema, "$ref": f"#/$defs/{HOST_EVENT[name]}"}
             jsonschema.Draft202012Validator(shape).validate(self.json)
 
     @property
