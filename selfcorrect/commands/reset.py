@@ -22,6 +22,7 @@ from selfcorrect.core.contexts import short
 from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
 from selfcorrect.core.plan import build_plan
+from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
 from selfcorrect.io import documents, folder_lock, journal, safe_paths
@@ -122,7 +123,8 @@ def _rewrite_prompts(
     folder: Path, policy_path: Path | None, clock: Clock, work_items: list[str]
 ) -> list[str]:
     """The reset items' prompts, rewritten at once: an agent reading one sees the person's
-    guidance and the item's new status now, not after the next run."""
+    guidance and the item's new status now, not after the next run; and the agent hooks' gate
+    stops refusing the item's files now too."""
     inputs = load_inputs(folder, policy_path)
     decisions = decide(
         inputs,
@@ -134,7 +136,10 @@ def _rewrite_prompts(
     plan = build_plan(decisions)
     names = {work_item_file(item) for item in work_items}
     rendered = render_recovery(folder, plan, inputs.policy)
-    return write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
+    written = write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
+    if write_gate(folder, decisions, plan):
+        written.append(documents.display_path(gate_path(folder)))
+    return written
 
 
 def _existing(decisions: Decisions, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
