@@ -14,7 +14,6 @@ from typing import Any
 
 from yaml.nodes import Node
 
-from selfcorrect.core.policy import suggest
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io import fastschema, yaml_nodes
 from selfcorrect.io.resources import data_file
@@ -157,6 +156,8 @@ def validate(
         if error.validator == "additionalProperties":
             for key in _unknown_keys(error):
                 node = _key_node(root, [*path, key])
+                from selfcorrect.core.policy import suggest  # a misspelt key only
+
                 hint = suggest(key, error.schema.get("properties", {}))
                 where = dotted([*base, *error.absolute_path, key])
                 tip = f"did you mean '{hint}'?" if hint else "remove it or check the spelling"
