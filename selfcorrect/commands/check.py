@@ -8,7 +8,7 @@ from pathlib import Path
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents, journal
-from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io.policy_file import max_bytes_of
 
 # Decision documents, strict (rules §2). The policy is checked first: it sets limits.max_bytes.
 DECISION_FILES = (
@@ -50,7 +50,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
     if policy_path.exists():
         result.checked.append(documents.display_path(policy_path))
         try:
-            max_bytes = load_policy(policy_path).limits.max_bytes
+            max_bytes = max_bytes_of(policy_path)
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
