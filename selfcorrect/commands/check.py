@@ -7,7 +7,7 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import documents, journal
+from selfcorrect.io import documents
 from selfcorrect.io.policy_file import max_bytes_of
 
 # Decision documents, strict (rules §2). The policy is checked first: it sets limits.max_bytes.
@@ -92,6 +92,7 @@ def _hand_resolutions(folder: Path, doc: documents.Document) -> list[Diagnostic]
     from selfcorrect.core.human_control import escalation_edits, unevidenced_warning
     from selfcorrect.core.normalise import normalise_escalations
     from selfcorrect.core.state import derive
+    from selfcorrect.io import journal
 
     edits = escalation_edits(
         normalise_escalations(doc.data or {}), derive(journal.read_journal(folder, []))
