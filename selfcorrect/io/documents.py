@@ -62,9 +62,10 @@ class Document:
 def display_path(path: Path) -> str:
     """How a path is shown in messages: relative to the working directory when inside it."""
     try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
+        relative = os.path.relpath(path)
     except ValueError:
         return str(path)
+    return relative if not relative.startswith("..") else str(path)
 
 
 def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
