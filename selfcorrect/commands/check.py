@@ -54,7 +54,9 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
-    strict += [(p, "microtasks") for p in sorted((folder / layout.MICROTASKS).glob("*.yaml"))]
+    microtasks = folder / layout.MICROTASKS
+    if microtasks.is_dir():  # a glob compiles its pattern even for a folder that is not there
+        strict += [(p, "microtasks") for p in sorted(microtasks.glob("*.yaml"))]
     for path, stem in strict:
         if path.exists():
             result.checked.append(documents.display_path(path))
