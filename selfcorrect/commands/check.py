@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from selfcorrect import layout
@@ -18,11 +17,14 @@ DECISION_FILES = (
 )
 
 
-@dataclass
 class CheckResult:
-    checked: list[str] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    failure_entries: int = 0
+    """What `check` found. A plain class, not a dataclass: a dataclass's class creation is a
+    share of `check`'s start-up (rules §18), and nothing compares or copies a result."""
+
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.failure_entries = 0
 
     @property
     def errors(self) -> list[Diagnostic]:
