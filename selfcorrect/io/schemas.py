@@ -77,13 +77,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_CHOICE_CLASS = re.compile(r"\[(.)(.)\]")
-_CHOICES = re.compile(r"^\^\(?([A-Za-z_|-]+)\)?\$$")
+# Compiled when a message needs them (re caches them), not at import: start-up counts (§18).
+_CHOICE_CLASS = r"\[(.)(.)\]"
+_CHOICES = r"^\^\(?([A-Za-z_|-]+)\)?\$$"
 
 
 def _choices(pattern: str) -> str | None:
     """`^([Pp][Aa][Ss][Ss]|...)$` (a case-insensitive enum) → `PASS, ...`."""
-    match = _CHOICES.match(_CHOICE_CLASS.sub(r"\1", pattern))
+    match = re.match(_CHOICES, re.sub(_CHOICE_CLASS, r"\1", pattern))
     return ", ".join(match.group(1).split("|")) if match else None
 
 
