@@ -8,7 +8,6 @@ which labels its diagnostics and escalations with these names, stays pure and ne
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import PurePath
 
@@ -67,5 +66,7 @@ def work_item_file(work_item: str, suffix: str = ".md") -> str:
     """
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", work_item).lstrip("._-").rstrip("._")[:80] or "item"
     if safe != work_item:
+        import hashlib  # here: OpenSSL's load would cost every command's start-up (rules §18)
+
         safe += "-" + hashlib.sha256(work_item.encode()).hexdigest()[:6]
     return f"{safe}{suffix}"

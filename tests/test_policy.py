@@ -755,6 +755,26 @@ def test_the_fast_read_of_the_defaults_equals_the_strict_load() -> None:
     assert schema_errors(strict.data) == []
 
 
+def test_check_reads_max_bytes_of_an_unedited_policy_without_loading_it(tmp_path: Path) -> None:
+    """`check` takes limits.max_bytes of a file that says exactly the defaults from
+    documents.DEFAULT_MAX_BYTES, without building the policy (rules §18): the two must agree,
+    and an edited file is loaded, and checked, in full."""
+    from selfcorrect.errors import InputError
+    from selfcorrect.io import documents
+    from selfcorrect.io.policy_file import load_policy, max_bytes_of
+
+    assert load_policy(None).limits.max_bytes == documents.DEFAULT_MAX_BYTES
+    path = tmp_path / "selfcorrect.yaml"
+    for shipped in (TEMPLATE, TEMPLATE.parent / "init" / "selfcorrect.yaml"):
+        path.write_bytes(shipped.read_bytes())
+        assert max_bytes_of(path) == load_policy(path).limits.max_bytes
+    path.write_text(TEXT.replace("  max_bytes: 52428800", "  max_bytes: 1000", 1))
+    assert max_bytes_of(path) == 1000
+    path.write_text(TEXT.replace("  global_cycles: 3", "  global_cycle: 3", 1))
+    with pytest.raises(InputError, match="global_cycle"):
+        max_bytes_of(path)
+
+
 def test_an_unedited_policy_file_is_the_defaults_and_an_edit_is_read(tmp_path: Path) -> None:
     """`init` copies the defaults byte for byte; such a file is not parsed again (rules §18),
     and one changed byte makes it the user's policy again, checked like any other."""

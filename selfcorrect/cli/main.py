@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,7 +29,37 @@ if TYPE_CHECKING:
     import threading
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group that builds a command only when it is run, or listed by --help: building all
+    of them, their options and types, cost every command's start-up (rules §18)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.makers: dict[str, Callable[[], click.Command]] = {}
+
+    def names(self) -> list[str]:
+        return sorted({*self.commands, *self.makers})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return self.names()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        make = self.makers.pop(cmd_name, None)
+        if make is not None:
+            self.add_command(make(), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.makers and args[0] not in self.commands:
+            # Not a command's name: build them all, for click's "Did you mean" to see them.
+            for name in list(self.makers):
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="selfcorrect")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @common_options
@@ -72,307 +102,344 @@ def _pass_global_options(ctx: click.Context, **values: object) -> None:
         if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
     }
     if given:
-        ctx.default_map = {name: dict(given) for name in cli.commands}
+        ctx.default_map = {name: dict(given) for name in cli.names()}
 
 
-@cli.command()
-@folder_argument
-@format_option("text", "json")
-@common_options
-def check(
-    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
-) -> int:
-    """Schema-check every workflow file in DIR.
+def _lazy(name: str) -> Callable[[Callable[[], click.Command]], Callable[[], click.Command]]:
+    """Register a function that builds the command `name`, for the group to call when needed."""
 
-    Prints one line per problem as path:line:col: message. Decision documents
-    (selfcorrect.yaml, validation_report.yaml, coordination_log.yaml,
-    escalations.yaml, microtasks/*.yaml) must be valid: any error exits 2. Hook logs
-    (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
-    is a warning, and the rest is read. Exits 0 when there is no error.
-    """
-    from selfcorrect.cli.progress import failure_log_progress
-    from selfcorrect.commands.check import check_folder
+    def register(make: Callable[[], click.Command]) -> Callable[[], click.Command]:
+        cli.makers[name] = make
+        return make
 
-    common = make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-    with failure_log_progress(common.verbosity):
-        result = check_folder(folder, policy)
-    check_report.check_result(result, fmt, common)
-    return ExitCode.INVALID if result.errors else ExitCode.PASS
+    return register
 
 
-@cli.command()
-@folder_argument
-@common_options
-def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
-    """Create DIR with a commented policy and empty but valid inputs.
+@_lazy("check")
+def _make_check() -> click.Command:
+    @click.command()
+    @folder_argument
+    @format_option("text", "json")
+    @common_options
+    def check(
+        folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+    ) -> int:
+        """Schema-check every workflow file in DIR.
 
-    Writes selfcorrect.yaml (every default, and why), tool_failures.yaml,
-    coordination_log.yaml, validation_report.yaml (no verdict yet) and
-    escalations.yaml. Never overwrites an existing file: it says which it skipped.
-    """
-    from selfcorrect.commands.init import init_folder
+        Prints one line per problem as path:line:col: message. Decision documents
+        (selfcorrect.yaml, validation_report.yaml, coordination_log.yaml,
+        escalations.yaml, microtasks/*.yaml) must be valid: any error exits 2. Hook logs
+        (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
+        is a warning, and the rest is read. Exits 0 when there is no error.
+        """
+        from selfcorrect.cli.progress import failure_log_progress
+        from selfcorrect.commands.check import check_folder
 
-    common = make_common(policy, color, verbose, quiet)
-    created, skipped = init_folder(folder, policy)
-    check_report.init_result(created, skipped, common)
-    return ExitCode.PASS
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+        with failure_log_progress(common.verbosity):
+            result = check_folder(folder, policy)
+        check_report.check_result(result, fmt, common)
+        return ExitCode.INVALID if result.errors else ExitCode.PASS
+
+    return check
 
 
-@cli.command()
-@folder_argument
-@format_option("text", "json", "github", "sarif", "junit")
-@click.option(
-    "--shadow", is_flag=True, help="Print the plan and write nothing at all, not even the journal."
-)
-@click.option(
-    "--max-cycles",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="N",
-    help="Fix-and-revalidate cycles at most (default: the policy's caps.global_cycles).",
-)
-@click.option(
-    "--validate-first",
-    is_flag=True,
-    help="Run the validator once first, so the run starts from a fresh report.",
-)
-@pending_ok_option
-@wait_option
-@common_options
-def run(
-    folder: Path,
-    fmt: str,
-    shadow: bool,
-    max_cycles: int | None,
-    validate_first: bool,
-    pending_ok: bool,
-    wait: float,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Perform one correction run on DIR.
+@_lazy("init")
+def _make_init() -> click.Command:
+    @click.command()
+    @folder_argument
+    @common_options
+    def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
+        """Create DIR with a commented policy and empty but valid inputs.
 
-    \b
-    Loads every workflow file (a bad decision document stops the run before
-    anything is written), then:
-    - classifies every validation issue FIXABLE or BLOCKED; runs the policy's
-      fixer for each autofixable one (argv, in scope, bounded, verified, undone
-      on failure) and writes a directive for each agent strategy to
-      DIR/recovery/<task>.md;
-    - types every tool failure, enforces its retry budget, detects stuck
-      subjects and climbs the six-step recovery ladder, writing the recovery
-      prompt to DIR/recovery/<subject>.md;
-    - after a cycle that ran a fix, re-runs the validator and trusts only a
-      fresh report; a report that got worse undoes the cycle's fixes;
-    - splits unfinished subagent work into DIR/microtasks/<task>.yaml and writes
-      DIR/handoffs/<task>.md when an agent's context needs a reset;
-    - keeps coordination_log.yaml#failed_items and escalations.yaml current,
-      and journals every decision in DIR/.selfcorrect/journal.jsonl.
+        Writes selfcorrect.yaml (every default, and why), tool_failures.yaml,
+        coordination_log.yaml, validation_report.yaml (no verdict yet) and
+        escalations.yaml. Never overwrites an existing file: it says which it skipped.
+        """
+        from selfcorrect.commands.init import init_folder
 
-    \b
-    --format github|sarif|junit print CI output to stdout (SARIF 2.1.0 for
-    GitHub code scanning). Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml),
-    2 invalid input, 3 PENDING (work handed to agents through recovery/).
+        common = make_common(policy, color, verbose, quiet)
+        created, skipped = init_folder(folder, policy)
+        check_report.init_result(created, skipped, common)
+        return ExitCode.PASS
 
-    \b
-    One writer per folder: a run holds DIR/.selfcorrect/folder.lock while it
-    works; a second run (or reset, validate, a watcher's run) waits for it up
-    to --wait seconds, then exits 2 naming the holder's pid. --shadow reads
-    without the lock and writes nothing.
-    """
-    from selfcorrect.cli.progress import failure_log_progress
-    from selfcorrect.cli.run_report import show_run
-    from selfcorrect.commands.run import correction_run
+    return init
 
-    common = make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-    with failure_log_progress(common.verbosity):
-        outcome = correction_run(
-            folder,
-            policy_path=policy,
-            shadow=shadow,
-            max_cycles=max_cycles,
-            validate_first=validate_first,
-            wait=wait,
+
+@_lazy("run")
+def _make_run() -> click.Command:
+    @click.command()
+    @folder_argument
+    @format_option("text", "json", "github", "sarif", "junit")
+    @click.option(
+        "--shadow",
+        is_flag=True,
+        help="Print the plan and write nothing at all, not even the journal.",
+    )
+    @click.option(
+        "--max-cycles",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="N",
+        help="Fix-and-revalidate cycles at most (default: the policy's caps.global_cycles).",
+    )
+    @click.option(
+        "--validate-first",
+        is_flag=True,
+        help="Run the validator once first, so the run starts from a fresh report.",
+    )
+    @pending_ok_option
+    @wait_option
+    @common_options
+    def run(
+        folder: Path,
+        fmt: str,
+        shadow: bool,
+        max_cycles: int | None,
+        validate_first: bool,
+        pending_ok: bool,
+        wait: float,
+        policy: Path | None,
+        color: str,
+        verbose: int,
+        quiet: bool,
+    ) -> int:
+        """Perform one correction run on DIR.
+
+        \b
+        Loads every workflow file (a bad decision document stops the run before
+        anything is written), then:
+        - classifies every validation issue FIXABLE or BLOCKED; runs the policy's
+          fixer for each autofixable one (argv, in scope, bounded, verified, undone
+          on failure) and writes a directive for each agent strategy to
+          DIR/recovery/<task>.md;
+        - types every tool failure, enforces its retry budget, detects stuck
+          subjects and climbs the six-step recovery ladder, writing the recovery
+          prompt to DIR/recovery/<subject>.md;
+        - after a cycle that ran a fix, re-runs the validator and trusts only a
+          fresh report; a report that got worse undoes the cycle's fixes;
+        - splits unfinished subagent work into DIR/microtasks/<task>.yaml and writes
+          DIR/handoffs/<task>.md when an agent's context needs a reset;
+        - keeps coordination_log.yaml#failed_items and escalations.yaml current,
+          and journals every decision in DIR/.selfcorrect/journal.jsonl.
+
+        \b
+        --format github|sarif|junit print CI output to stdout (SARIF 2.1.0 for
+        GitHub code scanning). Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml),
+        2 invalid input, 3 PENDING (work handed to agents through recovery/).
+
+        \b
+        One writer per folder: a run holds DIR/.selfcorrect/folder.lock while it
+        works; a second run (or reset, validate, a watcher's run) waits for it up
+        to --wait seconds, then exits 2 naming the holder's pid. --shadow reads
+        without the lock and writes nothing.
+        """
+        from selfcorrect.cli.progress import failure_log_progress
+        from selfcorrect.cli.run_report import show_run
+        from selfcorrect.commands.run import correction_run
+
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+        with failure_log_progress(common.verbosity):
+            outcome = correction_run(
+                folder,
+                policy_path=policy,
+                shadow=shadow,
+                max_cycles=max_cycles,
+                validate_first=validate_first,
+                wait=wait,
+            )
+        show_run(outcome, fmt, common, documents_display(folder))
+        return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
+
+    return run
+
+
+@_lazy("status")
+def _make_status() -> click.Command:
+    @click.command()
+    @folder_argument
+    @format_option("text", "json")
+    @common_options
+    def status(
+        folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+    ) -> int:
+        """Show every subject and issue: classification, attempts against the cap,
+        ladder step and last decision, plus the open escalations and open circuits.
+        Writes nothing."""
+        from selfcorrect.cli.progress import failure_log_progress
+        from selfcorrect.cli.status_report import show_status
+        from selfcorrect.commands.status import folder_status
+
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+        with failure_log_progress(common.verbosity):
+            found = folder_status(folder, policy)
+        show_status(found, fmt, common, documents_display(folder))
+        return ExitCode.PASS
+
+    return status
+
+
+@_lazy("validate")
+def _make_validate() -> click.Command:
+    @click.command()
+    @folder_argument
+    @format_option("text", "json")
+    @click.option(
+        "--output",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Write the report here instead of DIR/validation_report.yaml (so an "
+        "external validator's report is never clobbered).",
+    )
+    @click.option(
+        "--recheck",
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help="Also re-check the file_exists / file_contains evidence cited by another "
+        "validator's report against the project.",
+    )
+    @click.option(
+        "--force",
+        is_flag=True,
+        help="Replace the report even when another validator wrote it (by default that is "
+        "refused: write to --output instead).",
+    )
+    @wait_option
+    @common_options
+    def validate(
+        folder: Path,
+        fmt: str,
+        output: Path | None,
+        recheck: Path | None,
+        force: bool,
+        wait: float,
+        policy: Path | None,
+        color: str,
+        verbose: int,
+        quiet: bool,
+    ) -> int:
+        """Run the built-in validator on DIR and write a canonical report.
+
+        \b
+        Coordination checks on coordination_log.yaml: missing log, unanswered
+        questions, vague answers, incomplete or weak synthesis, circular delegation
+        (every cycle, members in order). Output-quality checks configured under the
+        policy's `checks:` key: commands (argv, never a shell), coverage (coverage.py
+        JSON or Cobertura XML), required documentation, template headings.
+
+        A report another validator wrote (it names that validator, or is in a cAgents
+        dialect) is never replaced: use --output, or --force.
+
+        Exit codes: 0 PASS, 1 the report lists issues, 2 invalid input.
+        """
+        from selfcorrect.cli.validate_report import show_validation
+        from selfcorrect.commands.validate import validate_folder
+
+        common = make_common(policy, color, verbose, quiet)
+        # An empty folder is the validator's to judge (a missing coordination log is a finding).
+        _require_folder(folder, workflow_file=False)
+        result = validate_folder(
+            folder, policy_path=policy, output=output, recheck=recheck, wait=wait, force=force
         )
-    show_run(outcome, fmt, common, documents_display(folder))
-    return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
+        show_validation(result, fmt, common)
+        return result_exit_code(result.status)
+
+    return validate
 
 
-@cli.command()
-@folder_argument
-@format_option("text", "json")
-@common_options
-def status(
-    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
-) -> int:
-    """Show every subject and issue: classification, attempts against the cap,
-    ladder step and last decision, plus the open escalations and open circuits. Writes nothing."""
-    from selfcorrect.cli.progress import failure_log_progress
-    from selfcorrect.cli.status_report import show_status
-    from selfcorrect.commands.status import folder_status
-
-    common = make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-    with failure_log_progress(common.verbosity):
-        found = folder_status(folder, policy)
-    show_status(found, fmt, common, documents_display(folder))
-    return ExitCode.PASS
-
-
-@cli.command()
-@folder_argument
-@format_option("text", "json")
-@click.option(
-    "--output",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the report here instead of DIR/validation_report.yaml (so an "
-    "external validator's report is never clobbered).",
-)
-@click.option(
-    "--recheck",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Also re-check the file_exists / file_contains evidence cited by another "
-    "validator's report against the project.",
-)
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Replace the report even when another validator wrote it (by default that is "
-    "refused: write to --output instead).",
-)
-@wait_option
-@common_options
-def validate(
-    folder: Path,
-    fmt: str,
-    output: Path | None,
-    recheck: Path | None,
-    force: bool,
-    wait: float,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Run the built-in validator on DIR and write a canonical report.
-
-    \b
-    Coordination checks on coordination_log.yaml: missing log, unanswered
-    questions, vague answers, incomplete or weak synthesis, circular delegation
-    (every cycle, members in order). Output-quality checks configured under the
-    policy's `checks:` key: commands (argv, never a shell), coverage (coverage.py
-    JSON or Cobertura XML), required documentation, template headings.
-
-    A report another validator wrote (it names that validator, or is in a cAgents
-    dialect) is never replaced: use --output, or --force.
-
-    Exit codes: 0 PASS, 1 the report lists issues, 2 invalid input.
-    """
-    from selfcorrect.cli.validate_report import show_validation
-    from selfcorrect.commands.validate import validate_folder
-
-    common = make_common(policy, color, verbose, quiet)
-    # An empty folder is the validator's to judge (a missing coordination log is a finding).
-    _require_folder(folder, workflow_file=False)
-    result = validate_folder(
-        folder, policy_path=policy, output=output, recheck=recheck, wait=wait, force=force
+@_lazy("watch")
+def _make_watch() -> click.Command:
+    @click.command()
+    @folder_argument
+    @format_option("text", "json")
+    @click.option(
+        "--debounce",
+        type=click.IntRange(min=0),
+        default=50,
+        show_default=True,
+        metavar="MS",
+        help="Start a run MS milliseconds after the last change (a burst is one run).",
     )
-    show_validation(result, fmt, common)
-    return result_exit_code(result.status)
-
-
-@cli.command()
-@folder_argument
-@format_option("text", "json")
-@click.option(
-    "--debounce",
-    type=click.IntRange(min=0),
-    default=50,
-    show_default=True,
-    metavar="MS",
-    help="Start a run MS milliseconds after the last change (a burst is one run).",
-)
-@click.option(
-    "--polling",
-    is_flag=True,
-    help="Poll the folder instead of using native file events (network filesystems).",
-)
-@click.option("--once", is_flag=True, help="Process the current state as one run and exit.")
-@common_options
-@click.pass_context
-def watch(
-    ctx: click.Context,
-    folder: Path,
-    fmt: str,
-    debounce: int,
-    polling: bool,
-    once: bool,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Run a correction run whenever DIR's inputs change from outside.
-
-    \b
-    Processes the current state at start-up, then watches DIR (recursively) and
-    DIR/../waypoints/ for changes to the inputs: selfcorrect.yaml,
-    validation_report.yaml, tool_failures.yaml, coordination_log.yaml,
-    escalations.yaml, waypoints/*.yaml, microtasks/*.yaml and templates/.
-    - Debounced: a run starts --debounce ms after the last change; runs never
-      overlap, and changes made during a run cause one more run afterwards.
-    - Blind to its own writes and to the validator it starts: a run happens only
-      when an input's contents differ from what the last run left (content
-      hashes). Editors' temp-file-and-rename saves count as changes; temp files,
-      lock files, .selfcorrect/, recovery/ and handoffs/ are ignored.
-    - A bad input is reported (file:line:col on stderr) and the watcher keeps
-      running on the last good state; fixing the file resumes the runs.
-    - One watcher per folder: a second one exits 2 at once, naming the pid that
-      holds DIR/.selfcorrect/watch.lock.
-    - --polling polls instead of using inotify; the watcher also falls back to
-      polling, with a warning, when inotify is unavailable or out of watches.
-
-    \b
-    Output: one line per run (time, what changed, result and exit code, what was
-    written); --format json prints one JSON object per line: the `run --format
-    json` object plus "trigger" (the changed files), "exit" and "at".
-    Exit codes: SIGINT or SIGTERM let the current run finish, then exit 0; a
-    second signal interrupts at once (130); 2 when DIR is already watched.
-    --once exits with the run's code, like `selfcorrect run`: 0 PASS, 1 BLOCKED,
-    2 invalid input, 3 PENDING.
-    """
-    import threading
-
-    from selfcorrect.commands.watch import Watcher
-
-    common = make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-
-    def emit(line: str) -> None:
-        click.echo(line, color=common.color)  # click.echo flushes: one line per run, at once
-
-    from selfcorrect.cli.watch_report import render
-
-    watcher = Watcher(
-        folder,
-        policy,
-        debounce_ms=debounce,
-        polling=polling,
-        render=lambda run: render(run, fmt, color=common.color and fmt == "text"),
-        emit=emit,
-        warn=lambda text: click.echo(printable(text), err=True),
-        verbosity=common.verbosity,
-        debug=bool((ctx.find_root().obj or {}).get("debug")),
+    @click.option(
+        "--polling",
+        is_flag=True,
+        help="Poll the folder instead of using native file events (network filesystems).",
     )
-    if once:
-        return watcher.run_once()
-    stop = threading.Event()
-    with _stop_on_signals(stop):
-        return watcher.run_forever(stop)
+    @click.option("--once", is_flag=True, help="Process the current state as one run and exit.")
+    @common_options
+    @click.pass_context
+    def watch(
+        ctx: click.Context,
+        folder: Path,
+        fmt: str,
+        debounce: int,
+        polling: bool,
+        once: bool,
+        policy: Path | None,
+        color: str,
+        verbose: int,
+        quiet: bool,
+    ) -> int:
+        """Run a correction run whenever DIR's inputs change from outside.
+
+        \b
+        Processes the current state at start-up, then watches DIR (recursively) and
+        DIR/../waypoints/ for changes to the inputs: selfcorrect.yaml,
+        validation_report.yaml, tool_failures.yaml, coordination_log.yaml,
+        escalations.yaml, waypoints/*.yaml, microtasks/*.yaml and templates/.
+        - Debounced: a run starts --debounce ms after the last change; runs never
+          overlap, and changes made during a run cause one more run afterwards.
+        - Blind to its own writes and to the validator it starts: a run happens only
+          when an input's contents differ from what the last run left (content
+          hashes). Editors' temp-file-and-rename saves count as changes; temp files,
+          lock files, .selfcorrect/, recovery/ and handoffs/ are ignored.
+        - A bad input is reported (file:line:col on stderr) and the watcher keeps
+          running on the last good state; fixing the file resumes the runs.
+        - One watcher per folder: a second one exits 2 at once, naming the pid that
+          holds DIR/.selfcorrect/watch.lock.
+        - --polling polls instead of using inotify; the watcher also falls back to
+          polling, with a warning, when inotify is unavailable or out of watches.
+
+        \b
+        Output: one line per run (time, what changed, result and exit code, what was
+        written); --format json prints one JSON object per line: the `run --format
+        json` object plus "trigger" (the changed files), "exit" and "at".
+        Exit codes: SIGINT or SIGTERM let the current run finish, then exit 0; a
+        second signal interrupts at once (130); 2 when DIR is already watched.
+        --once exits with the run's code, like `selfcorrect run`: 0 PASS, 1 BLOCKED,
+        2 invalid input, 3 PENDING.
+        """
+        import threading
+
+        from selfcorrect.commands.watch import Watcher
+
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+
+        def emit(line: str) -> None:
+            click.echo(line, color=common.color)  # click.echo flushes: one line per run, at once
+
+        from selfcorrect.cli.watch_report import render
+
+        watcher = Watcher(
+            folder,
+            policy,
+            debounce_ms=debounce,
+            polling=polling,
+            render=lambda run: render(run, fmt, color=common.color and fmt == "text"),
+            emit=emit,
+            warn=lambda text: click.echo(printable(text), err=True),
+            verbosity=common.verbosity,
+            debug=bool((ctx.find_root().obj or {}).get("debug")),
+        )
+        if once:
+            return watcher.run_once()
+        stop = threading.Event()
+        with _stop_on_signals(stop):
+            return watcher.run_forever(stop)
+
+    return watch
 
 
 @contextlib.contextmanager
@@ -407,314 +474,344 @@ def documents_display(path: Path) -> str:
     return display_path(path)
 
 
-@cli.command()
-@folder_argument
-@format_option("text", "json")
-@common_options
-def stats(
-    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
-) -> int:
-    """Print per-rule-version figures from DIR's journal. Writes nothing.
+@_lazy("stats")
+def _make_stats() -> click.Command:
+    @click.command()
+    @folder_argument
+    @format_option("text", "json")
+    @common_options
+    def stats(
+        folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+    ) -> int:
+        """Print per-rule-version figures from DIR's journal. Writes nothing.
 
-    \b
-    One row per rule and version (a rule's version changes when its definition
-    in the policy does), counted from DIR/.selfcorrect/journal.jsonl:
-      DETECTED     new occurrences: an issue or stuck subject first seen (again
-                   after it was resolved or reset); shadow proposals count too
-      REJECTED     fixes that preflight refused (preflight -> escalated)
-      REMEDIATED   remediations handed out: fixes run, directives written,
-                   ladder prompts for a higher step
-      RECOVERED    verified recoveries: the issue left a fresh report, or the
-                   subject succeeded after selfcorrect acted
-      COMPENSATED  fixes undone after verification failed or the report got worse
-      CIRCUIT      times the rule's circuit opened
-      RECURRED     detections of something that had recovered before
-      PRECISION    (detections - false positives) / detections, once someone
-                   marked a detection false (reset --false-positive); else -
-    Below it, the calibration: per type and strategy (or ladder:N), attempts
-    handed out and the verified recoveries that followed (calibration.yaml).
-    --format json prints {"rules", "calibration", "journal_records"}.
-    Exit codes: 0, or 2 when DIR is not a folder.
-    """
-    from selfcorrect.cli.stats_report import show_stats
-    from selfcorrect.commands.stats import folder_stats
-    from selfcorrect.io.journal import journal_path
+        \b
+        One row per rule and version (a rule's version changes when its definition
+        in the policy does), counted from DIR/.selfcorrect/journal.jsonl:
+          DETECTED     new occurrences: an issue or stuck subject first seen (again
+                       after it was resolved or reset); shadow proposals count too
+          REJECTED     fixes that preflight refused (preflight -> escalated)
+          REMEDIATED   remediations handed out: fixes run, directives written,
+                       ladder prompts for a higher step
+          RECOVERED    verified recoveries: the issue left a fresh report, or the
+                       subject succeeded after selfcorrect acted
+          COMPENSATED  fixes undone after verification failed or the report got worse
+          CIRCUIT      times the rule's circuit opened
+          RECURRED     detections of something that had recovered before
+          PRECISION    (detections - false positives) / detections, once someone
+                       marked a detection false (reset --false-positive); else -
+        Below it, the calibration: per type and strategy (or ladder:N), attempts
+        handed out and the verified recoveries that followed (calibration.yaml).
+        --format json prints {"rules", "calibration", "journal_records"}.
+        Exit codes: 0, or 2 when DIR is not a folder.
+        """
+        from selfcorrect.cli.stats_report import show_stats
+        from selfcorrect.commands.stats import folder_stats
+        from selfcorrect.io.journal import journal_path
 
-    common = make_common(policy, color, verbose, quiet)
-    _require_folder(folder, workflow_file=False)  # no journal yet is an answer
-    result = folder_stats(folder)
-    show_stats(result, fmt, common, documents_display(journal_path(folder)))
-    return ExitCode.PASS
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder, workflow_file=False)  # no journal yet is an answer
+        result = folder_stats(folder)
+        show_stats(result, fmt, common, documents_display(journal_path(folder)))
+        return ExitCode.PASS
 
-
-@cli.command()
-@click.argument(
-    "paths",
-    metavar="PATH...",
-    nargs=-1,
-    required=True,
-    type=click.Path(path_type=Path, exists=True),
-)
-@format_option("text", "json")
-@click.option(
-    "--baseline",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="YAML file of recorded figures ({detectors: {NAME: {precision, recall}}}); "
-    "exit 1 when a figure drops below its recorded value or becomes undefined.",
-)
-@common_options
-def replay(
-    paths: tuple[Path, ...],
-    fmt: str,
-    baseline: Path | None,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Run detection and classification over recorded workflow folders.
-
-    \b
-    Each PATH is a workflow folder, a folder of cases (every folder with an
-    expected.yaml at PATH or one or two levels below it is a case), or a
-    journal (*.jsonl), whose detections are counted per rule version.
-    Nothing is executed and nothing is written, not even the journal.
-    Every fixer program is assumed installed, so the decisions (and the
-    labels that judge them) do not depend on this machine.
-
-    \b
-    Where a folder carries labels (expected.yaml: what a careful human says
-    is true of it), prints each detector's true and false positives, false
-    negatives, precision and recall, summed over all cases ("-": undefined).
-    -v lists, per case, what was labelled and what was decided instead.
-    The policy is --policy, else each folder's own selfcorrect.yaml.
-
-    Exit codes: 0 done, 1 a figure is below --baseline, 2 invalid input.
-    """
-    from selfcorrect.cli.replay_report import show_replay
-    from selfcorrect.commands.replay import replay as replay_paths
-
-    common = make_common(policy, color, verbose, quiet)
-    result = replay_paths(list(paths), policy, baseline=baseline)
-    show_replay(result, fmt, common)
-    return ExitCode.BLOCKED if result.drops else ExitCode.PASS
+    return stats
 
 
-@cli.command(name="report")
-@folder_argument
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the page here (default: DIR/report.html).",
-)
-@common_options
-def report_command(
-    folder: Path,
-    output: Path | None,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Write the session as one self-contained HTML page (docs/report.md).
+@_lazy("replay")
+def _make_replay() -> click.Command:
+    @click.command()
+    @click.argument(
+        "paths",
+        metavar="PATH...",
+        nargs=-1,
+        required=True,
+        type=click.Path(path_type=Path, exists=True),
+    )
+    @format_option("text", "json")
+    @click.option(
+        "--baseline",
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help="YAML file of recorded figures ({detectors: {NAME: {precision, recall}}}); "
+        "exit 1 when a figure drops below its recorded value or becomes undefined.",
+    )
+    @common_options
+    def replay(
+        paths: tuple[Path, ...],
+        fmt: str,
+        baseline: Path | None,
+        policy: Path | None,
+        color: str,
+        verbose: int,
+        quiet: bool,
+    ) -> int:
+        """Run detection and classification over recorded workflow folders.
 
-    \b
-    Summary counts first (work items by status, failures by type, ladder
-    steps, fixes verified and undone, resets), then the open escalations,
-    then one timeline per work item, worst status first: its failures,
-    ladder steps, fixes, escalations and resets (the last 12 events and the
-    latest of each kind, with the older ones counted). The same decisions as `selfcorrect status`;
-    nothing but the page is written. The page loads nothing (inline CSS,
-    no script) and prints one status group per page.
-    Exit codes: 0 written, 2 invalid input (nothing written).
-    """
-    from selfcorrect.commands.report import session_report
+        \b
+        Each PATH is a workflow folder, a folder of cases (every folder with an
+        expected.yaml at PATH or one or two levels below it is a case), or a
+        journal (*.jsonl), whose detections are counted per rule version.
+        Nothing is executed and nothing is written, not even the journal.
+        Every fixer program is assumed installed, so the decisions (and the
+        labels that judge them) do not depend on this machine.
 
-    common = make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-    result = session_report(folder, output, policy_path=policy)
-    if common.verbosity >= 0:
-        items = result.report.items
+        \b
+        Where a folder carries labels (expected.yaml: what a careful human says
+        is true of it), prints each detector's true and false positives, false
+        negatives, precision and recall, summed over all cases ("-": undefined).
+        -v lists, per case, what was labelled and what was decided instead.
+        The policy is --policy, else each folder's own selfcorrect.yaml.
+
+        Exit codes: 0 done, 1 a figure is below --baseline, 2 invalid input.
+        """
+        from selfcorrect.cli.replay_report import show_replay
+        from selfcorrect.commands.replay import replay as replay_paths
+
+        common = make_common(policy, color, verbose, quiet)
+        result = replay_paths(list(paths), policy, baseline=baseline)
+        show_replay(result, fmt, common)
+        return ExitCode.BLOCKED if result.drops else ExitCode.PASS
+
+    return replay
+
+
+@_lazy("report")
+def _make_report_command() -> click.Command:
+    @click.command(name="report")
+    @folder_argument
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Write the page here (default: DIR/report.html).",
+    )
+    @common_options
+    def report_command(
+        folder: Path,
+        output: Path | None,
+        policy: Path | None,
+        color: str,
+        verbose: int,
+        quiet: bool,
+    ) -> int:
+        """Write the session as one self-contained HTML page (docs/report.md).
+
+        \b
+        Summary counts first (work items by status, failures by type, ladder
+        steps, fixes verified and undone, resets), then the open escalations,
+        then one timeline per work item, worst status first: its failures,
+        ladder steps, fixes, escalations and resets (the last 12 events and the
+        latest of each kind, with the older ones counted). The same decisions as `selfcorrect status`;
+        nothing but the page is written. The page loads nothing (inline CSS,
+        no script) and prints one status group per page.
+        Exit codes: 0 written, 2 invalid input (nothing written).
+        """  # noqa: E501 (a \b block: click prints these lines as they are)
+        from selfcorrect.commands.report import session_report
+
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+        result = session_report(folder, output, policy_path=policy)
+        if common.verbosity >= 0:
+            items = result.report.items
+            click.echo(
+                printable(
+                    f"wrote {documents_display(result.path)} ({result.size:,} bytes): "
+                    f"{len(items)} work items, {len(result.report.open_escalations)} open "
+                    f"escalations, now {result.report.result}"
+                )
+            )
+        return ExitCode.PASS
+
+    return report_command
+
+
+@_lazy("reset")
+def _make_reset_command() -> click.Command:
+    @click.command(name="reset")
+    @folder_argument
+    @click.option("--subject", metavar="S", help="A subject, task id or issue fingerprint.")
+    @click.option(
+        "--rule", metavar="R", help="A rule, e.g. linting_errors or issue_type:linting_errors."
+    )
+    @click.option("--escalation", metavar="E", help="An escalation id from escalations.yaml.")
+    @click.option(
+        "--evidence", metavar="TEXT", help="Why it is safe to go on (required; journaled)."
+    )
+    @click.option("--actor", metavar="NAME", help="Who is resetting (default: $USER).")
+    @click.option(
+        "--false-positive",
+        is_flag=True,
+        help="The detection was wrong: counted against the rule's precision in `stats`.",
+    )
+    @click.option(
+        "--no-retry",
+        is_flag=True,
+        help="Resolve without a fresh budget: selfcorrect waits for new evidence (new failures "
+        "or a fresh report) and then applies the budget already spent.",
+    )
+    @format_option("text", "json")
+    @wait_option
+    @common_options
+    def reset_command(
+        folder: Path,
+        subject: str | None,
+        rule: str | None,
+        escalation: str | None,
+        evidence: str | None,
+        actor: str | None,
+        false_positive: bool,
+        no_retry: bool,
+        fmt: str,
+        wait: float,
+        policy: Path | None,
+        color: str,
+        verbose: int,
+        quiet: bool,
+    ) -> int:
+        """Hand work back to selfcorrect, with evidence: a fresh budget or a closed circuit.
+
+        \b
+        Exactly one of:
+          --subject S     a subject (task, file or tool), a task id (its subjects,
+                          blocked issues and unfinished work) or an issue fingerprint gets a
+                          fresh budget: failures before the reset no longer count,
+                          and its blocked state and ladder start again;
+          --rule R        closes R's circuit (every version), so it acts again;
+          --escalation E  does what escalation E needs: a fresh budget for its
+                          subject or issue, or closes its rule's circuit.
+        --evidence TEXT is required: a reset without it exits 2 and writes nothing.
+
+        \b
+        Writes: the escalations it answers are marked resolved in escalations.yaml
+        (resolved_by, resolved_at, evidence), the failed_items entries it reopens
+        say who did it and why, and one `reset` record (who, when, why, what)
+        goes to DIR/.selfcorrect/journal.jsonl. The next run acts on it.
+        The same happens when a person edits escalations.yaml by hand (status:
+        resolved, evidence:, resolved_by:, optionally retry: true) or moves a
+        failed_items entry's final_status out of blocked.
+        Exit codes: 0 done, 2 invalid input or usage (nothing written).
+        """
+        import json
+
+        from selfcorrect.commands.reset import default_actor, reset
+        from selfcorrect.core.human_control import ResetRequest, UnknownTarget
+
+        make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+        chosen = [
+            (k, v)
+            for k, v in (("subject", subject), ("rule", rule), ("escalation", escalation))
+            if v
+        ]
+        if len(chosen) != 1:
+            raise click.UsageError("give exactly one of --subject, --rule or --escalation")
+        if not (evidence or "").strip():
+            raise click.UsageError(
+                "a reset needs --evidence TEXT: say why it is safe to go on (it is journaled); "
+                "nothing was written"
+            )
+        kind, name = chosen[0]
+        request = ResetRequest(
+            kind,
+            str(name),
+            str(evidence),
+            actor or default_actor(),
+            "cli",
+            retry=not no_retry,
+            false_positive=false_positive,
+        )
+        try:
+            outcome = reset(folder, request, policy_path=policy, wait=wait)
+        except UnknownTarget as exc:
+            raise click.BadParameter(str(exc), param_hint=f"--{kind}") from exc
+        if fmt == "json":
+            click.echo(
+                json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
+            )
+            return ExitCode.PASS
+
+        record = outcome.record
+        what = [
+            *(s["subject"] for s in record["subjects"]),
+            *record["fingerprints"],
+            *record["tasks"],
+            *(f"circuit {r}" for r in record["rules"]),
+        ]
         click.echo(
             printable(
-                f"wrote {documents_display(result.path)} ({result.size:,} bytes): "
-                f"{len(items)} work items, {len(result.report.open_escalations)} open "
-                f"escalations, now {result.report.result}"
+                f"reset by {record['actor']}: "
+                + (", ".join(what) or "nothing was blocked")
+                + (" (fresh budget)" if record["retry"] else " (resolved, no fresh budget)")
             )
         )
-    return ExitCode.PASS
-
-
-@cli.command(name="reset")
-@folder_argument
-@click.option("--subject", metavar="S", help="A subject, task id or issue fingerprint.")
-@click.option(
-    "--rule", metavar="R", help="A rule, e.g. linting_errors or issue_type:linting_errors."
-)
-@click.option("--escalation", metavar="E", help="An escalation id from escalations.yaml.")
-@click.option("--evidence", metavar="TEXT", help="Why it is safe to go on (required; journaled).")
-@click.option("--actor", metavar="NAME", help="Who is resetting (default: $USER).")
-@click.option(
-    "--false-positive",
-    is_flag=True,
-    help="The detection was wrong: counted against the rule's precision in `stats`.",
-)
-@click.option(
-    "--no-retry",
-    is_flag=True,
-    help="Resolve without a fresh budget: selfcorrect waits for new evidence (new failures "
-    "or a fresh report) and then applies the budget already spent.",
-)
-@format_option("text", "json")
-@wait_option
-@common_options
-def reset_command(
-    folder: Path,
-    subject: str | None,
-    rule: str | None,
-    escalation: str | None,
-    evidence: str | None,
-    actor: str | None,
-    false_positive: bool,
-    no_retry: bool,
-    fmt: str,
-    wait: float,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Hand work back to selfcorrect, with evidence: a fresh budget or a closed circuit.
-
-    \b
-    Exactly one of:
-      --subject S     a subject (task, file or tool), a task id (its subjects,
-                      blocked issues and unfinished work) or an issue fingerprint gets a
-                      fresh budget: failures before the reset no longer count,
-                      and its blocked state and ladder start again;
-      --rule R        closes R's circuit (every version), so it acts again;
-      --escalation E  does what escalation E needs: a fresh budget for its
-                      subject or issue, or closes its rule's circuit.
-    --evidence TEXT is required: a reset without it exits 2 and writes nothing.
-
-    \b
-    Writes: the escalations it answers are marked resolved in escalations.yaml
-    (resolved_by, resolved_at, evidence), the failed_items entries it reopens
-    say who did it and why, and one `reset` record (who, when, why, what)
-    goes to DIR/.selfcorrect/journal.jsonl. The next run acts on it.
-    The same happens when a person edits escalations.yaml by hand (status:
-    resolved, evidence:, resolved_by:, optionally retry: true) or moves a
-    failed_items entry's final_status out of blocked.
-    Exit codes: 0 done, 2 invalid input or usage (nothing written).
-    """
-    import json
-
-    from selfcorrect.commands.reset import default_actor, reset
-    from selfcorrect.core.human_control import ResetRequest, UnknownTarget
-
-    make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-    chosen = [
-        (k, v) for k, v in (("subject", subject), ("rule", rule), ("escalation", escalation)) if v
-    ]
-    if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --subject, --rule or --escalation")
-    if not (evidence or "").strip():
-        raise click.UsageError(
-            "a reset needs --evidence TEXT: say why it is safe to go on (it is journaled); "
-            "nothing was written"
-        )
-    kind, name = chosen[0]
-    request = ResetRequest(
-        kind,
-        str(name),
-        str(evidence),
-        actor or default_actor(),
-        "cli",
-        retry=not no_retry,
-        false_positive=false_positive,
-    )
-    try:
-        outcome = reset(folder, request, policy_path=policy, wait=wait)
-    except UnknownTarget as exc:
-        raise click.BadParameter(str(exc), param_hint=f"--{kind}") from exc
-    if fmt == "json":
-        click.echo(
-            json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
-        )
+        for ident in outcome.escalations:
+            click.echo(printable(f"  resolved {ident} in escalations.yaml"))
+        for path in outcome.written:
+            click.echo(printable(f"  wrote {path}"))
         return ExitCode.PASS
 
-    record = outcome.record
-    what = [
-        *(s["subject"] for s in record["subjects"]),
-        *record["fingerprints"],
-        *record["tasks"],
-        *(f"circuit {r}" for r in record["rules"]),
-    ]
-    click.echo(
-        printable(
-            f"reset by {record['actor']}: "
-            + (", ".join(what) or "nothing was blocked")
-            + (" (fresh budget)" if record["retry"] else " (resolved, no fresh budget)")
-        )
-    )
-    for ident in outcome.escalations:
-        click.echo(printable(f"  resolved {ident} in escalations.yaml"))
-    for path in outcome.written:
-        click.echo(printable(f"  wrote {path}"))
-    return ExitCode.PASS
+    return reset_command
 
 
-@cli.command(name="policy")
-@folder_argument
-@format_option("yaml", "json")
-@common_options
-def policy_command(
-    folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
-) -> int:
-    """Print the policy in force for DIR: the built-in defaults merged with
-    DIR/selfcorrect.yaml (or --policy), every extend_<list> applied.
+@_lazy("policy")
+def _make_policy_command() -> click.Command:
+    @click.command(name="policy")
+    @folder_argument
+    @format_option("yaml", "json")
+    @common_options
+    def policy_command(
+        folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
+    ) -> int:
+        """Print the policy in force for DIR: the built-in defaults merged with
+        DIR/selfcorrect.yaml (or --policy), every extend_<list> applied.
 
-    The output is a valid selfcorrect.yaml. Writes nothing.
-    Exit codes: 0, or 2 when the policy file is invalid (positioned errors).
-    """
-    from selfcorrect.commands.policy import effective_policy, render
+        The output is a valid selfcorrect.yaml. Writes nothing.
+        Exit codes: 0, or 2 when the policy file is invalid (positioned errors).
+        """
+        from selfcorrect.commands.policy import effective_policy, render
 
-    make_common(policy, color, verbose, quiet)
-    _require_folder(folder)
-    click.echo(render(effective_policy(folder, policy), fmt), nl=False)
-    return ExitCode.PASS
-
-
-@cli.command(name="schemas")
-@click.argument("name", metavar="[NAME]", required=False)
-@common_options
-def schemas_command(
-    name: str | None, policy: Path | None, color: str, verbose: int, quiet: bool
-) -> int:
-    """Print where the JSON Schemas of the workflow files are installed.
-
-    \b
-    With no NAME, the folder; with NAME (selfcorrect, validation_report,
-    tool_failures, coordination_log, escalations, ...), that schema's file.
-    For an editor: point yaml-language-server's `yaml.schemas` at them, or run
-    `selfcorrect init DIR`, which copies them into DIR/.selfcorrect/schemas/
-    and writes a relative `$schema=` modeline at the top of each file.
-    """
-    from selfcorrect.io.resources import data_dir
-
-    make_common(policy, color, verbose, quiet)
-    folder = data_dir("schemas")
-    if name is None:
-        click.echo(str(folder))
+        make_common(policy, color, verbose, quiet)
+        _require_folder(folder)
+        click.echo(render(effective_policy(folder, policy), fmt), nl=False)
         return ExitCode.PASS
-    path = folder / f"{name.removesuffix('.schema.json')}.schema.json"
-    if not path.is_file():
-        known = ", ".join(sorted(p.name.removesuffix(".schema.json") for p in folder.iterdir()))
-        raise click.BadParameter(f"no schema named {name!r}; one of: {known}", param_hint="NAME")
-    click.echo(str(path))
-    return ExitCode.PASS
+
+    return policy_command
+
+
+@_lazy("schemas")
+def _make_schemas_command() -> click.Command:
+    @click.command(name="schemas")
+    @click.argument("name", metavar="[NAME]", required=False)
+    @common_options
+    def schemas_command(
+        name: str | None, policy: Path | None, color: str, verbose: int, quiet: bool
+    ) -> int:
+        """Print where the JSON Schemas of the workflow files are installed.
+
+        \b
+        With no NAME, the folder; with NAME (selfcorrect, validation_report,
+        tool_failures, coordination_log, escalations, ...), that schema's file.
+        For an editor: point yaml-language-server's `yaml.schemas` at them, or run
+        `selfcorrect init DIR`, which copies them into DIR/.selfcorrect/schemas/
+        and writes a relative `$schema=` modeline at the top of each file.
+        """
+        from selfcorrect.io.resources import data_dir
+
+        make_common(policy, color, verbose, quiet)
+        folder = data_dir("schemas")
+        if name is None:
+            click.echo(str(folder))
+            return ExitCode.PASS
+        path = folder / f"{name.removesuffix('.schema.json')}.schema.json"
+        if not path.is_file():
+            known = ", ".join(sorted(p.name.removesuffix(".schema.json") for p in folder.iterdir()))
+            raise click.BadParameter(
+                f"no schema named {name!r}; one of: {known}", param_hint="NAME"
+            )
+        click.echo(str(path))
+        return ExitCode.PASS
+
+    return schemas_command
 
 
 @cli.command(name="hook")
@@ -887,7 +984,7 @@ def _json_requested(args: list[str]) -> bool:
     still print one JSON object on stdout (docs/ci.md), even before the options are parsed."""
     from itertools import pairwise
 
-    command = next((a for a in args if a in cli.commands), None)
+    command = next((a for a in args if a in cli.names()), None)
     if command == "watch":  # the watcher prints its own one-line objects, INVALID included
         return False
     return "--format=json" in args or ("--format", "json") in pairwise(args)

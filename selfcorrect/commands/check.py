@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import documents, journal
-from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io import documents
+from selfcorrect.io.policy_file import max_bytes_of
 
 # Decision documents, strict (rules §2). The policy is checked first: it sets limits.max_bytes.
 DECISION_FILES = (
@@ -18,11 +17,14 @@ DECISION_FILES = (
 )
 
 
-@dataclass
 class CheckResult:
-    checked: list[str] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    failure_entries: int = 0
+    """What `check` found. A plain class, not a dataclass: a dataclass's class creation is a
+    share of `check`'s start-up (rules §18), and nothing compares or copies a result."""
+
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.failure_entries = 0
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -50,11 +52,13 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
     if policy_path.exists():
         result.checked.append(documents.display_path(policy_path))
         try:
-            max_bytes = load_policy(policy_path).limits.max_bytes
+            max_bytes = max_bytes_of(policy_path)
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
-    strict += [(p, "microtasks") for p in sorted((folder / layout.MICROTASKS).glob("*.yaml"))]
+    microtasks = folder / layout.MICROTASKS
+    if microtasks.is_dir():  # a glob compiles its pattern even for a folder that is not there
+        strict += [(p, "microtasks") for p in sorted(microtasks.glob("*.yaml"))]
     for path, stem in strict:
         if path.exists():
             result.checked.append(documents.display_path(path))
@@ -92,6 +96,7 @@ def _hand_resolutions(folder: Path, doc: documents.Document) -> list[Diagnostic]
     from selfcorrect.core.human_control import escalation_edits, unevidenced_warning
     from selfcorrect.core.normalise import normalise_escalations
     from selfcorrect.core.state import derive
+    from selfcorrect.io import journal
 
     edits = escalation_edits(
         normalise_escalations(doc.data or {}), derive(journal.read_journal(folder, []))

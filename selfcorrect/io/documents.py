@@ -9,7 +9,6 @@ Two kinds of file, two rules (rules §2):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,7 +20,7 @@ from yaml.nodes import Node
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import atomic, hook_dialect, platform, schemas, yaml_nodes
+from selfcorrect.io import hook_dialect, platform, schemas, yaml_nodes
 from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
 from selfcorrect.io.safe_paths import NOT_REGULAR
 
@@ -40,7 +39,18 @@ class Document:
     display: str
     data: Any
     root: Node | None = field(repr=False, default=None)
-    digest: str = ""  # of the bytes read: a document's identity is its content
+    raw: bytes | None = field(repr=False, default=None)  # the bytes read, for `digest`
+
+    @property
+    def digest(self) -> str:
+        """Of the bytes read ("" when none were kept): a document's identity is its content.
+        Computed when asked, not at load: only a run needs it, and OpenSSL's load would cost
+        `check` start-up 6 ms (rules §18)."""
+        if self.raw is None:
+            return ""
+        import hashlib
+
+        return hashlib.sha256(self.raw).hexdigest()[:16]
 
     def position(self, path: Sequence[str | int]) -> tuple[int, int]:
         if self.root is None:
@@ -52,9 +62,10 @@ class Document:
 def display_path(path: Path) -> str:
     """How a path is shown in messages: relative to the working directory when inside it."""
     try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
+        relative = os.path.relpath(path)
     except ValueError:
         return str(path)
+    return relative if not relative.startswith("..") else str(path)
 
 
 def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
@@ -96,12 +107,11 @@ def load_decision(
     """A strict document: parse, guard (aliases, duplicates) and schema-check, or InputError."""
     display = display_path(path)
     raw = read_limited(path, display, max_bytes)
-    digest = hashlib.sha256(raw).hexdigest()[:16]
     text = yaml_nodes.decode(raw, display)
     data, root = yaml_nodes.load_text(text, display)
     if root is None:
         if allow_empty:
-            return Document(path, display, {}, None, digest)
+            return Document(path, display, {}, None, raw)
         raise InputError(
             Diagnostic(
                 display,
@@ -124,7 +134,7 @@ def load_decision(
         )
     if problems:
         raise InputError(problems)
-    return Document(path, display, data, root, digest)
+    return Document(path, display, data, root, raw)
 
 
 def load_trusted(path: Path) -> Any:
@@ -215,6 +225,8 @@ def add_escalations(
         # Header and entries in one atomic write: a process killed between two writes would
         # leave a file of comments only, which every later run refuses as empty.
         text = splice(header, ESCALATIONS, entries, display_path(path))
+        from selfcorrect.io import atomic  # only when writing
+
         with atomic.sidecar_lock(path):  # the lock every later update of the file takes
             created = atomic.write_new(path, text.encode("utf-8"))
         if created:
@@ -271,6 +283,8 @@ def update_owned_list(
                 f"remove entries from {spec.key} that are done with"
             )
         return new
+
+    from selfcorrect.io import atomic  # only when writing: `check` never loads it
 
     return atomic.update_file(path, transform)
 

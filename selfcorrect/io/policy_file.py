@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
-from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents
 from selfcorrect.io.resources import data_file
+
+if TYPE_CHECKING:
+    from selfcorrect.core.policy import Policy
 
 
 @cache
@@ -38,8 +40,23 @@ def _unedited(path: Path) -> bool:
         return False
 
 
+def max_bytes_of(path: Path) -> int:
+    """The policy's limits.max_bytes, the one value `check` needs of it (rules §17).
+
+    A file that says exactly the defaults needs neither its parse nor the defaults' build
+    (with the policy model's import, a quarter of `check`'s start-up, rules §18): its value is
+    documents.DEFAULT_MAX_BYTES, which tests/test_policy.py holds equal to the defaults'. Any
+    other file is loaded, and checked, in full.
+    """
+    if _unedited(path):
+        return documents.DEFAULT_MAX_BYTES
+    return load_policy(path).limits.max_bytes
+
+
 def load_policy(path: Path | None) -> Policy:
     """Defaults merged with the user's policy file (absent or empty file: defaults only)."""
+    from selfcorrect.core.policy import build_policy  # not at import: see max_bytes_of
+
     user = None
     doc = None
     if path is not None and path.exists() and not _unedited(path):

@@ -14,7 +14,6 @@ from typing import Any
 
 from yaml.nodes import Node
 
-from selfcorrect.core.policy import suggest
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io import fastschema, yaml_nodes
 from selfcorrect.io.resources import data_file
@@ -78,13 +77,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_CHOICE_CLASS = re.compile(r"\[(.)(.)\]")
-_CHOICES = re.compile(r"^\^\(?([A-Za-z_|-]+)\)?\$$")
+# Compiled when a message needs them (re caches them), not at import: start-up counts (§18).
+_CHOICE_CLASS = r"\[(.)(.)\]"
+_CHOICES = r"^\^\(?([A-Za-z_|-]+)\)?\$$"
 
 
 def _choices(pattern: str) -> str | None:
     """`^([Pp][Aa][Ss][Ss]|...)$` (a case-insensitive enum) → `PASS, ...`."""
-    match = _CHOICES.match(_CHOICE_CLASS.sub(r"\1", pattern))
+    match = re.match(_CHOICES, re.sub(_CHOICE_CLASS, r"\1", pattern))
     return ", ".join(match.group(1).split("|")) if match else None
 
 
@@ -157,6 +157,8 @@ def validate(
         if error.validator == "additionalProperties":
             for key in _unknown_keys(error):
                 node = _key_node(root, [*path, key])
+                from selfcorrect.core.policy import suggest  # a misspelt key only
+
                 hint = suggest(key, error.schema.get("properties", {}))
                 where = dotted([*base, *error.absolute_path, key])
                 tip = f"did you mean '{hint}'?" if hint else "remove it or check the spelling"
