@@ -814,127 +814,18 @@ def _make_schemas_command() -> click.Command:
     return schemas_command
 
 
-@cli.command(name="hook")
-@click.argument("host", type=click.Choice(["claude-code"]))
-@click.argument(
-    "event",
-    type=click.Choice(
-        ["post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop"]
-    ),
-)
-@click.argument("folder", metavar="[DIR]", required=False)
-def hook_command(host: str, event: str, folder: str | None) -> int:
-    """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
+@_lazy("hook")
+def _make_hook() -> click.Command:
+    from selfcorrect.cli.agent_hooks import hook_command
 
-    \b
-    post-tool-use-failure  append the failure to DIR/tool_failures.yaml, decide
-                           (no fixer, no validator), and tell the agent when it
-                           is stuck (the advisory and the prompt to read) or
-                           blocked (stop working on it)
-    pre-tool-use           the gate: deny an edit of a file whose work item is
-                           blocked, and a call that has failed gate.repeat_threshold
-                           times unchanged; allow everything else silently
-    pre-compact            write a waypoint (repeated compaction is a signal)
-    subagent-stop, stop    keep an agent working while its micro-tasks or an open
-                           directive are out, once per directive
-    \b
-    DIR defaults to workflow/ under $CLAUDE_PROJECT_DIR. A hook never breaks the
-    agent: bad stdin, a missing folder or an internal error exits 0 with one line
-    on stderr. `selfcorrect install claude-code` adds these to Claude Code's
-    settings; docs/hooks.md describes each answer.
-    """
-    from selfcorrect.hooks.dispatch import run_hook
-
-    return run_hook([host, event, *([folder] if folder else [])])
+    return hook_command
 
 
-@cli.group(name="install")
-@click.pass_context
-def install_group(ctx: click.Context) -> None:
-    """Install selfcorrect's agent hooks into an agent host's settings.
+@_lazy("install")
+def _make_install() -> click.Command:
+    from selfcorrect.cli.agent_hooks import install_group
 
-    \b
-    Hosts:
-      claude-code  Claude Code: .claude/settings.json (or ~/.claude/ with --user)
-    """
-    # `selfcorrect -q install claude-code`: the global options reach the host's command too.
-    if ctx.default_map:
-        ctx.default_map = {name: dict(ctx.default_map) for name in install_group.commands}
-
-
-@install_group.command(name="claude-code", short_help="Claude Code's .claude/settings.json.")
-@click.option(
-    "--user",
-    is_flag=True,
-    help="Install in ~/.claude/settings.json (every project of this user) instead of the "
-    "project's .claude/settings.json.",
-)
-@click.option(
-    "--project",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    default=Path("."),
-    show_default=True,
-    help="The project's root folder: its .claude/settings.json is the one changed.",
-)
-@click.option(
-    "--folder",
-    metavar="DIR",
-    help="The workflow folder, relative to the project root; each hook gets "
-    '"$CLAUDE_PROJECT_DIR"/DIR as its last argument. Default: none (the hooks use '
-    "workflow/ under $CLAUDE_PROJECT_DIR).",
-)
-@click.option("--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing.")
-@click.option(
-    "--uninstall",
-    is_flag=True,
-    help="Remove selfcorrect's hooks (whatever their --folder), and nothing else.",
-)
-@common_options
-def install_claude_code(
-    user: bool,
-    project: Path,
-    folder: str | None,
-    dry_run: bool,
-    uninstall: bool,
-    policy: Path | None,
-    color: str,
-    verbose: int,
-    quiet: bool,
-) -> int:
-    """Add selfcorrect's hooks to Claude Code's settings (or remove them).
-
-    \b
-    One matcher group per event, each running `selfcorrect hook claude-code EVENT`:
-      PostToolUseFailure  post-tool-use-failure  (matcher "*")
-      PreToolUse          pre-tool-use           (matcher "*")
-      PreCompact          pre-compact
-      SubagentStop        subagent-stop
-      Stop                stop
-    A hook is selfcorrect's when its command starts with `selfcorrect hook
-    claude-code `. Other settings and hooks are kept byte for byte, formatting
-    included: the file is edited in place, never rewritten from scratch, and
-    written atomically with its mode kept. A missing file (and .claude/) is
-    created. Installing twice writes nothing the second time; --uninstall
-    removes exactly what install added. `selfcorrect` must be on the PATH
-    Claude Code runs hooks with.
-
-    \b
-    Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
-    a symlinked settings file or .claude/, or a bad --folder: nothing written.
-    """
-    from selfcorrect.cli.install_report import show_install
-    from selfcorrect.commands.install import hook_commands, install, settings_path
-
-    common = make_common(policy, color, verbose, quiet)
-    if user and project != Path("."):
-        raise click.UsageError("give --user or --project, not both")
-    try:
-        commands = hook_commands(None if uninstall else folder)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--folder") from exc
-    result = install(settings_path(project, user), commands, uninstall=uninstall, dry_run=dry_run)
-    show_install(result, common)
-    return ExitCode.PASS
+    return install_group
 
 
 def main(argv: list[str] | None = None) -> int:
