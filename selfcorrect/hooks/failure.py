@@ -23,6 +23,7 @@ from selfcorrect.hooks.answers import failure_context, note
 from selfcorrect.hooks.events import HookEvent
 
 BUSY_WAIT_S = 10.0  # parallel subagents' hooks queue for the folder; a long run is not waited
+_STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subject
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
@@ -108,9 +109,11 @@ def _decide(folder: Path) -> Any:
 
 
 def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
-    """The advisory for this failure's subject, or "" when nothing fired for it."""
+    """What the agent must know about this failure's subject, or "" when nothing did fire:
+    the stuck advisory when a signal fired; that it is blocked or skipped; and, while it is on
+    the recovery ladder, the prompt to read (with why, when no signal put it there)."""
     from selfcorrect.cli.advisory import advisories
-    from selfcorrect.core.ladder import SubjectStatus
+    from selfcorrect.core.ladder import SubjectStatus, ladder_step
     from selfcorrect.io.workspace import project_root, relative_to_root
 
     decision = _subject_decision(outcome, fields)
@@ -146,11 +149,28 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
             f"selfcorrect: {_line(decision.subject)} is skipped "
             f"({decision.reason.value.lower().replace('_', ' ')}); do not work on it now."
         )
-    elif found and found[0].prompt:
-        prompt = f"{workflow}/{found[0].prompt}"
-        if (folder / found[0].prompt).is_file():
-            lines.append(f"Read {prompt} before your next try: it says what to do instead.")
+    elif decision.ladder_step:
+        prompt = _prompt_of(outcome, decision.subject)
+        if (folder / prompt).is_file():
+            if not found:  # on the ladder with no signal: its retries were spent
+                step = ladder_step(outcome.decisions.policy, decision.ladder_step)
+                lines.append(
+                    f"selfcorrect: {_line(decision.subject)} has used its retries and is on "
+                    f"recovery step {step['step']} ({step['name']})."
+                )
+            lines.append(
+                f"Read {workflow}/{prompt} before your next try: it says what to do instead."
+            )
     return "\n".join(lines)
+
+
+def _prompt_of(outcome: Any, subject: str) -> str:
+    """The subject's recovery prompt, relative to the folder (its task's, when it has one)."""
+    from selfcorrect.layout import work_item_file
+
+    record = outcome.decisions.records.get(subject)
+    item = (record.task_id if record is not None else None) or subject
+    return f"{layout.RECOVERY}/{work_item_file(item)}"
 
 
 def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
@@ -166,12 +186,7 @@ def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
     wanted = {subject}
     for decision in outcome.decisions.subjects:
         if decision.subject in wanted and (
-            decision.signals
-            or decision.status.value
-            in (
-                "blocked",
-                "skipped",
-            )
+            decision.signals or decision.ladder_step or decision.status.value in _STOPPED
         ):
             return decision
     return None
