@@ -45,13 +45,30 @@ class Firing:
     positions: tuple[int, ...]
 
 
+class _Shown(NamedTuple):
+    """What a window's firing shows of one entry: its position and its summary's fields (the
+    rest of the Failure is not kept, so a window can be saved as it is, io/log_state.py)."""
+
+    index: int
+    tool: str
+    error: str
+    file_path: str | None
+    input_digest: str | None
+
+
 class _Slot(NamedTuple):
     """One entry of a subject's window; the keys are None when the entry cannot count."""
 
     error: str | None  # normalised error of a failure with error text
     edited: str | None  # file of a failed edit
     operation: tuple[str, str] | None  # (tool, input_digest) of a failure
-    failure: Failure
+    shown: _Shown
+
+
+def _shown(failure: Failure) -> _Shown:
+    return _Shown(
+        failure.index, failure.tool, failure.error, failure.file_path, failure.input_digest
+    )
 
 
 @dataclass(slots=True)
@@ -166,7 +183,7 @@ class StuckDetector:
             if agent is not None:  # the agent got something done: its run of failures ends
                 agent.clear()
             if failure.outcome is Outcome.PARTIAL:
-                state.window.append(_Slot(None, None, None, failure))
+                state.window.append(_Slot(None, None, None, _shown(failure)))
             return
         self._fail(state, subject, failure, agent)
 
@@ -184,7 +201,7 @@ class StuckDetector:
         if unable:  # counted since the last success, not necessarily in a row
             unable_run.push(True, index, f"Reports it cannot complete: {_excerpt(error)}")
         edited = place if place and tool.casefold() in self._edit_tools else None
-        state.window.append(_Slot(normalised or None, edited, operation, failure))
+        state.window.append(_Slot(normalised or None, edited, operation, _shown(failure)))
         if agent is not None:
             run = agent.get(subject)
             if run is None:
@@ -293,11 +310,11 @@ _ORDER = {signal: rank for rank, signal in enumerate(Signal)}
 
 def _most(signal: Signal, slots: list[_Slot], threshold: int) -> Firing | None:
     """The key repeated most often among `slots`, if at least `threshold` times."""
-    groups: dict[object, list[Failure]] = {}
+    groups: dict[object, list[_Shown]] = {}
     field_at = _KEY[signal]
     for slot in slots:
         if slot[field_at] is not None:
-            groups.setdefault(slot[field_at], []).append(slot.failure)
+            groups.setdefault(slot[field_at], []).append(slot.shown)
     # Most occurrences first; on a tie, the key seen most recently.
     best = max(groups.values(), key=lambda group: (len(group), group[-1].index), default=None)
     if best is None or len(best) < threshold:
