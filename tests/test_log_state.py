@@ -148,8 +148,11 @@ def cuts_of(draw: st.DrawFn, length: int) -> list[int]:
 
 
 @pytest.fixture
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield tmp_path_factory.mktemp("workflow")
+def folder(tmp_path: Path) -> Path:
+    """The workflow folder, with room beside it (in tmp_path) for what a link points to."""
+    workflow = tmp_path / "workflow"
+    workflow.mkdir()
+    return workflow
 
 
 # --- equivalence --------------------------------------------------------------------------------
@@ -410,6 +413,7 @@ BROKEN_STATES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "cursor-tail-past-size": _set("cursor", "tail", value=[10**15, "00"]),
     "cursor-head-over-4k": _set("cursor", "head", value=[5000, "00"]),
     "cursor-no-layout": _set("cursor", "item_indent", value=None),
+    "cursor-indent-huge": _set("cursor", "item_indent", value=10**15),
     "cursor-seen-not-object": _set("cursor", "seen", value="yes"),
     "ledger-records-list": _set("ledger", "records", value=[]),
     "record-attempts-text": _record(attempts="3"),
@@ -545,7 +549,7 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]
 def test_a_symlinked_state_file_is_neither_read_nor_written_through(folder: Path) -> None:
     _saved_over(folder, 5)
     state = log_state_path(folder)
-    target = folder.parent / f"{folder.name}-target.json"
+    target = folder.parent / "target.json"
     target.write_bytes(state.read_bytes())  # a valid state: only the link stops it
     state.unlink()
     state.symlink_to(target)
@@ -562,7 +566,7 @@ def test_a_symlinked_state_file_is_neither_read_nor_written_through(folder: Path
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
 def test_a_symlinked_state_folder_is_neither_read_nor_written_through(folder: Path) -> None:
     _saved_over(folder, 5)
-    elsewhere = folder.parent / f"{folder.name}-elsewhere"
+    elsewhere = folder.parent / "elsewhere"
     shutil.move(folder / layout.STATE, elsewhere)
     (folder / layout.STATE).symlink_to(elsewhere, target_is_directory=True)
     before = (elsewhere / "log_cache.json").read_bytes()

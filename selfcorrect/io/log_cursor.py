@@ -151,7 +151,7 @@ class LogCursor:
         cursor = cls(
             path,
             size=integer(data["size"]),
-            inode=small(data["inode"]),
+            inode=_inode(data["inode"]),
             next_index=integer(data["next_index"]),
             next_line=integer(data["next_line"]),
             dialect=_bool_or_none(data["dialect"]),
@@ -171,6 +171,7 @@ class LogCursor:
             or cursor.resume_offset < cursor.size - tail[0]
             or cursor.dialect is None
             or cursor.item_indent is None
+            or cursor.item_indent > _MAX_INDENT  # " " * indent is built per read
         ):
             raise saved.StateError("the cursor's offsets do not fit together")
         checks = _read_checks(path, cursor.inode, cursor.size, head[0], tail[0])
@@ -309,6 +310,7 @@ class LogCursor:
         self.inode = done.inode
 
 
+_MAX_INDENT = 1 << 16  # the column of a log's `-`; a saved state claiming more is not used
 _CURSOR = (
     "size",
     "inode",
@@ -338,6 +340,11 @@ def _check_of(state: Any) -> tuple[int, str]:
     if len(pair) != 2:
         raise saved.StateError("a check is a (length, sha256) pair")
     return saved.integer(pair[0]), saved.text(pair[1])
+
+
+def _inode(value: Any) -> int | None:
+    """st_ino is unsigned: 64 bits on POSIX, up to 128 on Windows (ReFS)."""
+    return None if value is None else saved.integer(value, 0, 2**128 - 1)
 
 
 def _bool_or_none(value: Any) -> bool | None:
