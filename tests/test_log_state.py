@@ -115,12 +115,14 @@ FORMS: dict[str, tuple[str, Callable[[dict[str, Any] | None], str]]] = {
 
 
 def fold(inputs: Inputs) -> tuple[Any, ...]:
-    """What a load folded from the log: records, firing signals, entry count, warnings."""
+    """What a load folded from the log: records, firing signals, entry count, warnings, and
+    the identical calls failing again and again (the hook's gate)."""
     return (
         dict(inputs.log.records),
         dict(inputs.log.firing),
         inputs.log.entries,
         sorted(inputs.warnings),
+        inputs.log.repeats,
     )
 
 
@@ -432,6 +434,9 @@ BROKEN_STATES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "detector-slot-short": _detector(lambda s: s.update(window=[[None, None, None]])),
     "detector-split-values": _set("detector", "split", value={"Bash": "Bash · x"}),
     "policy-version-number": _set("policy_version", value=5),
+    "repeated-not-list": _set("repeated", value={"Bash": 3}),
+    "repeated-row-short": _set("repeated", value=[["Bash", "d1"]]),
+    "repeated-count-zero": _set("repeated", value=[["Bash", "d1", 0, "Bash · x"]]),
 }
 
 
@@ -630,6 +635,7 @@ def test_the_state_grows_with_the_subjects_not_with_the_log(folder: Path) -> Non
     _, _, got = one_process(folder)
     at_20k, shape_20k = log_state_path(folder).stat().st_size, _shape(folder)
     assert got[2] == 20_000 and log.stat().st_size > 4_000_000
+    assert got[4]  # repeated calls, kept across the process boundary too
     assert at_20k < 64 * 1024
     assert len(shape_20k) == len(shape_5k)  # the same subjects, windows and chains
     assert at_20k <= at_5k * 1.25  # and only the numbers are longer

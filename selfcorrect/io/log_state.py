@@ -18,7 +18,9 @@ What is saved, one JSON object:
   files it names) and the split of tool-only subjects by failure type (core/ledger.py);
 - `detector`: per subject its window (at most the largest policy window) and its four runs
   (positions at most the largest threshold or window), the split, and per agent its runs
-  (core/stuck.py).
+  (core/stuck.py);
+- `repeated`: the identical calls failing since their last success, at most KEEP of them
+  (core/repeated_calls.py), for the hook's gate.
 None of it holds an entry beyond those bounded windows and chains, so the state grows with the
 subjects (and the agents and failure types), not with the log's length. The exceptions are the
 log's warnings, which grow with its broken entries as they do in a watcher's memory and in the
@@ -54,6 +56,7 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core import saved
+from selfcorrect.core.repeated_calls import RepeatedCalls
 from selfcorrect.errors import InputError
 from selfcorrect.io import platform
 from selfcorrect.io.atomic import replace_file
@@ -74,6 +77,7 @@ _KEYS = (
     "cursor",
     "ledger",
     "detector",
+    "repeated",
 )
 
 
@@ -122,8 +126,14 @@ def save_log_cache(folder: Path, cache: LogCache) -> None:
 def _document(cache: LogCache) -> dict[str, Any]:
     document: dict[str, Any] = dict.fromkeys(_KEYS)
     document.update(format=FORMAT, version=VERSION, policy_version="", entries=0, warnings=[])
-    cursor, ledger, detector = cache.cursor, cache.ledger, cache.detector
-    if cursor is None or ledger is None or detector is None or cache.taxonomy is None:
+    cursor, ledger, detector, repeated = cache.cursor, cache.ledger, cache.detector, cache.repeated
+    if (
+        cursor is None
+        or ledger is None
+        or detector is None
+        or repeated is None
+        or cache.taxonomy is None
+    ):
         return document  # no load yet: the next one reads the whole log
     document.update(
         policy_version=cache.policy_version,
@@ -132,6 +142,7 @@ def _document(cache: LogCache) -> dict[str, Any]:
         cursor=cursor.to_state(),
         ledger=ledger.to_state(),
         detector=detector.to_state(),
+        repeated=repeated.to_state(),
     )
     return document
 
@@ -140,7 +151,7 @@ def _restore(folder: Path, policy_path: Path | None, document: Any) -> LogCache:
     data = saved.fields(document, _KEYS)
     if data["format"] != FORMAT or data["version"] != VERSION:
         raise saved.StateError("another format or version")
-    if data["cursor"] is None or data["ledger"] is None or data["detector"] is None:
+    if any(data[part] is None for part in ("cursor", "ledger", "detector", "repeated")):
         return LogCache()  # saved before any load: nothing to read on from
     version = saved.text(data["policy_version"])
     policy = load_policy(policy_path or folder / layout.POLICY)
@@ -155,6 +166,7 @@ def _restore(folder: Path, policy_path: Path | None, document: Any) -> LogCache:
         taxonomy=taxonomy,
         ledger=ledger,
         detector=detector,
+        repeated=RepeatedCalls.from_state(data["repeated"]),  # ValueError when it does not read
         entries=saved.integer(data["entries"]),
         warnings=[diagnostic_of(d) for d in saved.items(data["warnings"])],
     )
