@@ -22,10 +22,12 @@ What is saved, one JSON object:
 - `repeated`: the identical calls failing since their last success, at most KEEP of them
   (core/repeated_calls.py), for the hook's gate.
 None of it holds an entry beyond those bounded windows and chains, so the state grows with the
-subjects (and the agents and failure types), not with the log's length. The exceptions are the
-log's warnings, which grow with its broken entries as they do in a watcher's memory and in the
-output of every full read, and the distinct approaches and files a subject names. What is only
-an optimisation (the taxonomy, built from the policy; the detector's text caches) is rebuilt.
+subjects (and the agents and failure types), not with the log's length: a few KiB per subject,
+most of it the error texts of the chain and the window. Beyond that: the distinct failing calls,
+up to KEEP (about 170 KiB when every call differs); the distinct approaches and files a subject
+names; and the log's warnings, which grow with its broken entries as they do in a watcher's
+memory and in every full read's output. What is only an optimisation (the taxonomy, built from
+the policy; the detector's text caches) is rebuilt.
 
 The folder is writable by agents, so the state is data, never code: JSON, never pickle, and
 every field is checked for its type and range before it is used (core/saved.py). A state that
