@@ -25,7 +25,6 @@ The rules of a read:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
@@ -328,6 +327,8 @@ _CURSOR = (
 
 
 def _digest(data: bytes) -> str:
+    import hashlib  # only to save or restore: a watcher's reads never pay for OpenSSL's load
+
     return hashlib.sha256(data).hexdigest()
 
 
