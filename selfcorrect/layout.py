@@ -31,6 +31,8 @@ WAYPOINTS = "waypoints"
 # selfcorrect's own state: the journal, the locks, and the copies an undo keeps.
 STATE = ".selfcorrect"
 JOURNAL = PurePath(STATE) / "journal.jsonl"
+# The failure log's fold, saved for the next process to read on from (io/log_state.py).
+LOG_STATE = PurePath(STATE) / "log_cache.json"
 FOLDER_LOCK = PurePath(STATE) / "folder.lock"
 WATCH_LOCK = PurePath(STATE) / "watch.lock"
 UNDONE = PurePath(STATE) / "undone"

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from selfcorrect.core import saved
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_caps import MAX_KEY, bounded_key
@@ -188,6 +190,85 @@ class Ledger:
         if failure.file_path and failure.file_path not in record.files:
             record.files.append(failure.file_path)
 
+    def to_state(self) -> dict[str, Any]:
+        """The records and the split map as JSON data (io/log_state.py); the exemptions come
+        from the policy, which the restoring ledger is built with."""
+        return {
+            "records": {subject: _record_state(r) for subject, r in self.records.items()},
+            "split": {tool: list(subjects) for tool, subjects in self._split.items()},
+        }
+
+    def load_state(self, state: Any) -> None:
+        """Take the records and split map of `to_state` into this new ledger; every field is
+        checked (saved.StateError when one does not read)."""
+        data = saved.fields(state, ("records", "split"))
+        records = saved.mapping(data["records"])
+        self.records = {subject: _record_of(subject, r) for subject, r in records.items()}
+        self._split = {
+            tool: dict.fromkeys(saved.texts(subjects))
+            for tool, subjects in saved.mapping(data["split"]).items()
+        }
+
     def failing(self) -> list[SubjectRecord]:
         """Subjects with at least one failure since their last success."""
         return [r for r in self.records.values() if r.latest_type and r.attempts]
+
+
+# --- saved state (io/log_state.py) -------------------------------------------------------------
+
+_ATTEMPT = tuple(Attempt.__dataclass_fields__)
+_RECORD = tuple(name for name in SubjectRecord.__dataclass_fields__ if name != "subject")
+_text_or_none = saved.optional(saved.text)
+
+
+def _record_state(record: SubjectRecord) -> dict[str, Any]:
+    state: dict[str, Any] = {name: getattr(record, name) for name in _RECORD}
+    state["attempts"] = dict(record.attempts)
+    state["chain"] = [[getattr(a, name) for name in _ATTEMPT] for a in record.chain]
+    state["approaches"] = list(record.approaches)
+    state["partial_successes"] = list(record.partial_successes)
+    state["files"] = list(record.files)
+    return state
+
+
+def _record_of(subject: str, state: Any) -> SubjectRecord:
+    data = saved.fields(state, _RECORD)
+    attempts = {
+        kind: saved.integer(count, 1) for kind, count in saved.mapping(data["attempts"]).items()
+    }
+    chain = [_attempt_of(item) for item in saved.items(data["chain"], CHAIN_LENGTH)]
+    return SubjectRecord(
+        subject,
+        task_id=_text_or_none(data["task_id"]),
+        attempts=attempts,
+        latest_type=_text_or_none(data["latest_type"]),
+        seen_type=_text_or_none(data["seen_type"]),
+        latest_position=saved.integer(data["latest_position"], -1),
+        first_failure_at=_text_or_none(data["first_failure_at"]),
+        last_failure_at=_text_or_none(data["last_failure_at"]),
+        chain=deque(chain, maxlen=CHAIN_LENGTH),
+        failures_total=saved.integer(data["failures_total"]),
+        approaches=saved.texts(data["approaches"]),
+        partial_successes=saved.texts(data["partial_successes"]),
+        files=saved.texts(data["files"]),
+        mutating=saved.integer(data["mutating"]),
+        context_usage=saved.optional(saved.finite)(data["context_usage"]),
+        successes=saved.integer(data["successes"]),
+    )
+
+
+def _attempt_of(state: Any) -> Attempt:
+    values = saved.items(state, len(_ATTEMPT))
+    if len(values) != len(_ATTEMPT):
+        raise saved.StateError(f"an attempt has {len(_ATTEMPT)} fields, not {len(values)}")
+    position, timestamp, tool, failure_type, approach, outcome, error, file_path = values
+    return Attempt(
+        saved.integer(position),
+        saved.text(timestamp),
+        saved.text(tool),
+        saved.text(failure_type),
+        _text_or_none(approach),
+        saved.text(outcome),
+        saved.text(error),
+        _text_or_none(file_path),
+    )

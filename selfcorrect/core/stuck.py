@@ -12,8 +12,9 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from selfcorrect.core import saved
 from selfcorrect.core.digit_fold import DIGITS, Memo
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
@@ -45,13 +46,30 @@ class Firing:
     positions: tuple[int, ...]
 
 
+class _Shown(NamedTuple):
+    """What a window's firing shows of one entry: its position and its summary's fields (the
+    rest of the Failure is not kept, so a window can be saved as it is, io/log_state.py)."""
+
+    position: int  # Failure.index
+    tool: str
+    error: str
+    file_path: str | None
+    input_digest: str | None
+
+
 class _Slot(NamedTuple):
     """One entry of a subject's window; the keys are None when the entry cannot count."""
 
     error: str | None  # normalised error of a failure with error text
     edited: str | None  # file of a failed edit
     operation: tuple[str, str] | None  # (tool, input_digest) of a failure
-    failure: Failure
+    shown: _Shown
+
+
+def _shown(failure: Failure) -> _Shown:
+    return _Shown(
+        failure.index, failure.tool, failure.error, failure.file_path, failure.input_digest
+    )
 
 
 @dataclass(slots=True)
@@ -166,7 +184,7 @@ class StuckDetector:
             if agent is not None:  # the agent got something done: its run of failures ends
                 agent.clear()
             if failure.outcome is Outcome.PARTIAL:
-                state.window.append(_Slot(None, None, None, failure))
+                state.window.append(_Slot(None, None, None, _shown(failure)))
             return
         self._fail(state, subject, failure, agent)
 
@@ -184,7 +202,7 @@ class StuckDetector:
         if unable:  # counted since the last success, not necessarily in a row
             unable_run.push(True, index, f"Reports it cannot complete: {_excerpt(error)}")
         edited = place if place and tool.casefold() in self._edit_tools else None
-        state.window.append(_Slot(normalised or None, edited, operation, failure))
+        state.window.append(_Slot(normalised or None, edited, operation, _shown(failure)))
         if agent is not None:
             run = agent.get(subject)
             if run is None:
@@ -229,6 +247,66 @@ class StuckDetector:
             "positions": max((len(run.positions) for run in runs), default=0),
         }
 
+    def to_state(self) -> dict[str, Any]:
+        """Per-subject windows and runs, the split map and the per-agent runs as JSON data
+        (io/log_state.py). Thresholds, windows and patterns come from the policy the restoring
+        detector is built with; the text caches are rebuilt as entries come."""
+        return {
+            "subjects": {
+                subject: None
+                if state is None
+                else {
+                    "window": [_slot_state(slot) for slot in state.window],
+                    "runs": [_run_state(run) for run in state.runs],
+                }
+                for subject, state in self._seen.items()
+            },
+            "split": {tool: list(subjects) for tool, subjects in self._split.items()},
+            "agents": {
+                agent: {subject: _run_state(run) for subject, run in runs.items()}
+                for agent, runs in self._agents.items()
+            },
+        }
+
+    def load_state(self, state: Any) -> None:
+        """Take what `to_state` gave into this new detector; every field is checked, windows
+        and runs against this policy's lengths (saved.StateError when one does not read)."""
+        data = saved.fields(state, ("subjects", "split", "agents"))
+        seen: dict[str, _Subject | None] = {}
+        for subject, value in saved.mapping(data["subjects"]).items():
+            if value is None:
+                seen[subject] = None
+                continue
+            parts = saved.fields(value, ("window", "runs"))
+            window = [_slot_of(slot) for slot in saved.items(parts["window"], self._window)]
+            runs = [self._run_of(run) for run in saved.items(parts["runs"], 4)]
+            if len(runs) != 4:
+                raise saved.StateError(f"a subject has 4 runs, not {len(runs)}")
+            by_class, by_file, by_operation, unable = runs
+            state = _Subject(
+                deque(window, maxlen=self._window), (by_class, by_file, by_operation, unable)
+            )
+            seen[subject] = state
+        self._seen = seen
+        self._split = {
+            tool: dict.fromkeys(saved.texts(subjects))
+            for tool, subjects in saved.mapping(data["split"]).items()
+        }
+        self._agents = {
+            agent: {subject: self._run_of(run) for subject, run in saved.mapping(runs).items()}
+            for agent, runs in saved.mapping(data["agents"]).items()
+        }
+
+    def _run_of(self, state: Any) -> _Run:
+        data = saved.fields(state, ("key", "count", "label", "positions"))
+        run = _Run(self._cap)
+        run.key = _key_of(data["key"])
+        run.count = saved.integer(data["count"])
+        run.label = saved.text(data["label"])
+        positions = saved.items(data["positions"], self._cap)
+        run.positions.extend(saved.integer(index) for index in positions)
+        return run
+
     def _read(self, error: str) -> tuple[str, str | None, bool]:
         """Normalised error, error class, and whether it says it cannot complete.
 
@@ -268,6 +346,58 @@ class StuckDetector:
 _CACHE_SIZE = 1024
 
 
+# --- saved state (io/log_state.py) -------------------------------------------------------------
+
+_text_or_none = saved.optional(saved.text)
+
+
+def _key_of(value: Any) -> object:
+    """A run's key: an error class or a file (text), an operation (tool, digest), or True."""
+    if value is None or value is True or type(value) is str:
+        return value
+    return _operation_of(value)
+
+
+def _operation_of(value: Any) -> tuple[str, str]:
+    pair = saved.items(value, 2)
+    if len(pair) != 2:
+        raise saved.StateError("an operation is a (tool, input digest) pair")
+    return (saved.text(pair[0]), saved.text(pair[1]))
+
+
+def _run_state(run: _Run) -> dict[str, Any]:
+    key = list(run.key) if isinstance(run.key, tuple) else run.key
+    return {"key": key, "count": run.count, "label": run.label, "positions": list(run.positions)}
+
+
+def _slot_state(slot: _Slot) -> list[Any]:
+    operation = None if slot.operation is None else list(slot.operation)
+    return [slot.error, slot.edited, operation, list(slot.shown)]
+
+
+def _slot_of(state: Any) -> _Slot:
+    values = saved.items(state, 4)
+    if len(values) != 4:
+        raise saved.StateError(f"a window slot has 4 fields, not {len(values)}")
+    error, edited, operation, shown = values
+    fields = saved.items(shown, 5)
+    if len(fields) != 5:
+        raise saved.StateError(f"a slot's entry has 5 fields, not {len(fields)}")
+    index, tool, text, file_path, digest = fields
+    return _Slot(
+        _text_or_none(error),
+        _text_or_none(edited),
+        None if operation is None else _operation_of(operation),
+        _Shown(
+            saved.integer(index),
+            saved.text(tool),
+            saved.text(text),
+            _text_or_none(file_path),
+            _text_or_none(digest),
+        ),
+    )
+
+
 def review_loops(tasks: Iterable[Task], policy: Policy) -> dict[str, Firing]:
     """Tasks sent back (REVISE) after at least `stuck.review_loop.rounds` review rounds."""
     rounds = policy.stuck.review_rounds
@@ -293,13 +423,13 @@ _ORDER = {signal: rank for rank, signal in enumerate(Signal)}
 
 def _most(signal: Signal, slots: list[_Slot], threshold: int) -> Firing | None:
     """The key repeated most often among `slots`, if at least `threshold` times."""
-    groups: dict[object, list[Failure]] = {}
+    groups: dict[object, list[_Shown]] = {}
     field_at = _KEY[signal]
     for slot in slots:
         if slot[field_at] is not None:
-            groups.setdefault(slot[field_at], []).append(slot.failure)
+            groups.setdefault(slot[field_at], []).append(slot.shown)
     # Most occurrences first; on a tie, the key seen most recently.
-    best = max(groups.values(), key=lambda group: (len(group), group[-1].index), default=None)
+    best = max(groups.values(), key=lambda group: (len(group), group[-1].position), default=None)
     if best is None or len(best) < threshold:
         return None
     latest = best[-1]
@@ -309,7 +439,7 @@ def _most(signal: Signal, slots: list[_Slot], threshold: int) -> Firing | None:
         pattern = f"{latest.tool} of {latest.file_path}"
     else:
         pattern = f"{latest.tool} with the same input ({latest.input_digest})"
-    return Firing(signal, len(best), threshold, pattern, tuple(item.index for item in best))
+    return Firing(signal, len(best), threshold, pattern, tuple(item.position for item in best))
 
 
 def _excerpt(error: str, limit: int = 80) -> str:

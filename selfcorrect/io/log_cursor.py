@@ -29,8 +29,9 @@ import os
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from selfcorrect.core import saved
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io import documents
 from selfcorrect.io.failure_log import (
@@ -106,6 +107,78 @@ class LogCursor:
             documents.read_limited(self.path, display, max_bytes)  # raises the positioned error
             raise
         return True, self._whole(raw, info.st_ino, display, warnings)
+
+    # --- saved between processes (io/log_state.py) ---------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        """Where the read stopped, as JSON data. The head and tail checks are saved as their
+        length and SHA-256, not as bytes (the tail alone is 64 KiB or more): `restore` reads
+        them back from the log. saved.StateError when the last entry's raw data holds what
+        JSON cannot give back equal (a YAML set or binary)."""
+        seen = None
+        if self.seen is not None:
+            entry = self.seen.entry
+            if entry is not None and not saved.plain(entry.data):
+                raise saved.StateError("the last entry's data is not plain JSON")
+            seen = {
+                "entry": None if entry is None else [entry.index, entry.line, entry.data],
+                "warnings": [diagnostic_state(d) for d in self.seen.warnings],
+            }
+        return {
+            "size": self.size,
+            "inode": self.inode,
+            "next_index": self.next_index,
+            "next_line": self.next_line,
+            "head": _check_state(self.head_check),
+            "tail": _check_state(self.tail_check),
+            "dialect": self.dialect,
+            "item_indent": self.item_indent,
+            "resume_offset": self.resume_offset,
+            "resume_index": self.resume_index,
+            "resume_line": self.resume_line,
+            "seen": seen,
+        }
+
+    @classmethod
+    def restore(cls, path: Path, state: Any) -> LogCursor:
+        """The cursor `to_state` gave, reading `path` on. Every field is checked (saved.
+        StateError when one does not read). The head and tail bytes are read back from the log
+        and must hash as saved; when they do not (or the log is gone), the cursor forgets
+        where it stopped and its next read is whole, a reset, as after any rewrite."""
+        data = saved.fields(state, _CURSOR)
+        integer, small = saved.integer, saved.optional(saved.integer)
+        cursor = cls(
+            path,
+            size=integer(data["size"]),
+            inode=_inode(data["inode"]),
+            next_index=integer(data["next_index"]),
+            next_line=integer(data["next_line"]),
+            dialect=_bool_or_none(data["dialect"]),
+            item_indent=small(data["item_indent"]),
+            resume_offset=integer(data["resume_offset"]),
+            resume_index=integer(data["resume_index"]),
+            resume_line=integer(data["resume_line"]),
+            seen=_seen_of(data["seen"]),
+        )
+        head, tail = _check_of(data["head"]), _check_of(data["tail"])
+        if cursor.inode is None:
+            return cursor  # no usable read to go on from: the next one is whole anyway
+        if (
+            head[0] > min(_HEAD, cursor.size)
+            or tail[0] > cursor.size
+            or cursor.resume_offset > cursor.size
+            or cursor.resume_offset < cursor.size - tail[0]
+            or cursor.dialect is None
+            or cursor.item_indent is None
+            or cursor.item_indent > _MAX_INDENT  # " " * indent is built per read
+        ):
+            raise saved.StateError("the cursor's offsets do not fit together")
+        checks = _read_checks(path, cursor.inode, cursor.size, head[0], tail[0])
+        if checks is None or (_digest(checks[0]), _digest(checks[1])) != (head[1], tail[1]):
+            cursor.inode = None  # the log changed since: read it whole
+            return cursor
+        cursor.head_check, cursor.tail_check = checks
+        return cursor
 
     # --- a full read --------------------------------------------------------------------------
 
@@ -234,6 +307,106 @@ class LogCursor:
         self.tail_check = buf[tail_from - buf_offset : end - buf_offset]
         self.head_check = done.head[: min(_HEAD, end)]
         self.inode = done.inode
+
+
+_MAX_INDENT = 1 << 16  # the column of a log's `-`; a saved state claiming more is not used
+_CURSOR = (
+    "size",
+    "inode",
+    "next_index",
+    "next_line",
+    "head",
+    "tail",
+    "dialect",
+    "item_indent",
+    "resume_offset",
+    "resume_index",
+    "resume_line",
+    "seen",
+)
+
+
+def _digest(data: bytes) -> str:
+    import hashlib  # only to save or restore: a watcher's reads never pay for OpenSSL's load
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_state(data: bytes) -> list[Any]:
+    return [len(data), _digest(data)]
+
+
+def _check_of(state: Any) -> tuple[int, str]:
+    pair = saved.items(state, 2)
+    if len(pair) != 2:
+        raise saved.StateError("a check is a (length, sha256) pair")
+    return saved.integer(pair[0]), saved.text(pair[1])
+
+
+def _inode(value: Any) -> int | None:
+    """st_ino is unsigned: 64 bits on POSIX, up to 128 on Windows (ReFS)."""
+    return None if value is None else saved.integer(value, 0, 2**128 - 1)
+
+
+def _bool_or_none(value: Any) -> bool | None:
+    if value is not None and type(value) is not bool:
+        raise saved.StateError(f"expected true, false or null, got {value!r:.40}")
+    return value
+
+
+def diagnostic_state(diagnostic: Diagnostic) -> list[Any]:
+    """A Diagnostic as JSON data: [path, line, col, message, severity]."""
+    d = diagnostic
+    return [d.path, d.line, d.col, d.message, d.severity]
+
+
+def diagnostic_of(state: Any) -> Diagnostic:
+    """A Diagnostic saved as [path, line, col, message, severity]."""
+    values = saved.items(state, 5)
+    if len(values) != 5:
+        raise saved.StateError(f"a diagnostic has 5 fields, not {len(values)}")
+    path, line, col, message, severity = values
+    return Diagnostic(
+        saved.text(path),
+        saved.integer(line),
+        saved.integer(col),
+        saved.text(message),
+        saved.text(severity),
+    )
+
+
+def _seen_of(state: Any) -> _Seen | None:
+    if state is None:
+        return None
+    data = saved.fields(state, ("entry", "warnings"))
+    warnings = tuple(diagnostic_of(d) for d in saved.items(data["warnings"]))
+    if data["entry"] is None:
+        return _Seen(None, warnings)
+    values = saved.items(data["entry"], 3)
+    if len(values) != 3:
+        raise saved.StateError(f"an entry has 3 fields, not {len(values)}")
+    index, line, raw = values
+    entry = RawFailure(saved.integer(index), saved.integer(line), saved.mapping(raw))
+    return _Seen(entry, warnings)
+
+
+def _read_checks(
+    path: Path, inode: int, size: int, head: int, tail: int
+) -> tuple[bytes, bytes] | None:
+    """The log's first `head` bytes and the `tail` bytes before `size`, if it is still the
+    file (`inode`) and still that long; None otherwise or when it cannot be read (the read
+    that follows says why)."""
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_ino != inode or info.st_size < size:
+                return None
+            first = handle.read(head)
+            handle.seek(size - tail)
+            last = handle.read(tail)
+    except OSError:
+        return None
+    return first, last
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,8 @@ class LogCache:
     With it, a load parses and feeds only the entries appended since the last one, so its cost
     follows what changed, not the log's length. Everything is rebuilt from the whole log when
     the log's earlier bytes changed (io/log_cursor.py), when the policy changed, or for another
-    folder.
+    folder. A process that lives for one event (an agent hook) saves it and restores it with
+    io/log_state.py.
     """
 
     cursor: LogCursor | None = None
