@@ -39,7 +39,7 @@ def _failure(number: int) -> dict[str, object]:
         "agent_id": "bench-agent",
         "tool_name": "Bash",
         "tool_input": {"command": f"make step-{number}"},
-        "error": f"Command failed with exit code 2 make: *** No rule to make target 'step-{number}'",
+        "error": f"make: *** No rule to make target 'step-{number}'. Stop.",
     }
 
 
@@ -65,7 +65,9 @@ def _folder(workdir: Path, name: str, entries: int) -> Path:
     return folder
 
 
-def gate_times(workdir: Path, entries: int, me: list[str], env: dict[str, str]) -> tuple[float, float]:
+def gate_times(
+    workdir: Path, entries: int, me: list[str], env: dict[str, str]
+) -> tuple[float, float]:
     """p95 seconds of the gate on an N-entry folder, and of `python -c "import json"`."""
     import sys
 
