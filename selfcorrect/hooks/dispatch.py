@@ -8,12 +8,17 @@ reads exit 2 as "block", and a broken selfcorrect must never stop an agent's too
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
 
 from selfcorrect.hooks import answers
 from selfcorrect.hooks.events import BadEvent, HookEvent, project_dir, read_event
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs the gate 8 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
 HOSTS = ("claude-code",)
 EVENTS = ("post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop")
@@ -31,7 +36,7 @@ def run_hook(argv: list[str]) -> int:
             return 0
         event = read_event(sys.stdin)
         folder = _folder(event, argv[2] if len(argv) == 3 else None)
-        if not folder.is_dir():
+        if not os.path.isdir(folder):
             answers.note(f"{folder}: no workflow folder here; nothing checked (see docs/hooks.md)")
             return 0
         answers.say(_handler(argv[1])(event, folder))
@@ -44,16 +49,25 @@ def run_hook(argv: list[str]) -> int:
     return 0
 
 
-def _folder(event: HookEvent, given: str | None) -> Path:
-    folder = Path(given) if given else Path(DEFAULT_FOLDER)
-    return folder if folder.is_absolute() else project_dir(event) / folder
+def _folder(event: HookEvent, given: str | None) -> str:
+    """os.path, not pathlib: the gate's start-up counts (docs/hooks.md)."""
+    folder = given or DEFAULT_FOLDER
+    return folder if os.path.isabs(folder) else os.path.join(project_dir(event), folder)
 
 
-def _handler(name: str) -> Callable[[HookEvent, Path], dict[str, object] | None]:
+def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
     if name == "pre-tool-use":
         from selfcorrect.hooks.gate import answer
 
         return answer
+    from pathlib import Path
+
+    handler = _slow_handler(name)
+    return lambda event, folder: handler(event, Path(folder))
+
+
+def _slow_handler(name: str) -> Callable[[HookEvent, Path], dict[str, Any] | None]:
+    """The hooks that may load the rest of selfcorrect: they decide, or write files."""
     if name == "post-tool-use-failure":
         from selfcorrect.hooks.failure import answer
 

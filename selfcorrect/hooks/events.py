@@ -7,12 +7,14 @@ not a JSON object is refused (`BadEvent`), which the hook turns into one line on
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not `from typing import`: typing costs the gate 8 ms
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 MAX_EVENT = 8 * 1024 * 1024  # bytes of stdin read; an event is a few KiB
 # The tool-input keys that name the file a call works on (Edit, Write, NotebookEdit, Read).
@@ -23,9 +25,14 @@ class BadEvent(Exception):
     """stdin was not one JSON object."""
 
 
-@dataclass(frozen=True)
 class HookEvent:
-    data: dict[str, Any] = field(default_factory=dict)
+    """The event's fields, read defensively. A plain class: `dataclasses` (and the `inspect`
+    it imports) would be most of the gate's import time."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self.data: dict[str, Any] = data if data is not None else {}
 
     def text(self, key: str) -> str | None:
         value = self.data.get(key)
@@ -73,6 +80,8 @@ class HookEvent:
 
 def input_digest(tool_input: dict[str, Any]) -> str:
     """The call's identity: the same tool with the same digest is the same call repeated."""
+    import hashlib  # only when a digest is needed: OpenSSL's load is a fifth of the gate's time
+
     text = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -94,19 +103,18 @@ def read_event(stream: Any) -> HookEvent:
     return HookEvent(data)
 
 
-def project_dir(event: HookEvent) -> Path:
+def project_dir(event: HookEvent) -> str:
     """The project the host runs in: $CLAUDE_PROJECT_DIR, else the event's cwd, else ours."""
-    return Path(os.environ.get("CLAUDE_PROJECT_DIR") or event.text("cwd") or os.getcwd())
+    return os.environ.get("CLAUDE_PROJECT_DIR") or event.text("cwd") or os.getcwd()
 
 
-def placed(path: str, project: Path) -> str:
+def placed(path: str, project: str | Path) -> str:
     """A tool's path as the gate's state spells it: relative to the project when inside it,
     forward slashes, no `./`; lexical only (the gate never touches the file system)."""
-    raw = path.replace("\\", "/")
-    candidate = Path(raw)
-    if candidate.is_absolute():
-        try:
-            raw = candidate.relative_to(project).as_posix()
-        except ValueError:
-            return os.path.normpath(raw).replace("\\", "/")
-    return os.path.normpath(raw).replace("\\", "/")
+    raw = os.path.normpath(path.replace("\\", "/")).replace("\\", "/")
+    root = os.path.normpath(str(project).replace("\\", "/")).replace("\\", "/")
+    if os.path.isabs(raw) and str(project):
+        inside = raw == root or raw.startswith(root.rstrip("/") + "/")
+        if inside:
+            return os.path.relpath(raw, root).replace("\\", "/")
+    return raw

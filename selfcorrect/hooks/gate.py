@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
-from typing import Any
 
 from selfcorrect.hooks.events import HookEvent, placed, project_dir
 
-STATE = Path(".selfcorrect") / "gate.json"
+TYPE_CHECKING = False  # not `from typing import`: typing costs the gate 8 ms
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+STATE = os.path.join(".selfcorrect", "gate.json")  # os.path, not pathlib: start-up counts
 MAX_STATE = 16 * 1024 * 1024
 
 
-def read_state(folder: Path) -> dict[str, Any] | None:
+def read_state(folder: str | Path) -> dict[str, Any] | None:
     """The gate's state, or None: absent, a symlink, not JSON, not an object."""
     try:
-        fd = os.open(folder / STATE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(os.path.join(folder, STATE), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:
@@ -54,7 +57,7 @@ def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | N
         return None
     if tool.casefold() not in {str(t).casefold() for t in edit_tools}:
         return None  # reading a blocked file is how an agent learns about it
-    roots = [Path(str(state.get("project") or "")), project_dir(event)]
+    roots = [str(state.get("project") or ""), project_dir(event)]
     for root in roots:
         owner = blocked.get(placed(path, root))
         if isinstance(owner, dict):
@@ -73,25 +76,26 @@ def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | N
 
 def _repeated(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
     repeats = state.get("repeats")
-    if not isinstance(repeats, list):
-        return None
-    digest = event.input_digest
     threshold = state.get("repeat_threshold")
-    for repeat in repeats:
+    if not isinstance(repeats, list) or not isinstance(threshold, int):
+        return None
+    same_tool = [r for r in repeats if isinstance(r, dict) and r.get("tool") == tool]
+    if not same_tool:
+        return None  # the digest (and OpenSSL's load) only when it can matter
+    digest = event.input_digest
+    for repeat in same_tool:
+        failures = repeat.get("failures")
         if (
-            isinstance(repeat, dict)
-            and repeat.get("tool") == tool
-            and repeat.get("input_digest") == digest
-            and isinstance(repeat.get("failures"), int)
-            and isinstance(threshold, int)
-            and repeat["failures"] >= threshold
+            repeat.get("input_digest") == digest
+            and isinstance(failures, int)
+            and failures >= threshold
         ):
             prompt = _text(repeat.get("prompt"))
             then = f"Read {prompt} and change the approach" if prompt else "Change the approach"
             return (
-                f"selfcorrect: this exact {tool} call has failed {repeat['failures']} times "
-                f"since it last succeeded (limit {threshold}); repeating it will fail again. "
-                f"{then}: a different command, different input, or another file."
+                f"selfcorrect: this exact {tool} call has failed {failures} times since it "
+                f"last succeeded (limit {threshold}); repeating it will fail again. {then}: "
+                "a different command, different input, or another file."
             )
     return None
 
@@ -101,7 +105,7 @@ def _text(value: Any) -> str:
     return "".join(c if c.isprintable() else " " for c in str(value or ""))[:500]
 
 
-def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+def answer(event: HookEvent, folder: str | Path) -> dict[str, Any] | None:
     """Deny with the reason, or allow silently (no output)."""
     from selfcorrect.hooks.answers import deny
 
