@@ -499,3 +499,35 @@ def test_a_persons_reset_lifts_the_gate_at_once(project: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert hook(project, "pre-tool-use", call("agent-2", "Edit", EDIT_LOCKED)).json is None
+
+
+def test_repeated_calls_list_what_a_plain_count_would() -> None:
+    """The fold keeps the calls that failed more than once apart, for speed: it must list
+    exactly what counting every call would, in the order they last failed, saved or not."""
+    import random
+
+    from selfcorrect.core.model import Failure, Outcome
+    from selfcorrect.core.repeated_calls import KEEP, RepeatedCalls
+
+    rng = random.Random(7)
+    fold, counts = RepeatedCalls(), {}
+    for index in range(3 * KEEP):
+        call = ("Bash", f"d{rng.randrange(KEEP + 200)}")
+        outcome = rng.choice([Outcome.FAILURE] * 6 + [Outcome.SUCCESS, Outcome.PARTIAL])
+        fold.feed(
+            Failure(str(index), index, call[0], "e", "t", input_digest=call[1], outcome=outcome),
+            "S",
+        )
+        if outcome is Outcome.SUCCESS:
+            counts.pop(call, None)
+        elif outcome is Outcome.FAILURE:
+            counts[call] = counts.pop(call, 0) + 1
+            if len(counts) > KEEP:
+                counts.pop(next(iter(counts)))
+    restored = RepeatedCalls.from_state(json.loads(json.dumps(fold.to_state())))
+    for threshold in (1, 2, 3):
+        expected = [(t, d, n) for (t, d), n in counts.items() if n >= threshold]
+        for listed in (fold, restored):
+            assert [(r.tool, r.input_digest, r.failures) for r in listed.at_least(threshold)] == (
+                expected
+            )

@@ -33,6 +33,9 @@ class RepeatedCalls:
 
     def __init__(self) -> None:
         self._calls: OrderedDict[Call, tuple[int, str]] = OrderedDict()
+        # The calls that failed more than once: what a watcher's every run lists, kept apart so
+        # that listing them never walks the thousands of calls that failed once.
+        self._again: dict[Call, None] = {}
 
     def feed(self, failure: Failure, subject: str) -> None:
         if not failure.input_digest:
@@ -40,18 +43,29 @@ class RepeatedCalls:
         call = (failure.tool, failure.input_digest)
         if failure.outcome is Outcome.SUCCESS:
             self._calls.pop(call, None)  # it worked: the count starts over
+            self._again.pop(call, None)
             return
         if failure.outcome is not Outcome.FAILURE:
             return  # a partial success neither counts nor clears
         failures, _ = self._calls.pop(call, (0, subject))
-        self._calls[call] = (failures + 1, subject)
+        self._remember(call, failures + 1, subject)
+
+    def _remember(self, call: Call, failures: int, subject: str) -> None:
+        self._calls[call] = (failures, subject)
+        if failures > 1:
+            self._again.pop(call, None)  # to the end: both keep the order calls last failed
+            self._again[call] = None
         if len(self._calls) > KEEP:
-            self._calls.popitem(last=False)
+            oldest, _ = self._calls.popitem(last=False)
+            self._again.pop(oldest, None)
 
     def at_least(self, threshold: int) -> tuple[Repeat, ...]:
+        """In the order the calls last failed."""
+        calls = self._calls if threshold <= 1 else self._again
+        found = [(call, *self._calls[call]) for call in calls]
         return tuple(
             Repeat(tool, digest, failures, subject)
-            for (tool, digest), (failures, subject) in self._calls.items()
+            for (tool, digest), failures, subject in found
             if failures >= threshold
         )
 
@@ -75,5 +89,5 @@ class RepeatedCalls:
                 and isinstance(row[3], str)
             ):
                 raise ValueError("repeated calls: a malformed row")
-            fold._calls[(row[0], row[1])] = (row[2], row[3])
+            fold._remember((row[0], row[1]), row[2], row[3])
         return fold
