@@ -65,8 +65,8 @@ def append_failure(log: Path, fields: Mapping[str, str]) -> None:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise refusal(log, "is not a regular file: the hook appends to a file")
-            head = os.pread(fd, HEAD, 0).decode("utf-8", "replace")
-            tail = os.pread(fd, TAIL, max(info.st_size - TAIL, 0)).decode("utf-8", "replace")
+            head = _read_at(fd, 0, HEAD)
+            tail = _read_at(fd, max(info.st_size - TAIL, 0), TAIL)
             dialect = head.startswith(FAILURE_HEADER)
             text = ""
             if info.st_size <= TAIL and _FAILURES.search(tail) is None:
@@ -82,6 +82,13 @@ def append_failure(log: Path, fields: Mapping[str, str]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _read_at(fd: int, offset: int, size: int) -> str:
+    """`size` bytes from `offset` (lseek and read, not pread: Windows has no pread; the
+    position does not matter to an O_APPEND write, and we hold the log's lock)."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size).decode("utf-8", "replace")
 
 
 def _prepare(log: Path) -> None:
