@@ -22,7 +22,7 @@ Nothing is decided here: the decisions come from the run's decisions and plan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +142,9 @@ def advisory_lines(found: Sequence[Advisory], folder: str, *, verbose: bool = Fa
     return lines
 
 
-def _block(group: Sequence[Advisory], folder: str) -> list[str]:
+def _block(
+    group: Sequence[Advisory], folder: str, style: Callable[..., str] = click.style
+) -> list[str]:
     first = group[0]
     where = []
     if first.prompt:
@@ -151,7 +153,7 @@ def _block(group: Sequence[Advisory], folder: str) -> list[str]:
         where.append(f"{first.escalation} in {folder}/{layout.ESCALATIONS}")
     recovery = first.recovery + (f" ({', '.join(where)})" if where else "")
     lines = [
-        click.style(HEADER, fg="yellow", bold=True),
+        style(HEADER, fg="yellow", bold=True),
         f"  Subject: {printable(first.subject)} ({printable(first.failure_type)}, {first.status})",
         f"  Signal: {first.signal}",
         f"  Pattern: {printable(first.pattern)}",
@@ -163,5 +165,10 @@ def _block(group: Sequence[Advisory], folder: str) -> list[str]:
             f"{a.signal} {a.occurrences} ({printable(a.pattern)})" for a in group[1:]
         )
         lines.append(f"  Also fired: {others}")
-    lines.append(click.style(FOOTER, fg="yellow", bold=True))
+    lines.append(style(FOOTER, fg="yellow", bold=True))
     return lines
+
+
+def plain_block(group: Sequence[Advisory], folder: str) -> list[str]:
+    """The same block without colour: for an agent hook's answer, read by the agent."""
+    return _block(group, folder, style=lambda text, **_: text)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -112,7 +111,8 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     """What the agent must know about this failure's subject, or "" when nothing did fire:
     the stuck advisory when a signal fired; that it is blocked or skipped; and, while it is on
     the recovery ladder, the prompt to read (with why, when no signal put it there)."""
-    from selfcorrect.cli.advisory import advisories
+    from selfcorrect.cli.advisory import advisories, plain_block
+    from selfcorrect.cli.words import printable
     from selfcorrect.core.ladder import SubjectStatus, ladder_step
     from selfcorrect.io.workspace import project_root, relative_to_root
 
@@ -123,30 +123,18 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     found = [a for a in advisories(outcome) if a.subject == decision.subject]
     lines: list[str] = []
     if found:
-        first = found[0]
-        lines += [
-            "--- [Stuck Detection] Loop detected ---",
-            f"  Subject: {_line(first.subject)} ({first.failure_type}, {first.status})",
-            f"  Signal: {first.signal}",
-            f"  Pattern: {_line(first.pattern)}",
-            f"  Occurrences: {first.occurrences}",
-            f"  Recovery: {_line(first.recovery)}",
-        ]
-        if len(found) > 1:
-            others = ", ".join(f"{a.signal} {a.occurrences}" for a in found[1:])
-            lines.append(f"  Also fired: {others}")
-        lines.append("---")
+        lines += plain_block(found, workflow)
     if decision.status is SubjectStatus.BLOCKED:
         escalation = _escalation_of(outcome, decision.subject)
         where = f"{workflow}/{layout.ESCALATIONS}"
         lines.append(
-            f"selfcorrect: {_line(decision.subject)} is blocked on a person "
+            f"selfcorrect: {printable(decision.subject)} is blocked on a person "
             f"({decision.reason.value.lower().replace('_', ' ')}). Stop working on it; "
             f"{escalation + ' in ' if escalation else 'see '}{where}."
         )
     elif decision.status is SubjectStatus.SKIPPED:
         lines.append(
-            f"selfcorrect: {_line(decision.subject)} is skipped "
+            f"selfcorrect: {printable(decision.subject)} is skipped "
             f"({decision.reason.value.lower().replace('_', ' ')}); do not work on it now."
         )
     elif decision.ladder_step:
@@ -155,7 +143,7 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
             if not found:  # on the ladder with no signal: its retries were spent
                 step = ladder_step(outcome.decisions.policy, decision.ladder_step)
                 lines.append(
-                    f"selfcorrect: {_line(decision.subject)} has used its retries and is on "
+                    f"selfcorrect: {printable(decision.subject)} has used its retries and is on "
                     f"recovery step {step['step']} ({step['name']})."
                 )
             lines.append(
@@ -200,11 +188,3 @@ def _escalation_of(outcome: Any, subject: str) -> str | None:
         if escalation.subject == subject and escalation.status.value == "open":
             return escalation.id
     return None
-
-
-def _line(value: object) -> str:
-    return (
-        json.dumps(str(value), ensure_ascii=False)[1:-1]
-        if not str(value).isprintable()
-        else (str(value))
-    )
