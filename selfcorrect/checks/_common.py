@@ -18,7 +18,7 @@ MAX_READ = 50 * 1024 * 1024  # the default limits.max_bytes (rules §17): never 
 WORST_FILES = 5
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_HOW_COVERAGE = "produce it before validating, e.g. `coverage json` or `coverage xml`"
+HOW_COVERAGE = "produce it before validating, e.g. `coverage json` or `coverage xml`"
 
 
 def severity_of(policy: Policy, type_: str) -> str:

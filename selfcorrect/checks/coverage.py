@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect.checks._common import (
-    _HOW_COVERAGE,
     COVERAGE,
+    HOW_COVERAGE,
     MAX_READ,
     WORST_FILES,
     clean,
@@ -40,7 +40,7 @@ def coverage_findings(cfg: Mapping[str, Any] | None, root: Path, policy: Policy)
             Finding(
                 COVERAGE,
                 severity,
-                f"coverage report {clean(report)} {exc}; {_HOW_COVERAGE}",
+                f"coverage report {clean(report)} {exc}; {HOW_COVERAGE}",
                 target=report,
             )
         ]

@@ -17,7 +17,7 @@ from selfcorrect.hooks.events import HookEvent
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
-    from selfcorrect.hooks.failure import _task_of
+    from selfcorrect.hooks.failure import task_of
     from selfcorrect.io import atomic, documents
     from selfcorrect.io.safe_paths import ensure_dir
 
@@ -30,7 +30,7 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", now),
         "trigger": event.text("trigger") or "unknown",
     }
-    task = _task_of(agent, folder)
+    task = task_of(agent, folder)
     if task:
         data["task_id"] = task
     if agent:

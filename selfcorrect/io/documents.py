@@ -21,6 +21,7 @@ from yaml.nodes import Node
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import hook_dialect, platform, schemas, yaml_nodes
+from selfcorrect.io.display import display_path
 from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
 from selfcorrect.io.safe_paths import NOT_REGULAR
 
@@ -57,15 +58,6 @@ class Document:
             return 1, 1
         mark = yaml_nodes.node_at(self.root, path)[0].start_mark
         return mark.line + 1, mark.column + 1
-
-
-def display_path(path: Path) -> str:
-    """How a path is shown in messages: relative to the working directory when inside it."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return relative if not relative.startswith("..") else str(path)
 
 
 def read_limited(path: Path, display: str, max_bytes: int) -> bytes:

@@ -65,7 +65,7 @@ from selfcorrect.io.atomic import replace_file
 from selfcorrect.io.log_cursor import LogCursor, diagnostic_of, diagnostic_state
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.safe_paths import ensure_dir
-from selfcorrect.io.workflow_inputs import LogCache, _fresh, _policy_version
+from selfcorrect.io.workflow_inputs import LogCache, fresh_fold, policy_version
 
 FORMAT = "selfcorrect-log-cache"
 VERSION = 1
@@ -157,9 +157,9 @@ def _restore(folder: Path, policy_path: Path | None, document: Any) -> LogCache:
         return LogCache()  # saved before any load: nothing to read on from
     version = saved.text(data["policy_version"])
     policy = load_policy(policy_path or folder / layout.POLICY)
-    if not version.startswith(_policy_version(policy)):
+    if not version.startswith(policy_version(policy)):
         return LogCache()  # another policy: everything would be rebuilt anyway
-    taxonomy, ledger, detector = _fresh(policy)
+    taxonomy, ledger, detector = fresh_fold(policy)
     ledger.load_state(data["ledger"])
     detector.load_state(data["detector"])
     return LogCache(

@@ -54,7 +54,7 @@ NOT_REGULAR = "is not a regular file: replace it with a regular file (or remove 
 
 
 def _display(path: Path | str) -> str:
-    from selfcorrect.io.documents import display_path  # documents imports atomic, which uses us
+    from selfcorrect.io.display import display_path
 
     return display_path(Path(path))
 

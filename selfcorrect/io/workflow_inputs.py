@@ -173,7 +173,7 @@ def _fold_log(
     owners: dict[str, str],
 ) -> LogFold:
     if cache is None:
-        taxonomy, ledger, detector = _fresh(policy)
+        taxonomy, ledger, detector = fresh_fold(policy)
         repeated = RepeatedCalls()
         entries = 0
         if log.exists():
@@ -188,7 +188,7 @@ def _fold_log(
     return LogFold(records, firing, entries, repeated.at_least(policy.gate.repeat_threshold))
 
 
-def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
+def fresh_fold(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
     stuck = policy.stuck
     ledger = Ledger(
         frozenset(stuck.exempt_tools),
@@ -231,7 +231,7 @@ def _read_on(
 ) -> tuple[Ledger, StuckDetector, RepeatedCalls, int]:
     """Feed the cache's objects the log's new entries, or all of them after a reset."""
     # A task's agent changed in the coordination log: attribute every entry again.
-    version = _policy_version(policy) + repr(sorted(owners.items()))
+    version = policy_version(policy) + repr(sorted(owners.items()))
     if (
         cache.cursor is None
         or cache.cursor.path != log
@@ -251,7 +251,7 @@ def _read_on(
         or cache.detector is None
         or cache.repeated is None
     ):
-        cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
+        cache.taxonomy, cache.ledger, cache.detector = fresh_fold(policy)
         cache.repeated = RepeatedCalls()
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
@@ -263,7 +263,7 @@ def _read_on(
     return cache.ledger, cache.detector, cache.repeated, cache.entries
 
 
-def _policy_version(policy: Policy) -> str:
+def policy_version(policy: Policy) -> str:
     """A digest of the policy's data: the cached objects were built from it."""
     return hashlib.sha256(repr(thaw(policy.data)).encode("utf-8")).hexdigest()[:16]
 
