@@ -279,22 +279,27 @@ def test_selfcorrects_own_status_change_is_no_hand_edit(tmp_path: Path, run_line
     assert tree_digest(folder) == before  # the third run, over unchanged inputs, wrote nothing
 
 
-def test_a_subject_reset_leaves_an_escalated_issue_of_its_task_open(
-    tmp_path: Path, run_line
-) -> None:
+def test_a_subject_reset_leaves_the_task_blocked_by_its_issue(tmp_path: Path, run_line) -> None:
+    """One work item, two parts that block it: one escalation is open at a time (the other
+    part is held, docs/rules.md §9.1). When a person resolves it, the part still blocking
+    opens its own, and the item's prompt cites that one."""
     folder = example(tmp_path)
     data = load(folder / "validation_report.yaml")
     data["issues"].append(BLOCKED_ISSUE | {"id": "V-6", "task_id": "WI-3"})
     (folder / "validation_report.yaml").write_text(json.dumps(data))
     assert run_line(["run", folder]).exit_code == 1
     entries = load(folder / "escalations.yaml")["escalations"]
-    subject = next(e["id"] for e in entries if e["kind"] == "subject")
-    issue = next(e["id"] for e in entries if e["kind"] == "issue")
+    (subject,) = [e["id"] for e in entries if e["subject"] == "WI-3"]
     reset = ["reset", folder, "--escalation", subject, "--evidence", "middleware fixed"]
     assert run_line(reset).exit_code == 0
-    status = {e["id"]: e["status"] for e in load(folder / "escalations.yaml")["escalations"]}
-    assert (status[subject], status[issue]) == ("resolved", "open")
-    run_line(["run", folder])
+    assert run_line(["run", folder]).exit_code == 1  # the issue still blocks WI-3
+    entries = load(folder / "escalations.yaml")["escalations"]
+    status = {e["id"]: e["status"] for e in entries}
+    assert status[subject] == "resolved"
+    (issue,) = [e for e in entries if e["subject"] == "WI-3" and e["status"] == "open"]
+    assert issue["kind"] == "issue"
+    prompt = (folder / "recovery" / "WI-3.md").read_text("utf-8")
+    assert prompt.startswith("STATUS: blocked") and issue["id"] in prompt and subject not in prompt
     resets = [r for r in records(folder) if r["event"] == "reset"]
     assert len(resets) == 1  # selfcorrect's own failed_items write is no second reset
 

@@ -606,11 +606,15 @@ def _make_report_command() -> click.Command:
         no script) and prints one status group per page.
         Exit codes: 0 written, 2 invalid input (nothing written).
         """  # noqa: E501 (a \b block: click prints these lines as they are)
+        from selfcorrect.cli.report_html import render_report
+        from selfcorrect.cli.status_report import status_json
         from selfcorrect.commands.report import session_report
 
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
-        result = session_report(folder, output, policy_path=policy)
+        result = session_report(
+            folder, output, policy_path=policy, render=render_report, view=status_json
+        )
         if common.verbosity >= 0:
             items = result.report.items
             click.echo(

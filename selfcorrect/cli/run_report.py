@@ -14,9 +14,10 @@ import click
 
 from selfcorrect import layout
 from selfcorrect.cli import cells
-from selfcorrect.cli.advisory import advisories, advisory_lines
+from selfcorrect.cli.advisory import advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.words import attempts_text, printable
+from selfcorrect.core.advisories import advisories
 from selfcorrect.errors import result_exit_code
 from selfcorrect.layout import work_item_file
 
@@ -36,7 +37,7 @@ def item_status(plan: Plan, work_item: str, own: str) -> str:
     """The one status of the work item a subject or issue belongs to: the status the prompt
     file, failed_items and escalations.yaml show too (core/work_items.py)."""
     item = plan.work_items.get(work_item)
-    return item.final_status if item else _OWN.get(own, own)
+    return item.status.value if item else _OWN.get(own, own)
 
 
 def spent(decision: IssueDecision) -> int:
@@ -49,9 +50,9 @@ def spent(decision: IssueDecision) -> int:
 def _why(plan: Plan, decision: IssueDecision) -> str:
     """The decision's reason; for a stopped work item (blocked, skipped), why it stopped."""
     item = plan.work_items.get(decision.work_item)
-    if item is None or item.final_status not in ("blocked", "skipped"):
+    if item is None or not item.stopped:
         return decision.detail
-    return item.reason() + (f" ({item.escalation})" if item.escalation else "")
+    return item.why + (f" ({item.escalation})" if item.escalation else "")
 
 
 def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
@@ -127,7 +128,7 @@ def add_what_to_read(
 
     def escalation_of(work_item: str) -> str | None:  # the work item's one decision says it
         item = plan.work_items.get(work_item)
-        return item.escalation if item is not None and item.final_status == "blocked" else None
+        return item.escalation if item is not None else None
 
     for row, issue in zip(issues, decisions.issues, strict=True):
         row["description"] = short(issue.issue.description)
@@ -174,7 +175,7 @@ def run_json(outcome: RunOutcome) -> dict[str, Any]:
         "warnings": [w.as_dict() for w in outcome.decisions.warnings],
         # Every stuck signal firing, in the hooks' advisory fields (rules §8). A later addition:
         # keys are only ever added to this object, never renamed or removed.
-        "advisories": [a.as_dict() for a in advisories(outcome)],
+        "advisories": [a.as_dict() for a in advisories(outcome.decisions, outcome.plan)],
     }
 
 
@@ -238,7 +239,7 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
         click.style(f"{plan.result.value}", fg=colour, bold=True)
         + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
     ]
-    found = advisories(outcome)
+    found = advisories(outcome.decisions, outcome.plan)
     lines += _body(
         decisions, plan, common, advisory_lines(found, folder, verbose=common.verbosity > 0)
     )
@@ -272,7 +273,8 @@ def _waiting_for_validator(outcome: RunOutcome, folder: str) -> str | None:
     """PENDING with nothing handed to an agent means no one is working yet: say what is so
     (exit 3 alone reads as "work handed to agents")."""
     plan, report = outcome.plan, outcome.decisions.report
-    if plan.result.value != "PENDING" or outcome.rendered or plan.work_pending or plan.fixes:
+    handed = any(item.acts for item in plan.work_items.values())
+    if plan.result.value != "PENDING" or outcome.rendered or handed or plan.fixes:
         return None
     where = f"{folder}/{layout.REPORT}"
     if report is None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from selfcorrect.core.printable import printable
 
-def printable(text: str) -> str:
-    """Agent text may hold terminal escapes; never let them reach the terminal raw."""
-    return "".join(ch if ch.isprintable() or ch == "\t" else f"\\x{ord(ch):02x}" for ch in text)
+__all__ = ["attempts_text", "printable"]
 
 
 def attempts_text(attempts: Any, limit: Any) -> str:

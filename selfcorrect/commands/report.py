@@ -12,13 +12,15 @@ through a symlink.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from selfcorrect.clock import Clock, stamp, system_clock
+from selfcorrect.commands.status import FolderStatus, folder_status
 from selfcorrect.core import journal_records as jr
+from selfcorrect.core.work_item_decision import SEVERITY
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, journal
 from selfcorrect.io.documents import display_path
@@ -27,10 +29,10 @@ REPORT_NAME = "report.html"
 EVENTS_SHOWN = 12  # per work item, plus the latest of each kind; older ones are counted
 TEXT_SHOWN = 4000  # characters of one error text; the rest is said to exist, not shown
 
-# Worst first: what a person must look at before anything else (docs/report.md). The run's own
-# vocabulary (docs/policy.md "One state"), plus a subject's `failing` (failures under budget:
-# observed, nothing handed out yet) and `ok`.
-STATUS_ORDER = ("blocked", "skipped", "recovering", "pending", "failing", "recovered", "ok")
+# Worst first: what a person must look at before anything else (docs/report.md). The work items'
+# one status (core/work_item_decision.py), then what no decision covers: a subject's `failing`
+# (failures under budget: observed, nothing handed out yet) and `ok`.
+STATUS_ORDER = (*(status.value for status in SEVERITY), "failing", "ok")
 
 
 @dataclass(frozen=True)
@@ -102,17 +104,19 @@ def session_report(
     *,
     policy_path: Path | None = None,
     clock: Clock = system_clock,
+    render: Callable[[SessionReport], str],
+    view: Callable[[FolderStatus], dict[str, Any]],
 ) -> ReportResult:
     """Build the report of `folder` and write it to `output` (default DIR/report.html).
 
-    Every input is read and the page rendered before anything is written: an invalid input
-    raises InputError (exit 2) and leaves no file behind."""
-    from selfcorrect.cli.report_html import render_report
-
+    `view` is the status the CLI shows (`selfcorrect status --format json`), `render` turns the
+    report into the page: both are the CLI's, so this command never imports it. Every input
+    is read and the page rendered before anything is written: an invalid input raises
+    InputError (exit 2) and leaves no file behind."""
     target = output if output is not None else folder / REPORT_NAME
     _refuse_target(target)
-    report = build(folder, policy_path=policy_path, clock=clock)
-    data = render_report(report).encode("utf-8")
+    report = build(folder, view, policy_path=policy_path, clock=clock)
+    data = render(report).encode("utf-8")
     atomic.replace_file(target, data)
     return ReportResult(target, len(data), report)
 
@@ -134,14 +138,17 @@ def _refuse_target(target: Path) -> None:
 
 
 def build(
-    folder: Path, *, policy_path: Path | None = None, clock: Clock = system_clock
+    folder: Path,
+    view_of: Callable[[FolderStatus], dict[str, Any]],
+    *,
+    policy_path: Path | None = None,
+    clock: Clock = system_clock,
 ) -> SessionReport:
-    """The report's content: pure data, rendered by cli/report_html.py."""
-    from selfcorrect.cli.status_report import status_json
-    from selfcorrect.commands.status import folder_status
-
+    """The report's content: pure data, rendered by cli/report_html.py. Each work item's
+    status is the run's one decision of it (plan.work_items), as every other output shows."""
     status = folder_status(folder, policy_path)
-    view = status_json(status)
+    view = view_of(status)
+    decided = status.outcome.plan.work_items
     subjects, records, issues = _run_view(status.outcome)
     warnings: list[Diagnostic] = []
     history = _history(status.outcome, folder, warnings)
@@ -199,7 +206,7 @@ def build(
                 decision.issue.id or decision.fingerprint,
                 decision.type,
                 str(row.get("status") or _issue_status(decision)),
-                decision.attempts,
+                int(row.get("attempts", decision.attempts)),  # spent, as `run` counts them
                 decision.retries,
                 None,
                 decision.reason.value,
@@ -231,12 +238,13 @@ def build(
             entry["work_item"] = name
     prompts = set(status.outcome.rendered)
     for work in items.values():
-        if work.parts:
+        one = decided.get(work.name)
+        if one is not None:  # the run's one decision of the item
+            work.status = one.status.value
+        elif work.parts:  # observed only: failures under budget, or a success since
             work.status = _worst(p.status for p in work.parts)
         else:  # only history: selfcorrect acted on it once, and nothing fails now
             work.status = "recovered" if any(e.kind != "failure" for e in work.events) else "ok"
-        if work.escalations and work.rank > 0:
-            work.status = "blocked"  # an open escalation waits for a person whatever else holds
         work.prompt = _prompt_for(work.name, prompts)
         _bound(work)
 

@@ -32,10 +32,9 @@ from selfcorrect.core.model import Verdict
 from selfcorrect.core.outputs import Plan, Result
 from selfcorrect.core.outputs import stamp as journal_stamp
 from selfcorrect.core.plan import build_plan
-from selfcorrect.core.plan_issues import block_issue
+from selfcorrect.core.plan_issues import blocked_record
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
-from selfcorrect.core.work_items import WorkItem
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
@@ -196,12 +195,12 @@ def _locked_run(
                 outcomes.append(apply_fix(d, root, folder, policy, record, trace))
             if progress is not None:
                 progress(len(plan.fixes), len(plan.fixes), "")
-            written += _escalate_failed(folder, decisions, refused, code="CIRCUIT_OPEN")
-            written += _escalate_failed(folder, decisions, [o for o in outcomes if not o.applied])
+            _journal_failed(folder, decisions, refused, code="CIRCUIT_OPEN")
+            _journal_failed(folder, decisions, [o for o in outcomes if not o.applied])
             _record_fixed(folder, decisions, [o for o in outcomes if o.applied])
             if not any(o.applied for o in outcomes):
                 inputs = load()
-                continue  # every fix was refused or undone: nothing to re-validate
+                continue  # every fix was refused or undone: decide again, nothing to validate
         elif agent and handed and cycles < cap:
             # The agent command gets each new prompt; that is this cycle's fix.
             _run_agent(
@@ -228,7 +227,7 @@ def _locked_run(
             break
         after = list(inputs.report.issues) if inputs.report else []
         if outcomes and degraded(before, after):
-            written += _undo_cycle(folder, decisions, outcomes, root, clock)
+            _undo_cycle(folder, decisions, outcomes, root, clock)
             _validate(folder, policy, root, trace, clock)  # match the restored tree
             inputs = load()
     # `plan` is the last plan written: what stands after the final cycle.
@@ -397,29 +396,25 @@ def _record_fixed(folder: Path, decisions: Decisions, applied: list[FixOutcome])
     )
 
 
-def _escalate_failed(
+def _journal_failed(
     folder: Path,
     decisions: Decisions,
     failed: list[FixOutcome],
     code: str = "FIX_FAILED",
-) -> list[str]:
-    """A fix that failed verification (and was compensated) goes to a human (rules §9.2)."""
-    if not failed:
-        return []
-    plan = Plan(Result.BLOCKED)
-    items: dict[str, WorkItem] = {}
-    for outcome in failed:
-        block_issue(
-            plan,
-            items,
+) -> None:
+    """A fix that failed verification (and was compensated), or that an open circuit refused,
+    goes to a person (rules §9.2): journaled here, and the run's next decision blocks its
+    issue and writes the escalation from the record (settle, not a second plan)."""
+    records = [
+        blocked_record(
             decisions,
             outcome.decision,
             f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
-            code=code,
-        )
-    plan.work_items = items
-    plan.failed_items = [item.entry() for item in items.values() if item.is_task]
-    return _write(folder, decisions, plan, {})
+            code,
+        ).to_json()
+        for outcome in failed
+    ]
+    journal.append(folder, records)
 
 
 def _undo_cycle(
@@ -428,7 +423,7 @@ def _undo_cycle(
     outcomes: list[FixOutcome],
     root: Path,
     clock: Clock,
-) -> list[str]:
+) -> None:
     """The re-validated report scores worse: restore every fix of this cycle (rules §9.4)."""
     undone = []
     for outcome in (o for o in reversed(outcomes) if o.applied):
@@ -438,7 +433,7 @@ def _undo_cycle(
             outcome, transition_writer(_recorder(folder, decisions, clock), outcome.decision)
         )
         undone.append(outcome)
-    return _escalate_failed(folder, decisions, undone)
+    _journal_failed(folder, decisions, undone)
 
 
 def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, str]) -> list[str]:

@@ -240,7 +240,7 @@ class IssueClassifier:
             return out(
                 blocked,
                 IssueReason(prior.reason or "FIX_FAILED"),
-                "blocked earlier; a person must act (see escalations.yaml)",
+                prior.why or "blocked earlier; a person must act (see escalations.yaml)",
                 prior.attempts,
                 False,
             )

@@ -19,23 +19,22 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.decisions import Decisions
-from selfcorrect.core.model import EscalationStatus
+from selfcorrect.core.model import EscalationStatus, FinalStatus
 from selfcorrect.core.outputs import Plan
 from selfcorrect.layout import work_item_file
 
 FORMAT = 1
-OPEN_DIRECTIVE = ("pending", "recovering")  # a work item handed to the agents, not back yet
 
 
 def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any]:
     """The gate document for this run; `workflow` is the folder relative to the project."""
     policy = decisions.policy
-    prompts = {p.work_item for p in plan.prompts}
 
     def prompt_of(item: str | None) -> str | None:
-        if item is None or item not in prompts:
+        decided = plan.work_items.get(item) if item is not None else None
+        if decided is None or decided.prompt is None:
             return None
-        return f"{workflow}/{layout.RECOVERY}/{work_item_file(item)}"
+        return f"{workflow}/{decided.prompt}"
 
     return {
         "format": FORMAT,
@@ -54,7 +53,7 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
             }
             for r in decisions.inputs.log.repeats
         ],
-        "tasks": _tasks(decisions, plan, workflow, prompt_of),
+        "tasks": _tasks(decisions, plan, workflow),
     }
 
 
@@ -82,17 +81,29 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
                 }
 
     for item in plan.work_items.values():
-        if item.final_status != "blocked":
+        if item.status is FinalStatus.BLOCKED:
+            own(_files_of(decisions, item.id), item.id, item.escalation, item.why)
+    # The files an open escalation names belong to its item; a live item keeps its own files.
+    live = {item.id for item in plan.work_items.values() if item.acts}
+    superseded = {str(r.get("id")) for r in plan.resolutions}
+    listed = [
+        (str(e.get("id")), str(e.get("subject")), _strings(e.get("files")), str(e.get("reason")))
+        for e in plan.escalations
+    ]
+    listed += [
+        (e.id, e.subject, list(e.files), e.reason)
+        for e in decisions.escalations
+        if e.status is EscalationStatus.OPEN
+    ]
+    for ident, subject, files, reason in listed:
+        if ident in superseded or ident in settled or _item_of(decisions, subject) in live:
             continue
-        own(_files_of(decisions, item.task_id), item.task_id, item.escalation, item.reason())
-    for entry in plan.escalations:
-        subject = str(entry.get("subject"))
-        files = [*_strings(entry.get("files")), *_path_like(subject)]
-        own(files, subject, entry.get("id"), str(entry.get("reason") or ""))
-    for escalation in decisions.escalations:
-        if escalation.status is EscalationStatus.OPEN and escalation.id not in settled:
-            files = [*escalation.files, *_path_like(escalation.subject)]
-            own(files, escalation.subject, escalation.id, escalation.reason)
+        own([*files, *_path_like(subject)], subject, ident, reason)
+    # A live task is never denied its own files, whoever else once failed on them.
+    for task in decisions.coordination.tasks if decisions.coordination is not None else ():
+        if task.task_id in live:
+            for raw in task.files:
+                owners.pop(place(raw) or "", None)
     return dict(sorted(owners.items()))
 
 
@@ -109,26 +120,21 @@ def _files_of(decisions: Decisions, item: str) -> list[str]:
     return files
 
 
-def _tasks(
-    decisions: Decisions, plan: Plan, workflow: str, prompt_of: Any
-) -> dict[str, dict[str, Any]]:
+def _tasks(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[str, Any]]:
     tasks: dict[str, dict[str, Any]] = {}
     coordination = decisions.coordination
     for task in coordination.tasks if coordination is not None else ():
         item = plan.work_items.get(task.task_id)
-        status = item.final_status if item is not None else None
-        prompt = prompt_of(task.task_id) if status in OPEN_DIRECTIVE else None
-        pending = [
-            m
-            for m in _microtasks(decisions, task.task_id)
-            if str(m.get("status", "")).lower() != "done"
-        ]
+        status = item.status.value if item is not None else None
+        acts = item is not None and item.acts
+        prompt = f"{workflow}/{item.prompt}" if acts and item and item.prompt else None
+        pending = item.microtasks if acts and item is not None else ()
         if prompt is None and not pending and task.agent_id is None:
             continue
         directive = None
         if prompt is not None and item is not None:
             # One identity per hand-out: a new attempt or ladder step is a new directive.
-            seen = f"{task.task_id}|{status}|{item.attempts}|{item.reason()}"
+            seen = f"{task.task_id}|{status}|{item.ladder_step}|{item.why}|{len(pending)}"
             directive = hashlib.sha256(seen.encode("utf-8")).hexdigest()[:12]
         tasks[task.task_id] = {
             "agents": [task.agent_id] if task.agent_id else [],
@@ -143,12 +149,6 @@ def _tasks(
             ),
         }
     return tasks
-
-
-def _microtasks(decisions: Decisions, task_id: str) -> list[Any]:
-    document = decisions.inputs.microtasks.get(task_id) or {}
-    listed = document.get("microtasks") or []
-    return [m for m in listed if isinstance(m, dict)]
 
 
 def _strings(value: Any) -> list[str]:

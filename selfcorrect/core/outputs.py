@@ -7,16 +7,20 @@ work item (the worst state wins), escalation entries with full context, journal 
 from __future__ import annotations
 
 import enum
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.text_caps import cap_text
-from selfcorrect.core.work_items import WorkItem
+
+if TYPE_CHECKING:
+    from selfcorrect.core.work_item_decision import WorkItemDecision
+
+__all__ = ["EscalationEntry", "Plan", "Prompt", "Result", "escalation_id", "stamp"]
+from selfcorrect.core.escalation_ids import escalation_id
 
 
 class Result(enum.StrEnum):
@@ -46,18 +50,9 @@ class Plan:
     microtask_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # new splits
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # context resets
     consolidated: list[str] = field(default_factory=list)  # tasks whose micro-tasks are done
-    work_blocked: list[str] = field(default_factory=list)
     resolutions: list[dict[str, Any]] = field(default_factory=list)  # escalations now settled
-    work_pending: list[str] = field(default_factory=list)
-    # One decision per work item: every output renders from it (core/work_items.py).
-    work_items: dict[str, WorkItem] = field(default_factory=dict)
-
-
-def escalation_id(key: str, epoch: int = 0) -> str:
-    """Stable per key; after a person's reset (epoch > 0) the same trouble is a new entry."""
-    if epoch:
-        key += f"|epoch:{epoch}"
-    return "ESC-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+    # One decision per work item: every output renders it (core/work_item_decision.py).
+    work_items: dict[str, WorkItemDecision] = field(default_factory=dict)
 
 
 class Stamp(TypedDict):

@@ -27,42 +27,67 @@ from selfcorrect.core.journal_records import (
 )
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_context
 from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import EscalationStatus, Verdict
+from selfcorrect.core.model import EscalationStatus, FinalStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
 from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, Result, stamp
 from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
-from selfcorrect.core.stages import ACTIVE, SHADOW
+from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.text_caps import cap_text
+from selfcorrect.core.work_item_decision import (
+    EMPTY_WORK,
+    WorkItemDecision,
+    WorkItems,
+    decide_work_items,
+    subject_escalation_key,
+    task_escalation_key,
+)
 from selfcorrect.core.work_items import WorkItem, merge
 
 
 def build_plan(run: Decisions) -> Plan:
-    items: dict[str, WorkItem] = {}
+    """Every output of the run as data. The work items are decided first
+    (core/work_item_decision.py); each part then builds its records, prompts and escalation
+    only when its item lets it act (a held part builds nothing)."""
+    work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
+    decided = decide_work_items(run, EMPTY_WORK if _shadow(run) else work)
+    facts: dict[str, WorkItem] = {}
     plan = Plan(Result.PASS)
-    _plan_human(plan, items, run)
+    _plan_human(plan, facts, run)
     _plan_trips(plan, run)
     for decision in run.subjects:
         record = run.records[decision.subject]
-        _plan_subject(plan, items, run, decision, record)
+        if not decided.held("subject", decision.subject, record.task_id or decision.subject):
+            _plan_subject(plan, facts, run, decision, record)
     for issue in run.issues:
-        plan_issue(plan, items, run, issue)
+        if not decided.held("issue", issue.fingerprint, issue.work_item):
+            plan_issue(plan, facts, run, issue)
     for fingerprint, prior in run.resolved:
-        plan_resolved(plan, items, run, fingerprint, prior)
-    work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
+        plan_resolved(plan, facts, run, fingerprint, prior)
     if _shadow(run):
         _propose_work(plan, run, work)
     else:
-        _plan_work(plan, items, run, work)
-    _note_resets(items, run)
-    kept = _keep_human_edits(plan, run, list(items.values()))
-    plan.work_items = {item.task_id: item for item in kept}
-    plan.failed_items = [item.entry() for item in kept if item.is_task]
+        _plan_work(plan, facts, run, work, decided)
+    plan.reasons += decided.notes
+    plan.work_items = dict(decided.items)
+    plan.failed_items = [
+        _entry(facts.get(item.id), item) for item in decided.items.values() if item.is_task
+    ]
     _record_written(plan, run)
     _supersede(plan, run)
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
     return plan
+
+
+def _entry(facts: WorkItem | None, item: WorkItemDecision) -> dict[str, Any]:
+    """The item's failed_items entry: the facts its parts recorded, with the one status."""
+    if facts is None:
+        facts = WorkItem(task_id=item.id, final_status=item.status.value)
+    context = facts.escalation_context
+    if facts.final_status != item.status.value or not context:
+        context = item.why or None
+    return replace(facts, final_status=item.status.value, escalation_context=context).entry()
 
 
 def _supersede(plan: Plan, run: Decisions) -> None:
@@ -119,38 +144,6 @@ def _plan_revision(plan: Plan, run: Decisions) -> None:
 
 
 PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision directive
-
-
-def _keep_human_edits(plan: Plan, run: Decisions, entries: list[WorkItem]) -> list[WorkItem]:
-    """A person who changed the final_status of an item we had blocked keeps that edit.
-
-    rules §10 lets people unblock a task there. Acting on the edit (a fresh budget) comes with
-    human control; until then the edit is at least never overwritten (never lose data).
-    """
-    blocked_before = {
-        d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED and not d.new
-    }
-    blocked_before |= {run.records[s].task_id or s for s in blocked_before if s in run.records}
-    blocked_before |= {
-        d.work_item for d in run.issues if d.classification is Verdict.BLOCKED and not d.new
-    }
-    current = {
-        item.task_id: item.final_status.value
-        for item in (run.coordination.failed_items if run.coordination else ())
-    }
-    kept = []
-    for entry in entries:
-        task_id = entry.task_id
-        edited = current.get(task_id)
-        if (
-            entry.final_status == "blocked"
-            and task_id in blocked_before
-            and edited not in (None, "blocked")
-        ):
-            plan.reasons.append(f"{task_id}: a person set final_status to {edited}; kept")
-            continue
-        kept.append(entry)
-    return kept
 
 
 def _plan_subject(
@@ -247,7 +240,7 @@ def _subject_escalation(
     """A blocked subject's escalation with full context; returns its id."""
     plan.escalations.append(
         EscalationEntry(
-            key=f"subject:{decision.subject}|{decision.reason.value}",
+            key=subject_escalation_key(decision),
             kind="subject",
             subject=decision.subject,
             reason=context,
@@ -300,7 +293,9 @@ def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
         )
 
 
-def _plan_work(plan: Plan, items: dict[str, WorkItem], run: Decisions, work: WorkPlan) -> None:
+def _plan_work(
+    plan: Plan, items: dict[str, WorkItem], run: Decisions, work: WorkPlan, decided: WorkItems
+) -> None:
     """rules §11: micro-task files, handoffs, consolidation, and escalation past the limits."""
     plan.microtask_files.update(work.new_files)
     plan.consolidated += work.consolidated
@@ -337,9 +332,11 @@ def _plan_work(plan: Plan, items: dict[str, WorkItem], run: Decisions, work: Wor
             ),
         )
     for task_id, reason, summary, checkpoint in work.blocked:
+        if decided.held("work", task_id, task_id):
+            continue  # its item is blocked by another part: one escalation is open
         plan.escalations.append(
             EscalationEntry(
-                key=f"task:{task_id}",
+                key=task_escalation_key(task_id),
                 kind="task",
                 subject=task_id,
                 reason=f"{reason}; progress: {summary}",
@@ -368,8 +365,6 @@ def _plan_work(plan: Plan, items: dict[str, WorkItem], run: Decisions, work: Wor
                 escalation=str(plan.escalations[-1]["id"]),
             ),
         )
-    plan.work_blocked = [t for t, *_ in work.blocked]
-    plan.work_pending = [*work.waiting, *work.handoffs]
 
 
 def _plan_human(plan: Plan, items: dict[str, WorkItem], run: Decisions) -> None:
@@ -394,29 +389,6 @@ def _plan_human(plan: Plan, items: dict[str, WorkItem], run: Decisions) -> None:
             for ident in reset.escalations
             if ident != edited
         ]
-
-
-def _note_resets(items: dict[str, WorkItem], run: Decisions) -> None:
-    """A work item a hand-edit reset reopened says so, unless this run decided it anew (its
-    own entry then stands, so the next run rewrites nothing). A failed_items edit is the
-    person's own entry."""
-    for reset in run.human_resets:
-        if reset.record.via == "failed_items":
-            continue
-        retry = reset.record.retry
-        for work_item in reset.work_items:
-            items.setdefault(
-                work_item,
-                WorkItem(
-                    task_id=work_item,
-                    # Handed back with a fresh budget: the agents have it again.
-                    final_status="pending" if retry else "recovered",
-                    escalation_context=f"reset by {reset.record.actor}: "
-                    f"{short(str(reset.record.evidence))}",
-                    is_task=run.is_task(work_item),
-                    guidance=run.guidance(work_item),
-                ),
-            )
 
 
 def _shadow(run: Decisions) -> bool:
@@ -480,22 +452,15 @@ def _plan_trips(plan: Plan, run: Decisions) -> None:
 
 
 def _result(plan: Plan, run: Decisions) -> Result:
-    blocked = [
-        d.subject for d in run.subjects if d.status is SubjectStatus.BLOCKED and d.stage == ACTIVE
-    ]
-    blocked += [d.work_item for d in run.issues if d.classification is Verdict.BLOCKED and d.acts]
+    """The run's result, from the work items' decisions: any blocked is BLOCKED, any handed
+    out is PENDING, and only a passing report with nothing open is a PASS."""
+    items = plan.work_items.values()
+    blocked = [i.id for i in items if i.status is FinalStatus.BLOCKED]
     blocked += [f"circuit {t.rule}" for t in run.trips if not _shadow(run)]
-    blocked += plan.work_blocked
     if blocked:
         plan.reasons.append("blocked: " + ", ".join(dict.fromkeys(blocked)))
         return Result.BLOCKED
-    pending = [
-        d.subject
-        for d in run.subjects
-        if d.status is SubjectStatus.RECOVERING and d.stage == ACTIVE
-    ]
-    pending += [d.work_item for d in run.issues if d.acts]
-    pending += plan.work_pending
+    pending = [i.id for i in items if i.acts]
     if pending:
         plan.reasons.append("handed to agents: " + ", ".join(dict.fromkeys(pending)))
         return Result.PENDING

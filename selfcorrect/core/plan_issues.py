@@ -12,13 +12,14 @@ from selfcorrect.core.contexts import (
     short,
 )
 from selfcorrect.core.decisions import Decisions
-from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import SubjectDecision
-from selfcorrect.core.model import Intent, Verdict
+from selfcorrect.core.model import Verdict
 from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, stamp
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.work_item_decision import issue_escalation_key
+from selfcorrect.core.work_item_decision import runs_fixer as fixer_runs
 from selfcorrect.core.work_items import WorkItem, merge
 
 
@@ -48,15 +49,9 @@ def plan_issue(
     if blocked:
         block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
         return
-    held = items.get(decision.work_item)
-    if held is not None and held.final_status in ("blocked", "skipped"):
-        # Its work item is stopped already (a stuck subject blocked, a dependency down): no
-        # directive goes out, so no attempt opens and none is spent without an agent's turn.
-        merge(items, WorkItem(task_id=decision.work_item, final_status=held.final_status))
-        return
-    # A fixer command, or a built-in fix. An observe task never gets one: its agent gets the
-    # directive, which asks for a report instead (docs/rules.md §12).
-    runs_fixer = decision.fixer is not None and not _observes(run, decision)
+    # A fixer command, or a built-in fix (core/work_item_decision.runs_fixer). An issue of a
+    # stopped item (blocked, skipped) is held there and never reaches this point.
+    runs_fixer = fixer_runs(run, decision)
     merge(
         items,
         WorkItem(
@@ -101,17 +96,10 @@ def plan_issue(
         )
 
 
-def _observes(run: Decisions, decision: IssueDecision) -> bool:
-    task_id = decision.issue.task_id
-    return bool(task_id) and work_item_intent(run.coordination, task_id, run.policy) is (
-        Intent.OBSERVE
-    )
-
-
 def _would(decision: IssueDecision, run: Decisions) -> str:
     if decision.classification is Verdict.BLOCKED:
         return "block"
-    return "fix" if decision.fixer is not None and not _observes(run, decision) else "directive"
+    return "fix" if fixer_runs(run, decision) else "directive"
 
 
 def propose(
@@ -182,7 +170,7 @@ def block_issue(
     tried = [decision.strategy] if decision.attempts and decision.strategy else []
     entry = EscalationEntry(
         # A new reason is a new escalation: a resolved one for an old reason never hides it.
-        key=f"issue:{decision.fingerprint}|{code or decision.reason.value}",
+        key=issue_escalation_key(decision.fingerprint, code or decision.reason.value),
         kind="issue",
         subject=decision.work_item,
         reason=reason,
@@ -214,17 +202,24 @@ def block_issue(
     item.is_task, item.escalation = bool(issue.task_id), entry["id"]
     merge(items, item)
     if journal:
-        record = _issue_record(run, decision, "blocked")
-        plan.journal.append(
-            replace(
-                record,
-                reason=code or record.reason,
-                # Refused before it ran (an open circuit): its hand-out was no attempt.
-                not_run=True if code == "CIRCUIT_OPEN" else None,
-                evidence={**(record.evidence or {}), "why": reason},
-            ).to_json()
-        )
+        plan.journal.append(blocked_record(run, decision, reason, code).to_json())
     plan.escalations.append(entry)
+
+
+def blocked_record(
+    run: Decisions, decision: IssueDecision, reason: str, code: str | None = None
+) -> IssueEvent:
+    """The journal's record of an issue going to a person, with why. A fix that failed
+    (FIX_FAILED) or was refused (CIRCUIT_OPEN) is journaled so, and the next decision of the
+    run blocks the issue from that record: no second, hand-made plan."""
+    record = _issue_record(run, decision, "blocked")
+    return replace(
+        record,
+        reason=code or record.reason,
+        # Refused before it ran (an open circuit): its hand-out was no attempt.
+        not_run=True if code == "CIRCUIT_OPEN" else None,
+        evidence={**(record.evidence or {}), "why": reason},
+    )
 
 
 def plan_resolved(

@@ -74,6 +74,7 @@ class IssueState:
     # (another digest, or another validator run of ours) still carries it.
     acknowledged: tuple[str, int] | None = None
     run: str | None = None  # the run that made the latest hand-out
+    why: str | None = None  # why it was blocked, as its record said (a failed fix's detail)
 
 
 @dataclass
@@ -157,6 +158,8 @@ def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
     # A fix refused before it ran (`not_run`) gives its counted attempt back.
     issue.attempts = attempt if record.not_run else max(issue.attempts, attempt)
     issue.reason = record.reason
+    evidence = record.evidence if isinstance(record.evidence, Mapping) else {}
+    issue.why = str(evidence["why"]) if isinstance(evidence.get("why"), str) else None
     issue.at = record.at
     issue.work_item = record.work_item or issue.work_item
     issue.type = record.type or issue.type

@@ -11,16 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from selfcorrect import layout
+from selfcorrect.core.model import FinalStatus
 from selfcorrect.core.outputs import Plan, Prompt
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_caps import cap_all, cap_text
-from selfcorrect.core.work_items import WorkItem
+from selfcorrect.core.work_item_decision import WorkItemDecision
+from selfcorrect.core.work_items import MEANING
 from selfcorrect.io import atomic, documents, prompts, safe_paths
 from selfcorrect.layout import work_item_file
 
 INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
 MORE = "_more.md"  # no work item's file name starts with "_" (layout.work_item_file)
-ACTS = ("recovering", "pending")  # the statuses whose file holds a directive to act
 
 
 def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
@@ -31,7 +32,7 @@ def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     for prompt in plan.prompts:
         sections.setdefault(prompt.work_item, []).append(prompt)
     for work_item, decided in plan.work_items.items():
-        if decided.final_status not in ACTS or decided.is_task:
+        if decided.prompt is not None:
             sections.setdefault(work_item, [])
     limit = policy.limits.max_prompts
     kept = list(sections) if len(sections) <= limit else list(sections)[: limit - 1]
@@ -39,7 +40,7 @@ def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     rendered: dict[str, str] = {}
     for work_item in kept:
         item = plan.work_items.get(work_item)
-        body = sections[work_item] if item is None or item.final_status in ACTS else []
+        body = sections[work_item] if item is None or item.acts else []
         # Contexts built from one input say where their text is; this catches every other.
         texts = [
             prompts.render(
@@ -58,13 +59,17 @@ def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
     return rendered
 
 
-def _status(item: WorkItem, workflow_dir: str, max_text: int, overrides: Path) -> str:
+def _status(item: WorkItemDecision, workflow_dir: str, max_text: int, overrides: Path) -> str:
     guidance = item.guidance
     context = {
-        "work_item": item.task_id,
-        "status": item.final_status,
-        "reason": _one_line(item.reason()),
+        "work_item": item.id,
+        "status": item.status.value,
+        "reason": _one_line(item.why or MEANING[item.status.value]),
         "escalation": item.escalation,
+        "microtasks": [
+            {"id": m.id, "target": m.target, "description": m.description} for m in item.microtasks
+        ],
+        "microtasks_file": f"{workflow_dir}/{layout.MICROTASKS}/{work_item_file(item.id, '.yaml')}",
         "guidance": (
             {"actor": guidance.actor, "at": guidance.at, "evidence": guidance.evidence}
             if guidance
@@ -88,7 +93,9 @@ def write_recovery(folder: Path, plan: Plan, rendered: dict[str, str]) -> list[s
     there is nothing left to do, and a work item that never needed a prompt gets none."""
     recovery = folder / layout.RECOVERY
     recovered = {
-        work_item_file(w) for w, item in plan.work_items.items() if item.final_status == "recovered"
+        work_item_file(w)
+        for w, item in plan.work_items.items()
+        if item.status is FinalStatus.RECOVERED
     }
     written: list[str] = []
     for name, text in rendered.items():

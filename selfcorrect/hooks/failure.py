@@ -50,13 +50,13 @@ def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
     if agent:
         fields["agent_id"] = agent
     fields["input_digest"] = event.input_digest
-    task = _task_of(agent, folder)
+    task = task_of(agent, folder)
     if task:
         fields["task_id"] = task
     return fields
 
 
-def _task_of(agent: str | None, folder: Path) -> str | None:
+def task_of(agent: str | None, folder: Path) -> str | None:
     """The one task this agent works on: as the last run's gate state says, else as the
     coordination log records it (before any run); None when unknown or ambiguous."""
     from selfcorrect.hooks.gate import read_state
@@ -108,57 +108,53 @@ def _decide(folder: Path) -> Any:
 
 
 def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
-    """What the agent must know about this failure's subject, or "" when nothing did fire:
-    the stuck advisory when a signal fired; that it is blocked or skipped; and, while it is on
-    the recovery ladder, the prompt to read (with why, when no signal put it there)."""
-    from selfcorrect.cli.advisory import advisories, plain_block
-    from selfcorrect.cli.words import printable
-    from selfcorrect.core.ladder import SubjectStatus, ladder_step
+    """What the agent must know about this failure's subject, or "" when nothing did fire.
+
+    Everything comes from the subject's work item as the run decided it (one decision,
+    core/work_item_decision.py): the stuck advisory when a signal fired; that the item is
+    blocked (naming its one open escalation) or skipped; and, while the item is on the recovery
+    ladder, the prompt to read (with why, when no signal put it there)."""
+    from selfcorrect.core.advisories import advisories, block_lines, words
+    from selfcorrect.core.ladder import ladder_step
+    from selfcorrect.core.model import FinalStatus
+    from selfcorrect.core.printable import printable
     from selfcorrect.io.workspace import project_root, relative_to_root
 
     decision = _subject_decision(outcome, fields)
     if decision is None:
         return ""
+    decisions, plan = outcome.decisions, outcome.plan
+    record = decisions.records.get(decision.subject)
+    item = plan.work_items.get((record.task_id if record else None) or decision.subject)
+    if item is None:
+        return ""
     workflow = relative_to_root(folder, project_root(folder))
-    found = [a for a in advisories(outcome) if a.subject == decision.subject]
-    lines: list[str] = []
-    if found:
-        lines += plain_block(found, workflow)
-    if decision.status is SubjectStatus.BLOCKED:
-        escalation = _escalation_of(outcome, decision.subject)
+    found = [a for a in advisories(decisions, plan) if a.subject == decision.subject]
+    lines: list[str] = block_lines(found, workflow) if found else []
+    name = printable(item.id)
+    if item.status is FinalStatus.BLOCKED:
         where = f"{workflow}/{layout.ESCALATIONS}"
         lines.append(
-            f"selfcorrect: {printable(decision.subject)} is blocked on a person "
-            f"({decision.reason.value.lower().replace('_', ' ')}). Stop working on it; "
-            f"{escalation + ' in ' if escalation else 'see '}{where}."
+            f"selfcorrect: {name} is blocked on a person ({' '.join(item.why.split())[:200]}). "
+            f"Stop working on it; "
+            f"{item.escalation + ' in ' if item.escalation else 'see '}{where}."
         )
-    elif decision.status is SubjectStatus.SKIPPED:
+    elif item.status is FinalStatus.SKIPPED:
         lines.append(
-            f"selfcorrect: {printable(decision.subject)} is skipped "
-            f"({decision.reason.value.lower().replace('_', ' ')}); do not work on it now."
+            f"selfcorrect: {name} is skipped ({words(decision.reason.value)}); "
+            f"do not work on it now."
         )
-    elif decision.ladder_step:
-        prompt = _prompt_of(outcome, decision.subject)
-        if (folder / prompt).is_file():
-            if not found:  # on the ladder with no signal: its retries were spent
-                step = ladder_step(outcome.decisions.policy, decision.ladder_step)
-                lines.append(
-                    f"selfcorrect: {printable(decision.subject)} has used its retries and is on "
-                    f"recovery step {step['step']} ({step['name']})."
-                )
+    elif item.acts and decision.ladder_step and item.prompt and (folder / item.prompt).is_file():
+        if not found:  # on the ladder with no signal: its retries were spent
+            step = ladder_step(decisions.policy, decision.ladder_step)
             lines.append(
-                f"Read {workflow}/{prompt} before your next try: it says what to do instead."
+                f"selfcorrect: {printable(decision.subject)} has used its retries and is on "
+                f"recovery step {step['step']} ({step['name']})."
             )
+        lines.append(
+            f"Read {workflow}/{item.prompt} before your next try: it says what to do instead."
+        )
     return "\n".join(lines)
-
-
-def _prompt_of(outcome: Any, subject: str) -> str:
-    """The subject's recovery prompt, relative to the folder (its task's, when it has one)."""
-    from selfcorrect.layout import work_item_file
-
-    record = outcome.decisions.records.get(subject)
-    item = (record.task_id if record is not None else None) or subject
-    return f"{layout.RECOVERY}/{work_item_file(item)}"
 
 
 def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
@@ -171,20 +167,13 @@ def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
     owners = task_owners(inputs.coordination.tasks) if inputs.coordination else {}
     failure = attributed(normalise_failure(fields, max(inputs.log.entries - 1, 0)), owners)
     subject = subject_of(failure, Taxonomy(inputs.policy).classify(failure).failure_type)
-    wanted = {subject}
     for decision in outcome.decisions.subjects:
-        if decision.subject in wanted and (
+        if decision.subject == subject and (
             decision.signals or decision.ladder_step or decision.status.value in _STOPPED
         ):
             return decision
-    return None
-
-
-def _escalation_of(outcome: Any, subject: str) -> str | None:
-    for entry in outcome.plan.escalations:
-        if entry.get("subject") == subject:
-            return str(entry.get("id"))
-    for escalation in outcome.decisions.escalations:
-        if escalation.subject == subject and escalation.status.value == "open":
-            return escalation.id
+    record = outcome.decisions.records.get(subject)
+    item = outcome.plan.work_items.get((record.task_id if record else None) or subject)
+    if item is not None and item.stopped:  # held by another part: it stops all the same
+        return next((d for d in outcome.decisions.subjects if d.subject == subject), None)
     return None
