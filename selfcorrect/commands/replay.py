@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.core.decisions import decide
 from selfcorrect.core.scoring import (
     Drop,
@@ -122,7 +123,10 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
         labels = labels_from(documents.load_decision(labels_path, "expected").data or {})
     # Every program counts as installed: a replay scores detection, not this machine's tools.
     decisions = decide(
-        load_inputs(folder, policy_path), now="", run_id="replay", installed=lambda _p: True
+        load_inputs(folder, policy_path, checks=PROJECT_CHECKS),
+        now="",
+        run_id="replay",
+        installed=lambda _p: True,
     )
     subjects = tuple(
         SubjectSeen(

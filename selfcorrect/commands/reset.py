@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.decisions import Decisions, decide
@@ -66,7 +67,9 @@ def reset(
 def _reset(
     folder: Path, request: ResetRequest, policy_path: Path | None, clock: Clock
 ) -> ResetOutcome:
-    decisions = decide(load_inputs(folder, policy_path), now=stamp(clock), run_id="reset")
+    decisions = decide(
+        load_inputs(folder, policy_path, checks=PROJECT_CHECKS), now=stamp(clock), run_id="reset"
+    )
     resolved = resolve_reset(
         request,
         decisions.state,
@@ -125,7 +128,7 @@ def _rewrite_prompts(
     """The reset items' prompts, rewritten at once: an agent reading one sees the person's
     guidance and the item's new status now, not after the next run; and the agent hooks' gate
     stops refusing the item's files now too."""
-    inputs = load_inputs(folder, policy_path)
+    inputs = load_inputs(folder, policy_path, checks=PROJECT_CHECKS)
     decisions = decide(
         inputs,
         now=stamp(clock),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason
@@ -126,7 +127,7 @@ def _locked_run(
 
     def load() -> Inputs:
         """The folder as it is now: read once at the start, and again after each effect."""
-        return load_inputs(folder, policy_path, cache)
+        return load_inputs(folder, policy_path, cache, PROJECT_CHECKS)
 
     def decided(inputs: Inputs, cycles: int, **how: Any) -> Decisions:
         return decide(
@@ -258,7 +259,7 @@ def decide_and_write(
     answer in moments). A plan that needs one of those writes nothing: the next full run acts,
     and `deferred` says why. The caller holds the folder's lock."""
     atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
-    inputs = load_inputs(folder, policy_path, cache)
+    inputs = load_inputs(folder, policy_path, cache, PROJECT_CHECKS)
     decisions = decide(
         inputs,
         now=stamp(clock),

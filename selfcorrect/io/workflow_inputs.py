@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from selfcorrect import layout
 from selfcorrect.core.frozen import thaw
@@ -62,10 +62,30 @@ class LogCache:
     warnings: list[Diagnostic] = field(default_factory=list)  # the log's, reported every run
 
 
+class ProjectChecks(NamedTuple):
+    """What loading asks of the project beyond the workflow files, given by the caller (the
+    built-in validator's checks, checks/project.py): io never imports the checks above it.
+
+    - `recheck(report, root)`: the findings of a PASS's cited evidence that does not hold;
+    - `restructurable(root)`: `(target, template) -> bool`, may the built-in fix restructure it.
+    """
+
+    recheck: Callable[[Report, Path], Iterable[Any]]
+    restructurable: Callable[[Path], Callable[[str, str], bool]]
+
+
+NO_CHECKS = ProjectChecks(lambda _report, _root: (), lambda _root: lambda _t, _tpl: True)
+
+
 def load_inputs(
-    folder: Path, policy_path: Path | None = None, cache: LogCache | None = None
+    folder: Path,
+    policy_path: Path | None = None,
+    cache: LogCache | None = None,
+    checks: ProjectChecks = NO_CHECKS,
 ) -> Inputs:
-    """Read the folder; writes nothing. Raises InputError naming every broken document."""
+    """Read the folder; writes nothing. Raises InputError naming every broken document.
+    `checks` re-check a PASS's evidence against the project (commands pass checks/project.py;
+    NO_CHECKS reads the workflow files alone)."""
     policy = load_policy(policy_path or folder / layout.POLICY)
     max_bytes = policy.limits.max_bytes
     errors: list[InputError] = []
@@ -137,9 +157,9 @@ def load_inputs(
         log=log,
         waypoints=tuple(waypoints),
         microtasks=microtasks,
-        rechecked=_recheck(report, root),
+        rechecked=_recheck(report, root, checks),
         warnings=tuple(warnings),
-        project=_project_view(root),
+        project=_project_view(root, checks),
     )
 
 
@@ -147,20 +167,18 @@ def _loader(path: Path, stem: str, max_bytes: int) -> Callable[[], Any]:
     return lambda: documents.load_decision(path, stem, max_bytes=max_bytes).data
 
 
-def _project_view(root: Path) -> ProjectView:
+def _project_view(root: Path, checks: ProjectChecks) -> ProjectView:
     def size_of(rel: str) -> int | None:
         path = resolve_inside(root, rel)
         if path is None or not path.is_file():
             return None
         return len(path.read_text(encoding="utf-8", errors="replace"))
 
-    from selfcorrect.checks.documents import restructurable
-
     return ProjectView(
         exists=lambda rel: (path := resolve_inside(root, rel)) is not None and path.exists(),
         size_of=size_of,
         place=placer(root),
-        restructurable=restructurable(root),
+        restructurable=checks.restructurable(root),
     )
 
 
@@ -268,13 +286,11 @@ def policy_version(policy: Policy) -> str:
     return hashlib.sha256(repr(thaw(policy.data)).encode("utf-8")).hexdigest()[:16]
 
 
-def _recheck(report: Report | None, root: Path) -> tuple[Issue, ...]:
+def _recheck(report: Report | None, root: Path, checks: ProjectChecks) -> tuple[Issue, ...]:
     """A PASS is not taken on trust: its cited evidence is re-checked against the project
     (docs/rules.md §2.2)."""
     if report is None or report.verdict is not Verdict.PASS:
         return ()
-    from selfcorrect.checks.evidence import recheck
-
     return tuple(
         Issue(
             severity=Severity.MAJOR,
@@ -283,7 +299,7 @@ def _recheck(report: Report | None, root: Path) -> tuple[Issue, ...]:
             target=finding.target,
             task_id=finding.task_id,
         )
-        for finding in recheck(report, root)
+        for finding in checks.recheck(report, root)
     )
 
 
