@@ -148,108 +148,26 @@ def build(
     status is the run's one decision of it (plan.work_items), as every other output shows."""
     status = folder_status(folder, policy_path)
     view = view_of(status)
-    decided = status.outcome.plan.work_items
-    subjects, records, issues = _run_view(status.outcome)
     warnings: list[Diagnostic] = []
     history = _history(status.outcome, folder, warnings)
-
-    items: dict[str, WorkItem] = {}
-    owner: dict[str, str] = {}  # subject or fingerprint -> its work item
-
-    def item(name: str) -> WorkItem:
-        found = items.get(name)
-        if found is None:
-            found = items[name] = WorkItem(name)
-        return found
-
-    rows = {row["subject"]: row for row in view["subjects"]}
-    for decision in subjects:
-        record = records.get(decision.subject)
-        name = (record.task_id if record else None) or decision.subject
-        owner[decision.subject] = name
-        row = rows.get(decision.subject, {})
-        status_word = str(row.get("status") or decision.status.value)
-        if decision.status.value == "ok" and not (record and record.failures_total):
-            continue  # no failure since its last success: nothing to show
-        part = Part(
-            "subject",
-            decision.subject,
-            decision.failure_type,
-            status_word,
-            decision.attempts,
-            decision.retries,
-            decision.ladder_step,
-            decision.reason.value,
-        )
-        work = item(name)
-        work.parts.append(part)
-        if record is not None:
-            work.failures.update(record.attempts)
-            work.events.extend(
-                Event(
-                    a.timestamp,
-                    "failure",
-                    f"{a.failure_type}: {a.tool}" + (f" ({a.approach})" if a.approach else ""),
-                    a.error,
-                    a.position,
-                )
-                for a in record.chain
-            )
-    issue_rows = {row["fingerprint"]: row for row in view["issues"]}
-    for decision in issues:
-        row = issue_rows.get(decision.fingerprint, {})
-        name = decision.work_item
-        owner[decision.fingerprint] = name
-        item(name).parts.append(
-            Part(
-                "issue",
-                decision.issue.id or decision.fingerprint,
-                decision.type,
-                str(row.get("status") or _issue_status(decision)),
-                int(row.get("attempts", decision.attempts)),  # spent, as `run` counts them
-                decision.retries,
-                None,
-                decision.reason.value,
-                decision.issue.description or decision.detail,
-            )
-        )
-        item(name).failures[decision.type] += 1
-
+    items = _Items()
+    _add_subjects(items, status.outcome, view)
+    _add_issues(items, status.outcome, view)
     counts: dict[str, Counter[str]] = {"fixes": Counter(), "events": Counter()}
     for number, raw in enumerate(history, 1):
         record_ = jr.parse_record(raw)
         if record_ is None:
             continue
-        for name, event in _journal_events(record_, number, owner):
+        for name, event in _journal_events(record_, number, items.owner):
             counts["events"][event.kind] += 1
             if event.kind in ("verified", "undone", "refused"):
                 counts["fixes"][event.kind] += 1
-            item(name).events.append(event)
-
+            items.item(name).events.append(event)
     escalations = _open_escalations(status.open_escalations, status.outcome.plan.escalations)
-    for entry in escalations:
-        name = owner.get(str(entry.get("fingerprint") or "")) or owner.get(
-            str(entry.get("subject") or "")
-        )
-        if name is None and str(entry.get("subject")) in items:
-            name = str(entry.get("subject"))
-        if name is not None:
-            item(name).escalations.append(str(entry.get("id")))
-            entry["work_item"] = name
-    prompts = set(status.outcome.rendered)
-    for work in items.values():
-        one = decided.get(work.name)
-        if one is not None:  # the run's one decision of the item
-            work.status = one.status.value
-        elif work.parts:  # observed only: failures under budget, or a success since
-            work.status = _worst(p.status for p in work.parts)
-        else:  # only history: selfcorrect acted on it once, and nothing fails now
-            work.status = "recovered" if any(e.kind != "failure" for e in work.events) else "ok"
-        work.prompt = _prompt_for(work.name, prompts)
-        _bound(work)
-
+    _add_escalations(items, escalations)
+    _settle_statuses(items, status.outcome)
     ordered = sorted(
-        items.values(), key=lambda w: (w.rank, -sum(w.failures.values()), w.name.casefold())
+        items.found.values(), key=lambda w: (w.rank, -sum(w.failures.values()), w.name.casefold())
     )
     counts["statuses"] = Counter(w.status for w in ordered)
     counts["failures"] = Counter()
@@ -268,6 +186,110 @@ def build(
         warnings=[f"{w['path']}:{w['line']}:{w['col']}: {w['message']}" for w in view["warnings"]]
         + [str(w) for w in warnings],
     )
+
+
+class _Items:
+    """The report's work items by name, and which item each subject or issue belongs to."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, WorkItem] = {}
+        self.owner: dict[str, str] = {}  # subject or fingerprint -> its work item
+
+    def item(self, name: str) -> WorkItem:
+        found = self.found.get(name)
+        if found is None:
+            found = self.found[name] = WorkItem(name)
+        return found
+
+
+def _add_subjects(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
+    subjects, records, _issues = _run_view(outcome)
+    rows = {row["subject"]: row for row in view["subjects"]}
+    for decision in subjects:
+        record = records.get(decision.subject)
+        name = (record.task_id if record else None) or decision.subject
+        items.owner[decision.subject] = name
+        row = rows.get(decision.subject, {})
+        if decision.status.value == "ok" and not (record and record.failures_total):
+            continue  # no failure since its last success: nothing to show
+        work = items.item(name)
+        work.parts.append(
+            Part(
+                "subject",
+                decision.subject,
+                decision.failure_type,
+                str(row.get("status") or decision.status.value),
+                decision.attempts,
+                decision.retries,
+                decision.ladder_step,
+                decision.reason.value,
+            )
+        )
+        if record is not None:
+            work.failures.update(record.attempts)
+            work.events.extend(
+                Event(
+                    a.timestamp,
+                    "failure",
+                    f"{a.failure_type}: {a.tool}" + (f" ({a.approach})" if a.approach else ""),
+                    a.error,
+                    a.position,
+                )
+                for a in record.chain
+            )
+
+
+def _add_issues(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
+    _subjects, _records, issues = _run_view(outcome)
+    rows = {row["fingerprint"]: row for row in view["issues"]}
+    for decision in issues:
+        row = rows.get(decision.fingerprint, {})
+        name = decision.work_item
+        items.owner[decision.fingerprint] = name
+        items.item(name).parts.append(
+            Part(
+                "issue",
+                decision.issue.id or decision.fingerprint,
+                decision.type,
+                str(row.get("status") or _issue_status(decision)),
+                int(row.get("attempts", decision.attempts)),  # spent, as `run` counts them
+                decision.retries,
+                None,
+                decision.reason.value,
+                decision.issue.description or decision.detail,
+            )
+        )
+        items.item(name).failures[decision.type] += 1
+
+
+def _add_escalations(items: _Items, escalations: list[dict[str, Any]]) -> None:
+    for entry in escalations:
+        owner = items.owner
+        name = owner.get(str(entry.get("fingerprint") or "")) or owner.get(
+            str(entry.get("subject") or "")
+        )
+        if name is None and str(entry.get("subject")) in items.found:
+            name = str(entry.get("subject"))
+        if name is not None:
+            items.item(name).escalations.append(str(entry.get("id")))
+            entry["work_item"] = name
+
+
+def _settle_statuses(items: _Items, outcome: Any) -> None:
+    """Each item's status is the run's one decision of it (plan.work_items); what no decision
+    covers is observed only (failures under budget) or history."""
+    decided = outcome.plan.work_items
+    prompts = set(outcome.rendered)
+    for work in items.found.values():
+        one = decided.get(work.name)
+        if one is not None:
+            work.status = one.status.value
+        elif work.parts:  # observed only: failures under budget, or a success since
+            work.status = _worst(p.status for p in work.parts)
+        else:  # only history: selfcorrect acted on it once, and nothing fails now
+            work.status = "recovered" if any(e.kind != "failure" for e in work.events) else "ok"
+        work.prompt = _prompt_for(work.name, prompts)
+        _bound(work)
 
 
 def _run_view(outcome: Any) -> tuple[list[Any], Mapping[str, Any], list[Any]]:

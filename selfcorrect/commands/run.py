@@ -102,6 +102,108 @@ def correction_run(
         return _locked_run(folder, *options, cache)
 
 
+class _Run:
+    """One run's context: where, when, which trace, and what it wrote and could not check."""
+
+    def __init__(
+        self,
+        folder: Path,
+        policy_path: Path | None,
+        clock: Clock,
+        is_installed: Callable[[str], bool],
+        cache: LogCache | None,
+    ) -> None:
+        self.folder, self.policy_path, self.clock = folder, policy_path, clock
+        self.is_installed, self.cache = is_installed, cache
+        self.trace = uuid.uuid4().hex[:12]
+        self.root = project_root(folder)
+        self.written: list[str] = []
+        self.uncertain: list[str] = []
+
+    def load(self) -> Inputs:
+        """The folder as it is now: read once at the start, and again after each effect."""
+        return load_inputs(self.folder, self.policy_path, self.cache, PROJECT_CHECKS)
+
+    def decide(self, inputs: Inputs, cycles: int, **how: Any) -> Decisions:
+        return decide(
+            inputs,
+            now=stamp(self.clock),
+            run_id=self.trace,
+            verification=verification_line(self.folder, inputs.policy),
+            installed=self.is_installed,
+            cycles=cycles,
+            **how,
+        )
+
+    def settle(
+        self, inputs: Inputs, cycles: int, cap: int | None, first: Decisions | None = None
+    ) -> tuple[Decisions, Plan]:
+        """Decide again until nothing this plan would record changes the decision: a circuit
+        this run's own records trip is decided by now, not a run later; out of cycles, what
+        the loop would work on is escalated instead (docs/architecture.md, "settle")."""
+        decisions = first if first is not None else self.decide(inputs, cycles)
+        plan = build_plan(decisions)
+        late = _late_trips(decisions, plan)
+        if late:
+            decisions = self.decide(inputs, cycles, assume_open=late)
+            plan = build_plan(decisions)
+        agent = inputs.policy.agent.command
+        if cap is not None and (plan.fixes or (agent and _handed_out(plan))) and cycles >= cap:
+            decisions = self.decide(inputs, cycles, assume_open=late, at_cap=True)
+            plan = build_plan(decisions)
+        return decisions, plan
+
+    def validate(self, policy: Policy, *, cycle: bool = False) -> bool:
+        """Run the validator; an unfresh report is remembered as uncertain."""
+        checked = _validate(self.folder, policy, self.root, self.trace, self.clock, cycle=cycle)
+        if not checked.fresh:
+            self.uncertain.append(checked.detail)
+        return checked.fresh
+
+    def fix(self, decisions: Decisions, plan: Plan) -> list[FixOutcome]:
+        """Run the plan's fixes, each under the remediation state machine; a fix whose rule's
+        circuit earlier fixes of this cycle tripped is refused. Failed and refused fixes are
+        journaled, and the next decision blocks their issues."""
+        policy, refused, outcomes = decisions.policy, [], []
+        progress = FIX_PROGRESS.get()
+        # The journal as it stands: what was read, what this plan wrote, and each transition
+        # as it is appended (we hold the folder's lock: nobody else writes).
+        so_far: list[Any] = [*decisions.inputs.records, *plan.journal]
+        for number, d in enumerate(plan.fixes):
+            if progress is not None:
+                progress(number, len(plan.fixes), d.fingerprint)
+            record = _recorder(self.folder, decisions, self.clock, so_far)
+            if fold_circuits(so_far).blocked(d.rule, d.rule_version, policy):
+                transition_writer(record, d)("preflight", "escalated", reason="circuit open")
+                # The fix never ran: its hand-out is not an attempt.
+                undone = replace(d, attempts=d.attempts - 1, reason=IssueReason.CIRCUIT_OPEN)
+                refused.append(FixOutcome(undone, None, "the rule's circuit opened in this run"))
+                continue
+            outcomes.append(apply_fix(d, self.root, self.folder, policy, record, self.trace))
+        if progress is not None:
+            progress(len(plan.fixes), len(plan.fixes), "")
+        _journal_failed(self.folder, decisions, refused, code="CIRCUIT_OPEN")
+        _journal_failed(self.folder, decisions, [o for o in outcomes if not o.applied])
+        _record_fixed(self.folder, decisions, [o for o in outcomes if o.applied])
+        return outcomes
+
+    def finish(self, decisions: Decisions, plan: Plan, rendered: dict[str, str]) -> RunOutcome:
+        """Close the episode on a checked PASS, say what stayed unchecked, write the gate."""
+        if _report_passes(decisions) and not self.uncertain and decisions.state.episode_cycles:
+            closed = EpisodeEvent(
+                status="closed", reason="a passing report", **journal_stamp(decisions)
+            )
+            journal.append(self.folder, [closed.to_json()])
+        if self.uncertain:
+            plan.reasons.append("uncertain: " + "; ".join(self.uncertain))
+            if plan.result is Result.PASS:
+                plan.result = Result.PENDING  # an unchecked effect is never a PASS
+        if write_gate(self.folder, decisions, plan):
+            self.written.append(documents.display_path(gate_path(self.folder)))
+        written = sorted(set(self.written))
+        return RunOutcome(decisions, plan, rendered, written, False, 0, self.uncertain)
+
+
 def _locked_run(
     folder: Path,
     policy_path: Path | None,
@@ -112,37 +214,16 @@ def _locked_run(
     validate_first: bool,
     cache: LogCache | None,
 ) -> RunOutcome:
-    trace = uuid.uuid4().hex[:12]
-    root = project_root(folder)
-    written: list[str] = []
-    uncertain: list[str] = []
+    """load → settle → write → act → validate → reload, cycle by cycle (rules §4)."""
+    run = _Run(folder, policy_path, clock, is_installed, cache)
     if not shadow:
         # A run killed mid-write (SIGKILL) leaves its temp files; clear them.
         atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
-    if validate_first and not shadow:
-        policy = load_policy(policy_path or folder / layout.POLICY)
-        first = _validate(folder, policy, root, trace, clock)
-        if not first.fresh:
-            uncertain.append(first.detail)
-
-    def load() -> Inputs:
-        """The folder as it is now: read once at the start, and again after each effect."""
-        return load_inputs(folder, policy_path, cache, PROJECT_CHECKS)
-
-    def decided(inputs: Inputs, cycles: int, **how: Any) -> Decisions:
-        return decide(
-            inputs,
-            now=stamp(clock),
-            run_id=trace,
-            verification=verification_line(folder, inputs.policy),
-            installed=is_installed,
-            cycles=cycles,
-            **how,
-        )
-
-    inputs = load()
+        if validate_first:
+            run.validate(load_policy(policy_path or folder / layout.POLICY))
+    inputs = run.load()
     policy = inputs.policy
-    opening: Decisions | None = decided(inputs, 0)  # the first cycle's, unless a reload follows
+    opening: Decisions | None = run.decide(inputs, 0)  # the first cycle's, unless reloaded
     assert opening is not None
     # The cap bounds an episode's cycles, across runs: a fresh report buys no more.
     cap = max_cycles if max_cycles is not None else policy.caps.global_cycles
@@ -150,100 +231,51 @@ def _locked_run(
     if not shadow and unsettled(opening):
         # A fix was started or applied but no fresh report judged it (a crash, or a stale
         # validator): reconcile by re-validating before anything is retried.
-        checked = _validate(folder, policy, root, trace, clock)
-        if not checked.fresh:
-            uncertain.append(checked.detail)
-        inputs, opening = load(), None
+        run.validate(policy)
+        inputs, opening = run.load(), None
     cycles = 0
     while True:
-        decisions = opening if opening is not None else decided(inputs, cycles)
+        decisions, plan = run.settle(inputs, cycles, cap, opening)
         opening = None
-        plan = build_plan(decisions)
-        late = _late_trips(decisions, plan)
-        if late:  # this run's own records trip a circuit: decide by it now, not a run later
-            decisions = decided(inputs, cycles, assume_open=late)
-            plan = build_plan(decisions)
-        handed = _handed_out(plan)
-        agent = policy.agent.command
-        if (plan.fixes or (agent and handed)) and cycles >= cap:
-            decisions = decided(inputs, cycles, assume_open=late, at_cap=True)
-            plan = build_plan(decisions)
         rendered = render_recovery(folder, plan, policy)
         if shadow:
-            return RunOutcome(decisions, plan, rendered, [], True, cycles, uncertain)
-        written += _write(folder, decisions, plan, rendered)
+            return RunOutcome(decisions, plan, rendered, [], True, cycles, run.uncertain)
+        run.written += _write(folder, decisions, plan, rendered)
         before = list(decisions.report.issues) if decisions.report else []
         outcomes: list[FixOutcome] = []
+        handed = _handed_out(plan)
+        agent = policy.agent.command
         if plan.fixes:
-            refused: list[FixOutcome] = []
-            progress = FIX_PROGRESS.get()
-            # The journal as it stands: what was read, what this plan wrote, and each
-            # transition as it is appended (we hold the folder's lock: nobody else writes).
-            so_far: list[Any] = [*decisions.inputs.records, *plan.journal]
-            for number, d in enumerate(plan.fixes):
-                if progress is not None:
-                    progress(number, len(plan.fixes), d.fingerprint)
-                record = _recorder(folder, decisions, clock, so_far)
-                if fold_circuits(so_far).blocked(d.rule, d.rule_version, policy):
-                    # Earlier fixes of this cycle tripped the rule's circuit: stop here.
-                    transition_writer(record, d)("preflight", "escalated", reason="circuit open")
-                    # The fix never ran: its hand-out is not an attempt.
-                    undone = replace(d, attempts=d.attempts - 1, reason=IssueReason.CIRCUIT_OPEN)
-                    refused.append(
-                        FixOutcome(undone, None, "the rule's circuit opened in this run")
-                    )
-                    continue
-                outcomes.append(apply_fix(d, root, folder, policy, record, trace))
-            if progress is not None:
-                progress(len(plan.fixes), len(plan.fixes), "")
-            _journal_failed(folder, decisions, refused, code="CIRCUIT_OPEN")
-            _journal_failed(folder, decisions, [o for o in outcomes if not o.applied])
-            _record_fixed(folder, decisions, [o for o in outcomes if o.applied])
+            outcomes = run.fix(decisions, plan)
             if not any(o.applied for o in outcomes):
-                inputs = load()
+                inputs = run.load()
                 continue  # every fix was refused or undone: decide again, nothing to validate
         elif agent and handed and cycles < cap:
             # The agent command gets each new prompt; that is this cycle's fix.
+            prompts = _written_prompts(handed, rendered)
             _run_agent(
-                folder,
-                policy,
-                root,
-                agent,
-                _written_prompts(handed, rendered),
-                _recorder(folder, decisions, clock),
+                folder, policy, run.root, agent, prompts, _recorder(folder, decisions, clock)
             )
-        elif plan.consolidated and cycles < cap:
-            pass  # every micro-task is done: the merged work is re-validated now
-        else:
+        elif not (plan.consolidated and cycles < cap):
             break  # a cycle that executed no fix ends the run without re-validating
+        # (every micro-task done: the merged work is re-validated now, like a fix)
         cycles += 1
-        checked = _validate(folder, policy, root, trace, clock, cycle=True)
-        inputs = load()
-        if not checked.fresh:
-            uncertain.append(checked.detail)
-            decisions = decided(inputs, cycles)
-            plan = build_plan(decisions)
+        fresh = run.validate(policy, cycle=True)
+        inputs = run.load()
+        if not fresh:
+            decisions, plan = run.settle(inputs, cycles, None)  # nothing more runs: no cap
             rendered = render_recovery(folder, plan, policy)
-            written += _write(folder, decisions, plan, rendered)
+            run.written += _write(folder, decisions, plan, rendered)
             break
         after = list(inputs.report.issues) if inputs.report else []
         if outcomes and degraded(before, after):
-            _undo_cycle(folder, decisions, outcomes, root, clock)
-            _validate(folder, policy, root, trace, clock)  # match the restored tree
-            inputs = load()
+            _undo_cycle(folder, decisions, outcomes, run.root, clock)
+            _validate(folder, policy, run.root, run.trace, clock)  # match the restored tree
+            inputs = run.load()
     # `plan` is the last plan written: what stands after the final cycle.
-    if _report_passes(decisions) and not uncertain and decisions.state.episode_cycles:
-        closed = EpisodeEvent(
-            status="closed", reason="a passing report", **journal_stamp(decisions)
-        )
-        journal.append(folder, [closed.to_json()])
-    if uncertain:
-        plan.reasons.append("uncertain: " + "; ".join(uncertain))
-        if plan.result is Result.PASS:
-            plan.result = Result.PENDING  # an unchecked effect is never a PASS
-    if write_gate(folder, decisions, plan):
-        written.append(documents.display_path(gate_path(folder)))
-    return RunOutcome(decisions, plan, rendered, sorted(set(written)), False, cycles, uncertain)
+    outcome = run.finish(decisions, plan, rendered)
+    outcome.cycles = cycles
+    return outcome
 
 
 def decide_and_write(
@@ -259,16 +291,9 @@ def decide_and_write(
     answer in moments). A plan that needs one of those writes nothing: the next full run acts,
     and `deferred` says why. The caller holds the folder's lock."""
     atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
-    inputs = load_inputs(folder, policy_path, cache, PROJECT_CHECKS)
-    decisions = decide(
-        inputs,
-        now=stamp(clock),
-        run_id=uuid.uuid4().hex[:12],
-        verification=verification_line(folder, inputs.policy),
-        installed=is_installed,
-        cycles=0,
-    )
-    plan = build_plan(decisions)
+    run = _Run(folder, policy_path, clock, is_installed, cache)
+    inputs = run.load()
+    decisions, plan = run.settle(inputs, 0, None)  # the same settle as a run's: one logic
     rendered = render_recovery(folder, plan, inputs.policy)
     deferred = None
     if unsettled(decisions):
@@ -277,10 +302,8 @@ def decide_and_write(
         deferred = f"{len(plan.fixes)} fix(es) due"
     if deferred is not None:
         return RunOutcome(decisions, plan, rendered, [], False, deferred=deferred)
-    written = _write(folder, decisions, plan, rendered)
-    if write_gate(folder, decisions, plan):
-        written.append(documents.display_path(gate_path(folder)))
-    return RunOutcome(decisions, plan, rendered, sorted(set(written)), False)
+    run.written += _write(folder, decisions, plan, rendered)
+    return run.finish(decisions, plan, rendered)
 
 
 def _report_passes(decisions: Decisions) -> bool:

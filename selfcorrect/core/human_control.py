@@ -56,36 +56,19 @@ def resolve_reset(
     report_digest: str,
 ) -> Reset:
     """The reset record for `request`. Raises UnknownTarget when it names nothing known."""
-    subjects: list[str] = []
-    fingerprints: list[str] = []
-    tasks: list[str] = []
-    rules: list[str] = []
     escalation_id: str | None = None
     if request.kind == "rule":
-        rules = [_rule_name(request.name, policy, state)]
+        subjects: list[str] = []
+        fingerprints: list[str] = []
+        tasks: list[str] = []
+        rules: list[str] = [_rule_name(request.name, policy, state)]
     elif request.kind == "escalation":
-        entry = next((e for e in escalations if e.id == request.name), None)
-        if entry is None:
-            known = ", ".join(e.id for e in escalations if e.status is EscalationStatus.OPEN)
-            raise UnknownTarget(
-                f"no escalation {request.name!r} in escalations.yaml"
-                + (f"; open ones: {known}" if known else "; none is open")
-            )
+        entry = _escalation(request.name, escalations)
         escalation_id = entry.id
-        kind = str(entry.extra.get("kind") or "")
-        printed = entry.extra.get("fingerprint")
-        if kind == "circuit" and entry.rule:
-            rules = [entry.rule]
-        elif isinstance(printed, str) and printed:
-            fingerprints = [printed]
-        elif kind == "task":
-            tasks = [entry.subject]
-        else:
-            subjects, fingerprints, tasks = _named(entry.subject, state, records)
-            if kind == "subject":
-                fingerprints, tasks = [], []
+        subjects, fingerprints, tasks, rules = _targets_of(entry, state, records)
     else:
         subjects, fingerprints, tasks = _named(request.name, state, records)
+        rules = []
         if not (subjects or fingerprints or tasks):
             names = sorted({*state.subjects, *records, *state.issues, *state.tasks})
             hint = suggest(request.name, names)
@@ -130,6 +113,35 @@ def resolve_reset(
         escalations=resolved,  # folded into State.resolved_escalations
     )
     return Reset(record, resolved, work_items)
+
+
+def _escalation(name: str, escalations: Sequence[Escalation]) -> Escalation:
+    entry = next((e for e in escalations if e.id == name), None)
+    if entry is None:
+        known = ", ".join(e.id for e in escalations if e.status is EscalationStatus.OPEN)
+        raise UnknownTarget(
+            f"no escalation {name!r} in escalations.yaml"
+            + (f"; open ones: {known}" if known else "; none is open")
+        )
+    return entry
+
+
+def _targets_of(
+    entry: Escalation, state: State, records: Mapping[str, SubjectRecord]
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(subjects, fingerprints, tasks, rules) an escalation is about: what its reset restarts."""
+    kind = str(entry.extra.get("kind") or "")
+    printed = entry.extra.get("fingerprint")
+    if kind == "circuit" and entry.rule:
+        return [], [], [], [entry.rule]
+    if isinstance(printed, str) and printed:
+        return [], [printed], [], []
+    if kind == "task":
+        return [], [], [entry.subject], []
+    subjects, fingerprints, tasks = _named(entry.subject, state, records)
+    if kind == "subject":
+        return subjects, [], [], []
+    return subjects, fingerprints, tasks, []
 
 
 def _answers(

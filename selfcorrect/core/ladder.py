@@ -104,6 +104,22 @@ def decide_subject(
     return replace(made, stage=stage, epoch=prior.epoch)
 
 
+@dataclass(frozen=True)
+class _Case:
+    """What `_decide` weighs for one subject; `make` builds its decision."""
+
+    record: SubjectRecord
+    prior: SubjectState
+    policy: Policy
+    counts: dict[str, int]
+    firing: tuple[Firing, ...]
+    spent: bool  # its type's unguided attempts are used
+    fresh: bool  # failures after the last decision
+    succeeded_since: bool  # a success since a person's reset (or there was none)
+    at_limit: str
+    make: Any  # (status, reason, step, new) -> SubjectDecision
+
+
 def _decide(
     record: SubjectRecord,
     firing: tuple[Firing, ...],
@@ -113,16 +129,13 @@ def _decide(
 ) -> SubjectDecision:
     rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
     retries = rule.retries if rule else None
-    at_limit = rule.at_limit if rule else "ladder"
     baseline = prior.baseline
     counts = _counts(record, baseline)
     attempts = counts.get(failure_type, 0)
-    spent = retries is not None and attempts >= int(retries)  # the unguided attempts are used
-    fresh = record.latest_position > prior.log_position  # failures after the last decision
     if baseline is not None:  # signals made of entries a person already dealt with are spent
         firing = tuple(f for f in firing if max(f.positions, default=-1) > baseline.log_position)
 
-    def decision(
+    def make(
         status: SubjectStatus, reason: SubjectReason, step: int | None, new: bool
     ) -> SubjectDecision:
         return SubjectDecision(
@@ -139,66 +152,105 @@ def _decide(
             rule.version if rule else "",
         )
 
-    prior_step = prior.ladder_step
+    case = _Case(
+        record,
+        prior,
+        policy,
+        counts,
+        firing,
+        spent=retries is not None and attempts >= int(retries),
+        fresh=record.latest_position > prior.log_position,
+        succeeded_since=baseline is None or record.successes > baseline.successes,
+        at_limit=rule.at_limit if rule else "ladder",
+        make=make,
+    )
+    for step in (_held_by_a_person, _nothing_failing, _skipped, _at_a_limit, _on_the_ladder):
+        decided = step(case)
+        if decided is not None:
+            return decided
+    raise AssertionError("_on_the_ladder always decides")  # pragma: no cover
+
+
+def _held_by_a_person(case: _Case) -> SubjectDecision | None:
+    prior, baseline = case.prior, case.prior.baseline
     if prior.status == SubjectStatus.BLOCKED:
         # Only a human takes a subject out of BLOCKED (reset, or an escalation edit).
         reason = prior.reason if prior.reason in SubjectReason.__members__ else None
         reason = reason or SubjectReason.LADDER_EXHAUSTED.value
-        return decision(SubjectStatus.BLOCKED, SubjectReason(reason), prior_step or None, new=False)
-    succeeded_since = baseline is None or record.successes > baseline.successes
-    if baseline is not None and not baseline.retry and not fresh and not succeeded_since:
-        return decision(SubjectStatus.FAILING, SubjectReason.HUMAN_RESOLVED, None, new=False)
-    if not counts and not firing:  # nothing failing since the last success (or the retry)
-        if prior.status in (SubjectStatus.RECOVERING, SubjectStatus.SKIPPED) and succeeded_since:
-            return decision(SubjectStatus.RECOVERED, SubjectReason.SUCCEEDED, None, new=True)
-        if prior.status == SubjectStatus.RECOVERING:  # a fresh budget, back with the agents
-            # Its prompt starts the ladder again at step 1, with the person's words: journaled
-            # as a round, so the next failures climb from it (docs/rules.md §8).
-            step = prior.ladder_step or 1
-            handed_back = prior.ladder_step == 0
-            return decision(
-                SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, step, new=handed_back
-            )
-        status = (
-            SubjectStatus.RECOVERED if prior.status == SubjectStatus.RECOVERED else SubjectStatus.OK
+        return case.make(
+            SubjectStatus.BLOCKED, SubjectReason(reason), prior.ladder_step or None, False
         )
-        return decision(status, SubjectReason.SUCCEEDED, None, new=False)
-    if at_limit == "skip":  # external_dependency: skipped and logged, never on the ladder
-        if not spent:
-            return decision(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, new=False)
-        return decision(
-            SubjectStatus.SKIPPED,
-            SubjectReason.NON_RETRYABLE,
-            None,
-            new=prior.status != SubjectStatus.SKIPPED or fresh,
-        )
-    if sum(counts.values()) >= policy.caps.max_attempts_per_subject:
-        # The hard ceiling escalates from any step (docs/policy.md, `caps`).
-        return decision(
-            SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, prior_step or None, True
-        )
+    if baseline is not None and not baseline.retry and not case.fresh and not case.succeeded_since:
+        return case.make(SubjectStatus.FAILING, SubjectReason.HUMAN_RESOLVED, None, False)
+    return None
+
+
+def _nothing_failing(case: _Case) -> SubjectDecision | None:
+    """Nothing failing since the last success (or the retry)."""
+    if case.counts or case.firing:
+        return None
+    prior = case.prior
+    if prior.status in (SubjectStatus.RECOVERING, SubjectStatus.SKIPPED) and case.succeeded_since:
+        return case.make(SubjectStatus.RECOVERED, SubjectReason.SUCCEEDED, None, True)
+    if prior.status == SubjectStatus.RECOVERING:  # a fresh budget, back with the agents
+        # Its prompt starts the ladder again at step 1, with the person's words: journaled
+        # as a round, so the next failures climb from it (docs/rules.md §8).
+        step = prior.ladder_step or 1
+        handed_back = prior.ladder_step == 0
+        return case.make(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, step, handed_back)
+    recovered = prior.status == SubjectStatus.RECOVERED
+    status = SubjectStatus.RECOVERED if recovered else SubjectStatus.OK
+    return case.make(status, SubjectReason.SUCCEEDED, None, False)
+
+
+def _skipped(case: _Case) -> SubjectDecision | None:
+    """external_dependency: skipped and logged, never on the ladder."""
+    if case.at_limit != "skip":
+        return None
+    if not case.spent:
+        return case.make(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, False)
+    new = case.prior.status != SubjectStatus.SKIPPED or case.fresh
+    return case.make(SubjectStatus.SKIPPED, SubjectReason.NON_RETRYABLE, None, new)
+
+
+def _at_a_limit(case: _Case) -> SubjectDecision | None:
+    """The hard ceiling escalates from any step (docs/policy.md, `caps`); a policy may page a
+    person when the type's retries are spent (`at_limit: escalate`)."""
+    ceiling = sum(case.counts.values()) >= case.policy.caps.max_attempts_per_subject
+    if ceiling:
+        step = case.prior.ladder_step or None
+        return case.make(SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, step, True)
+    if case.spent and not case.record.read_only and case.at_limit == "escalate":
+        return case.make(SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, None, True)
+    return None
+
+
+def _on_the_ladder(case: _Case) -> SubjectDecision:
+    """Entering the ladder, waiting on a prompt, or climbing one step per round."""
+    prior, firing = case.prior, case.firing
     # A read changed nothing: it reaches the ladder only through a stuck signal, at step 1.
-    limited = spent and not record.read_only
-    if limited and at_limit == "escalate":  # a policy may page a person at the limit
-        return decision(SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, None, True)
-    if prior_step == 0:  # not on the ladder yet
+    limited = case.spent and not case.record.read_only
+    if prior.ladder_step == 0:  # not on the ladder yet
         if not firing and not limited:
-            if prior.status == SubjectStatus.RECOVERING and not fresh:  # a person's retry
-                return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, True)
-            return decision(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, new=False)
-        if record.read_only:
-            return decision(SubjectStatus.RECOVERING, SubjectReason.STUCK_FIRST_DETECTION, 1, True)
-        step, reason = ENTRY.get(at_limit, (1, SubjectReason.RETRIES_SPENT))
+            if prior.status == SubjectStatus.RECOVERING and not case.fresh:  # a person's retry
+                return case.make(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, True)
+            return case.make(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, False)
+        if case.record.read_only:
+            reason = SubjectReason.STUCK_FIRST_DETECTION
+            return case.make(SubjectStatus.RECOVERING, reason, 1, True)
+        step, reason = ENTRY.get(case.at_limit, (1, SubjectReason.RETRIES_SPENT))
         if reason is SubjectReason.RETRIES_SPENT and firing:
             reason = SubjectReason.STUCK_FIRST_DETECTION
-        return decision(SubjectStatus.RECOVERING, reason, step, True)
-    if not fresh:  # a prompt is out and nothing failed since
-        return decision(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior_step, False)
+        return case.make(SubjectStatus.RECOVERING, reason, step, True)
+    if not case.fresh:  # a prompt is out and nothing failed since
+        return case.make(
+            SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior.ladder_step, False
+        )
     # Each round with new failures after the last prompt spends one guided attempt: next step.
-    step = prior_step + 1
+    step = prior.ladder_step + 1
     if step >= ESCALATE_STEP:
-        return decision(SubjectStatus.BLOCKED, SubjectReason.LADDER_EXHAUSTED, ESCALATE_STEP, True)
-    return decision(SubjectStatus.RECOVERING, SubjectReason.STILL_STUCK, step, True)
+        return case.make(SubjectStatus.BLOCKED, SubjectReason.LADDER_EXHAUSTED, ESCALATE_STEP, True)
+    return case.make(SubjectStatus.RECOVERING, SubjectReason.STILL_STUCK, step, True)
 
 
 # Where a subject enters the ladder, by its type's `at_limit` (docs/policy.md, failure_types):

@@ -338,26 +338,7 @@ def _open_escalations(run: Decisions) -> dict[str, set[str]]:
 def _decide_item(
     run: Decisions, item: str, parts: list[Part], opened: set[str] | None, work: WorkPlan
 ) -> WorkItemDecision:
-    blocking = [p for p in parts if p.status is FinalStatus.BLOCKED]
-    # The one escalation: of the parts that block it now, the first whose escalation is open
-    # already, else the first one's (new). The others are held: no second escalation.
-    first = next((p for p in blocking if p.escalation in (opened or ())), None)
-    first = first or (blocking[0] if blocking else None)
-    escalation = first.escalation if first is not None else None
-    blocker = f"{first.kind}:{first.name}" if first is not None else None
-    if first is not None:
-        held = frozenset(f"{p.kind}:{p.name}" for p in parts if f"{p.kind}:{p.name}" != blocker)
-        status = FinalStatus.BLOCKED
-        why = first.why or _escalation_reason(run, escalation or "")
-    else:
-        status = min((p.status for p in parts), key=SEVERITY.index)
-        why = next(p.why for p in parts if p.status is status)
-        # A skipped item's other parts hand nothing out either (no directive, no attempt).
-        held = frozenset(
-            f"{p.kind}:{p.name}"
-            for p in parts
-            if status is FinalStatus.SKIPPED and p.status in ACTS
-        )
+    status, why, escalation, blocker, held = _status_of(run, parts, opened or set())
     steps = [p.ladder_step for p in parts if p.ladder_step]
     directive = status in ACTS and any(p.directive for p in parts)
     is_task = run.is_task(item) or any(p.task for p in parts)
@@ -368,7 +349,7 @@ def _decide_item(
         why=why,
         is_task=is_task,
         ladder_step=max(steps) if steps else None,
-        escalation=escalation if status is FinalStatus.BLOCKED else None,
+        escalation=escalation,
         blocker=blocker,
         held=held,
         prompt=f"recovery/{work_item_file(item)}" if has_file else None,
@@ -376,6 +357,30 @@ def _decide_item(
         guidance=run.guidance(item),
         parts=tuple(parts),
     )
+
+
+def _key(part: Part) -> str:
+    return f"{part.kind}:{part.name}"
+
+
+def _status_of(
+    run: Decisions, parts: list[Part], opened: set[str]
+) -> tuple[FinalStatus, str, str | None, str | None, frozenset[str]]:
+    """(status, why, escalation, blocker, held parts) of an item made of `parts`."""
+    blocking = [p for p in parts if p.status is FinalStatus.BLOCKED]
+    if blocking:
+        # The one escalation: of the parts that block it now, the first whose escalation is
+        # open already, else the first one's (new). The others are held: no second one.
+        first = next((p for p in blocking if p.escalation in opened), blocking[0])
+        why = first.why or _escalation_reason(run, first.escalation or "")
+        held = frozenset(_key(p) for p in parts if p is not first)
+        return FinalStatus.BLOCKED, why, first.escalation, _key(first), held
+    status = min((p.status for p in parts), key=SEVERITY.index)
+    why = next(p.why for p in parts if p.status is status)
+    # A skipped item's other parts hand nothing out either (no directive, no attempt).
+    skipped = status is FinalStatus.SKIPPED
+    held = frozenset(_key(p) for p in parts if skipped and p.status in ACTS)
+    return status, why, None, None, held
 
 
 def _escalation_reason(run: Decisions, ident: str) -> str:

@@ -149,22 +149,9 @@ def apply_fix(
     step("observed", "classified", classification="FIXABLE", confidence=decision.confidence)
     step("classified", "preflight")
     scope = fix_scope(decision)
-    target = normal_target(decision.issue.target)
-    files = [target] if target else []
     built_in = fixer.get("builtin")
-    if built_in:  # argv only names the fix in the journal; nothing is executed
-        template = str(fixer.get("template"))
-        argv = build_argv(
-            [f"selfcorrect:{built_in}", "{target}", template],
-            target,
-            [template],
-            root,
-        )
-    else:
-        argv = build_argv(fixer.get("command") or (), target, files, root)
     exclude = [workspace.relative_to_root(folder, root)]
-    if not isinstance(argv, str):
-        argv = _refuse_protected(files, exclude) or argv
+    argv = _fix_argv(decision, fixer, root, exclude)
     if isinstance(argv, str):
         step("preflight", "escalated", reason=argv)
         return FixOutcome(decision, None, f"preflight refused the fix: {argv}")
@@ -211,6 +198,25 @@ def apply_fix(
     else:
         step("verifying", "escalated", verdict=verdict.value, detail=detail)
     return outcome
+
+
+def _fix_argv(
+    decision: IssueDecision, fixer: Mapping[str, Any], root: Path, exclude: list[str]
+) -> list[str] | str:
+    """The fixer's argv with its placeholders filled, or why preflight refuses it."""
+    target = normal_target(decision.issue.target)
+    files = [target] if target else []
+    built_in = fixer.get("builtin")
+    if built_in:  # argv only names the fix in the journal; nothing is executed
+        template = str(fixer.get("template"))
+        argv = build_argv(
+            [f"selfcorrect:{built_in}", "{target}", template], target, [template], root
+        )
+    else:
+        argv = build_argv(fixer.get("command") or (), target, files, root)
+    if isinstance(argv, str):
+        return argv
+    return _refuse_protected(files, exclude) or argv
 
 
 def _not_by_hooks(
