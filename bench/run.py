@@ -23,7 +23,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import generate, hooks, watching
+from bench import generate, hooks, rerun, watching
 
 BENCH = Path(__file__).resolve().parent
 MEASURE = BENCH / "measure.py"
@@ -46,6 +46,8 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "memory_dialect": ("peak memory, dialect (streamed)", 0.25, True),
     "hook_gate_p95": ("hook gate (pre-tool-use), p95 vs python -c 'import json'", 2.0, False),
     "hook_failure": ("failure hook: N-entry vs 10-entry log", 3.0, False),
+    "rerun_appended": ("run --shadow after 10 appended, vs first full run", 0.1, False),
+    "rerun_unchanged": ("run --shadow, nothing appended, vs first full run", 0.1, False),
 }
 
 
@@ -169,6 +171,16 @@ def hook_rows(workdir: Path, entries: int) -> list[Row]:
     _progress(f"failure hook, {hooks.FAILURE_RUNS} calls on {entries:,}- and 10-entry logs")
     big, small = hooks.failure_times(workdir, entries, me, env)
     return [_row("hook_gate_p95", gate, anchor, "s"), _row("hook_failure", big, small, "s")]
+
+
+def rerun_rows(workdir: Path, entries: int) -> list[Row]:
+    """A run reading on from the saved fold, against the first full run (rules §18)."""
+    _progress(f"run --shadow reading on from the saved fold of a {entries:,}-entry log")
+    appended, unchanged, anchor = rerun.rerun_times(workdir, entries, _selfcorrect(), _wall)
+    return [
+        _row("rerun_appended", appended, anchor, "s"),
+        _row("rerun_unchanged", unchanged, anchor, "s"),
+    ]
 
 
 def measure(what: str, path: Path, entries: int) -> dict[str, float]:
@@ -308,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += more
         rows += watch_rows(workdir, args.entries, args.repeat)
         rows += hook_rows(workdir, args.entries)
+        rows += rerun_rows(workdir, args.entries)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -85,7 +85,7 @@ def summary(decisions: Decisions) -> dict[str, Any]:
         "issues": {
             d.fingerprint: (d.classification.value, d.reason.value) for d in decisions.issues
         },
-        "items": {w: i.final_status for w, i in plan.work_items.items()},
+        "items": {w: i.status.value for w, i in plan.work_items.items()},
         "failed_items": [e["task_id"] for e in plan.failed_items],
         "escalations": sorted(e["id"] for e in plan.escalations),
         "result": plan.result.value,

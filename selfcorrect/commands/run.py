@@ -49,6 +49,7 @@ from selfcorrect.effects.remediation import (
 from selfcorrect.effects.revalidate import Revalidation, revalidate, verification_line
 from selfcorrect.effects.work_files import write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, safe_paths
+from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.process import run_argv
 from selfcorrect.io.programs import installed
@@ -91,15 +92,28 @@ def correction_run(
     """Load → decide → plan → fix → re-validate, cycle by cycle, then write what stands.
 
     Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
-    shadow run writes nothing at all, not even a lock file: it reads without the lock."""
+    shadow run writes nothing at all, not even a lock file: it reads without the lock.
+
+    The failure log is read on from the fold the last run or hook saved
+    (`.selfcorrect/log_cache.json`, io/log_state.py): only the bytes appended since are read.
+    A watcher passes its own `cache`, kept in memory. A shadow run reads the saved fold and
+    saves nothing."""
     options = (policy_path, shadow, clock, is_installed or installed, max_cycles, validate_first)
+    saved = cache is None
     if shadow:
-        return _locked_run(folder, *options, cache)
+        return _locked_run(
+            folder, *options, load_log_cache(folder, policy_path) if saved else cache
+        )
     # A symlinked state path is refused before anything is written: the lock file included
     # (a linked .selfcorrect/ would put it outside DIR), and the temp-file sweep, which deletes.
     safe_paths.preflight(folder)
     with folder_lock.hold(folder, wait, "run"):
-        return _locked_run(folder, *options, cache)
+        if cache is None:
+            cache = load_log_cache(folder, policy_path)
+        outcome = _locked_run(folder, *options, cache)
+        if saved:
+            save_log_cache(folder, cache)
+        return outcome
 
 
 class _Run:

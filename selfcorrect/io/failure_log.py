@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import schemas, yaml_nodes
@@ -66,6 +66,7 @@ def find_layout(lines: list[str]) -> Layout | None:
 # can ask for it without every layer between it and this reader passing it along; None (the
 # default) costs one check per PROGRESS_EVERY entries.
 Progress = Callable[[int, float], None]
+T = TypeVar("T", bound=tuple[Any, ...])
 PROGRESS: ContextVar[Progress | None] = ContextVar("failure_log_progress", default=None)
 PROGRESS_EVERY = 2048
 
@@ -79,16 +80,26 @@ def iter_failures(text: str, display: str, warnings: list[Diagnostic]) -> Iterat
         if layout is None or _has_content(lines, layout.first):
             yield from _whole_document(text, display, warnings)
         return
-    progress, total, index = PROGRESS.get(), len(lines), -1
-    for index, line, entry in iter_items(
+    items = iter_items(
         lines, layout.first, display, warnings, dialect=layout.dialect, indent=layout.item_indent
-    ):
-        if progress is not None and index % PROGRESS_EVERY == 0:
-            progress(index, line / total)
+    )
+    for _index, _line, entry in with_progress(items, len(lines)):
         if entry is not None:
             yield entry
-    if progress is not None:
-        progress(index + 1, 1.0)
+
+
+def with_progress(items: Iterator[T], total_lines: int) -> Iterator[T]:
+    """`items` (index, line, entry) as they come, telling PROGRESS how far the read got."""
+    progress, index = PROGRESS.get(), -1
+    if progress is None:
+        yield from items
+        return
+    for item in items:
+        index, line = item[0], item[1]
+        if index % PROGRESS_EVERY == 0:
+            progress(index, line / max(total_lines, 1))
+        yield item
+    progress(index + 1, 1.0)
 
 
 def iter_items(

@@ -26,6 +26,7 @@ The rules of a read:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any, BinaryIO
 
 from selfcorrect.core import saved
 from selfcorrect.errors import Diagnostic
-from selfcorrect.io import documents
+from selfcorrect.io import documents, platform
 from selfcorrect.io.failure_log import (
     Item,
     RawFailure,
@@ -41,6 +42,7 @@ from selfcorrect.io.failure_log import (
     find_layout,
     iter_failures,
     iter_items,
+    with_progress,
 )
 
 _HEAD = 4 * 1024
@@ -91,9 +93,9 @@ class LogCursor:
         display = documents.display_path(self.path)
         known, self.inode = self.inode, None
         try:
-            with self.path.open("rb") as handle:
+            with _open_log(self.path) as handle:
                 info = os.fstat(handle.fileno())
-                if info.st_size > max_bytes:
+                if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
                     documents.read_limited(self.path, display, max_bytes)  # raises the refusal
                 if known == info.st_ino and info.st_size >= self.size:
                     tail = self._tail(handle, info.st_ino, display, warnings)
@@ -209,6 +211,7 @@ class LogCursor:
         )
         done = replace(done, end_line=len(lines) - 1)
         hold = _holds(partial, layout.item_indent)
+        items = with_progress(items, len(lines))  # a whole read shows how far it got
         yield from self._stream(done, items, sink, warnings, hold=hold, old_lines=0)
 
     # --- reading on from the last read --------------------------------------------------------
@@ -390,6 +393,13 @@ def _seen_of(state: Any) -> _Seen | None:
     return _Seen(entry, warnings)
 
 
+def _open_log(path: Path) -> BinaryIO:
+    """The log, opened without blocking: a FIFO in its place must not hang the read (the
+    caller checks the type on the descriptor, and the positioned refusal says what it is)."""
+    flags = os.O_RDONLY | platform.O_NONBLOCK | platform.O_CLOEXEC
+    return open(os.open(path, flags), "rb")
+
+
 def _read_checks(
     path: Path, inode: int, size: int, head: int, tail: int
 ) -> tuple[bytes, bytes] | None:
@@ -397,9 +407,9 @@ def _read_checks(
     file (`inode`) and still that long; None otherwise or when it cannot be read (the read
     that follows says why)."""
     try:
-        with path.open("rb") as handle:
+        with _open_log(path) as handle:
             info = os.fstat(handle.fileno())
-            if info.st_ino != inode or info.st_size < size:
+            if not stat.S_ISREG(info.st_mode) or info.st_ino != inode or info.st_size < size:
                 return None
             first = handle.read(head)
             handle.seek(size - tail)
