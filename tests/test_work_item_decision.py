@@ -239,14 +239,39 @@ def test_a_prompt_never_names_an_escalation_that_is_not_open(project: Path) -> N
 
 
 def test_the_report_shows_the_attempts_and_verdict_run_shows(project: Path) -> None:
-    """Reproduction 5: the HTML report's attempts and classification are run's."""
-    blocked_by_policy(project)
+    """Reproduction 5: the HTML report's attempts are the ones `run` shows (spent, not the
+    hand-out still out), and a held issue of a blocked item never reads FIXABLE there."""
+    issue = {"severity": "MAJOR", "type": "acceptance_criterion_unmet"}
+    (project / "workflow" / "validation_report.yaml").write_text(
+        json.dumps(
+            {
+                "status": "FIXABLE",
+                "validator": "loop-validator",
+                "issues": [
+                    {**issue, "id": "V-1", "task_id": "WI-1", "description": "no 401 on expiry"},
+                    {**issue, "id": "V-2", "task_id": "WI-4", "description": "docs missing"},
+                    {
+                        "id": "V-3",
+                        "type": "circular_delegation",
+                        "severity": "CRITICAL",
+                        "description": "WI-4 delegates back to the lead",
+                        "task_id": "WI-4",
+                    },
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     run = run_json(project)
-    (issue,) = run["issues"]
+    attempts = {i["id"]: i["attempts"] for i in run["issues"]}
+    assert attempts["V-1"] == 0  # a directive is out: nothing spent yet
+    assert {i["id"]: i["status"] for i in run["issues"]}["V-2"] == "blocked"
     selfcorrect(project, "report", "workflow", "-q")
     page = (project / "workflow" / "report.html").read_text("utf-8")
-    assert f"{issue['attempts']} (limit" in page or f">{issue['attempts']}<" in page
-    assert "FIXABLE" not in page
+    rows = {row.split("<", 1)[0]: row for row in page.split('<tr><td class="agent">')[1:]}
+    assert ">0 (limit 2)<" in rows["V-1"]
+    assert "FIXABLE" not in rows["V-2"]
+    assert ">blocked<" in rows["V-2"]
 
 
 def test_the_gate_reader_is_shared_and_checks_its_schema(project: Path) -> None:
