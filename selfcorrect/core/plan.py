@@ -43,7 +43,10 @@ def build_plan(run: Decisions) -> Plan:
     _plan_human(plan, items, run)
     _plan_trips(plan, run)
     for decision in run.subjects:
-        record = run.records[decision.subject]
+        # A review loop stalls a task no tool failure names: it has no record in the log.
+        record = run.records.get(decision.subject) or SubjectRecord(
+            decision.subject, task_id=decision.subject
+        )
         _plan_subject(plan, items, run, decision, record)
     for issue in run.issues:
         plan_issue(plan, items, run, issue)
@@ -503,6 +506,8 @@ def _result(plan: Plan, run: Decisions) -> Result:
         verdict = (
             "no validation report"
             if run.report is None
+            else f"the report is a stub, uncertain ({run.report.stub})"
+            if run.report.stub
             else f"the report's verdict is {run.report.verdict.value}"
         )
         plan.reasons.append(f"{verdict}: waiting for a passing report")
