@@ -269,10 +269,11 @@ def test_circular_delegation_is_blocked_on_the_first_run(tmp_path: Path, run_lin
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     (issue,) = report["issues"]
+    # The validator's own BLOCKED comes first (rules §5); the type would block it as well.
     assert (issue["type"], issue["classification"], issue["reason"]) == (
         "circular_delegation",
         "BLOCKED",
-        "NON_RETRYABLE",
+        "VALIDATOR_BLOCKED",
     )
     assert report["result"] == "BLOCKED"
     assert (
