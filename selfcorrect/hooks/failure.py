@@ -67,9 +67,10 @@ def _uncounted(event: HookEvent, folder: Path) -> str | None:
     if event.data.get("is_interrupt") is True:
         return "interrupted"
     command = event.tool_input.get("command")
-    if not isinstance(command, str):
-        return None
-    from selfcorrect.core.probes import Probes
+    from selfcorrect.core.probes import Probes, exit_code
+
+    if not isinstance(command, str) or exit_code(event.error) != 1:
+        return None  # only an exit 1 can be an answer: the policy is not read for the rest
     from selfcorrect.errors import SelfcorrectError
     from selfcorrect.io.policy_file import load_policy
 
