@@ -15,11 +15,6 @@ BAD_REPORTS: dict[str, tuple[bytes, str, str]] = {
         "5:1",
         "invalid YAML",
     ),
-    "duplicate_key": (
-        b"status: FIXABLE\nissues: []\nstatus: PASS\n",
-        "3:1",
-        "duplicate key 'status' (first at line 1, column 1)",
-    ),
     "nul_byte": (
         b'status: PASS\nissues: []\nvalidator: "a\x00b"\n',
         "3:14",
@@ -74,6 +69,27 @@ def test_bad_report_exits_2_with_position_and_writes_nothing(
     assert f"validation_report.yaml:{position}: " in line, result.stdout
     assert fragment in line
     assert "Traceback" not in result.stdout + result.stderr
+    assert tree_digest(tmp_path) == before
+
+
+def test_a_duplicate_key_stops_a_strict_document_but_not_a_report(tmp_path: Path, run_line) -> None:
+    # rules §2: a report's duplicate key is read past (cAgents' recheck hook writes them); the
+    # other decision documents stay strict.
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "validation_report.yaml").write_bytes(b"status: FIXABLE\nissues: []\nstatus: PASS\n")
+    (folder / "coordination_log.yaml").write_bytes(b"controller: a\nstatus: x\nstatus: y\n")
+    before = tree_digest(tmp_path)
+
+    result = run_line(["check", folder])
+
+    assert result.exit_code == 2
+    out = result.stdout + result.stderr
+    assert "coordination_log.yaml:3:1: duplicate key 'status' (first at line 2, column 1)" in out
+    assert (
+        "validation_report.yaml:3:1: warning: duplicate key 'status' (first at line 1, column 1);"
+        " the last value is used" in out
+    )
     assert tree_digest(tmp_path) == before
 
 

@@ -848,14 +848,18 @@ def test_circular_delegation_issue_names_the_cycle() -> None:
         },
     }
     report = normalise_report(raw)
+    cycle = (
+        "Circular delegation detected: "
+        "cagents:tech-lead -> cagents:backend-developer -> cagents:tech-lead"
+    )
+    # The report is BLOCKED and names no reason: its critical issue is blocked, and says why.
     assert report.issues == (
         Issue(
             severity=Severity.CRITICAL,
             type="circular_delegation",
-            description=(
-                "Circular delegation detected: "
-                "cagents:tech-lead -> cagents:backend-developer -> cagents:tech-lead"
-            ),
+            description=cycle,
+            classification=Verdict.BLOCKED,
+            blocked_reason=cycle,
         ),
     )
     assert report.extra == FrozenMap()

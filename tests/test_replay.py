@@ -344,6 +344,8 @@ def test_json_output_has_stable_keys(tmp_path: Path, run_line) -> None:
         "path",
         "labelled",
         "description",
+        "read",
+        "verdict",
         "subjects",
         "issues",
         "stuck",
@@ -351,7 +353,14 @@ def test_json_output_has_stable_keys(tmp_path: Path, run_line) -> None:
         "mismatches",
         "warnings",
     }
-    assert set(case["issues"][0]) == {"fingerprint", "id", "type", "classification", "reason"}
+    assert set(case["issues"][0]) == {
+        "fingerprint",
+        "id",
+        "type",
+        "classification",
+        "reason",
+        "task",
+    }
     assert {"kind", "name", "aspect", "labelled", "decided"} == set(case["mismatches"][0])
     scores = {s["detector"]: s for s in data["scores"]}
     assert scores["issue_type:vague_answers"] == {

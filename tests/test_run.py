@@ -269,10 +269,11 @@ def test_circular_delegation_is_blocked_on_the_first_run(tmp_path: Path, run_lin
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     (issue,) = report["issues"]
+    # The validator's own BLOCKED comes first (rules §5); the type would block it as well.
     assert (issue["type"], issue["classification"], issue["reason"]) == (
         "circular_delegation",
         "BLOCKED",
-        "NON_RETRYABLE",
+        "VALIDATOR_BLOCKED",
     )
     assert report["result"] == "BLOCKED"
     assert (
@@ -368,9 +369,14 @@ def test_shadow_on_the_real_session_writes_nothing_and_lists_every_subject(
     assert "/home/dev/webapp/package-lock.json" in subjects
     assert subjects["/home/dev/webapp/package-lock.json"]["failure_type"] == "resource_exhaustion"
     assert all(s["failure_type"] for s in report["subjects"])
-    # a tool-only subject is one per failure type: a skipped outage hides no TypeError
-    assert {"WebFetch · external_dependency", "Grep · external_dependency"} <= set(subjects)
-    assert {"Bash · runtime_error", "Bash · timeout", "Bash · external_dependency"} <= set(subjects)
+    # a tool-only subject is one per failure type and agent: a skipped outage hides no TypeError
+    lead = " · 3f9c2a71-8d4e-4b6a-9e21-7c5d0f1a2b34"
+    assert {f"WebFetch · external_dependency{lead}", f"Grep · external_dependency{lead}"} <= set(
+        subjects
+    )
+    assert {
+        f"Bash · {kind}{lead}" for kind in ("runtime_error", "timeout", "external_dependency")
+    } <= set(subjects)
     assert "Bash" not in subjects
 
 

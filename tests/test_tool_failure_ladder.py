@@ -74,7 +74,7 @@ def escalated(folder: Path) -> list[str]:
 # --------------------------------------------------------------------------- which subject
 
 
-def test_a_bare_tool_is_one_subject_per_failure_type(tmp_path: Path, run_line) -> None:
+def test_a_bare_tool_is_one_subject_per_failure_type_and_agent(tmp_path: Path, run_line) -> None:
     # Before: one `Bash` subject typed by its latest failure (an outage) and skipped; the
     # TypeErrors in it were never prompted.
     outage = "Error: connect ECONNREFUSED 127.0.0.1:5432"
@@ -86,8 +86,8 @@ def test_a_bare_tool_is_one_subject_per_failure_type(tmp_path: Path, run_line) -
     ]
     code, subjects, _ = run_json(run_line, folder_with(tmp_path, errors))
     assert "Bash" not in subjects
-    assert subjects["Bash · external_dependency"]["status"] == "skipped"
-    runtime = subjects["Bash · runtime_error"]
+    assert subjects["Bash · external_dependency · lead"]["status"] == "skipped"
+    runtime = subjects["Bash · runtime_error · lead"]
     assert (runtime["attempts"], runtime["status"], runtime["ladder_step"]) == (3, "recovering", 1)
     assert code == 3  # pending, not blocked
 
@@ -269,9 +269,11 @@ def test_the_real_session_pages_nobody_for_stale_edits(corpus: Path, run_line) -
     assert prompt_body(corpus / "recovery" / "WI-2.md").startswith("STUCK RECOVERY for WI-2:")
     assert not any(name.startswith("/home/dev/webapp/src/auth/refresh.ts") for name in subjects)
     bash = {name: s["status"] for name, s in subjects.items() if name.startswith("Bash · ")}
-    assert bash["Bash · external_dependency"] == "skipped"
-    assert bash["Bash · runtime_error"] == "pending"  # two: the agents' own attempts
-    assert bash["Bash · timeout"] == "recovering"
+    # the controller's own session: its tool-only subjects are its own
+    lead = "3f9c2a71-8d4e-4b6a-9e21-7c5d0f1a2b34"
+    assert bash[f"Bash · external_dependency · {lead}"] == "skipped"
+    assert bash[f"Bash · runtime_error · {lead}"] == "pending"  # two: the agents' own attempts
+    assert bash[f"Bash · timeout · {lead}"] == "recovering"
     assert subjects["/home/dev/webapp/package-lock.json"]["status"] == "pending"
     assert not list((corpus / "recovery").glob("*package-lock*"))
     assert code == 3
@@ -296,10 +298,10 @@ def test_a_later_success_of_the_tool_lifts_an_outages_skip(tmp_path: Path, run_l
     outage = entry("Bash", "Error: connect ECONNREFUSED 127.0.0.1:5432", 1, agent_id="lead")
     folder = folder_with(tmp_path, [outage])
     _, subjects, _ = run_json(run_line, folder)
-    assert subjects["Bash · external_dependency"]["status"] == "skipped"
+    assert subjects["Bash · external_dependency · lead"]["status"] == "skipped"
     back = entry("Bash", "", 2, agent_id="lead", outcome="success")
     (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": [outage, back]}))
     _, subjects, _ = run_json(run_line, folder)
     # the success names no type: it is the tool's, for every type it failed with
-    assert subjects["Bash · external_dependency"]["status"] == "recovered"
-    assert set(subjects) == {"Bash · external_dependency"}
+    assert subjects["Bash · external_dependency · lead"]["status"] == "recovered"
+    assert set(subjects) == {"Bash · external_dependency · lead"}

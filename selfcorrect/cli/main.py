@@ -559,6 +559,8 @@ def _make_replay() -> click.Command:
         Where a folder carries labels (expected.yaml: what a careful human says
         is true of it), prints each detector's true and false positives, false
         negatives, precision and recall, summed over all cases ("-": undefined).
+        Labels judge subjects, issues (type, FIXABLE/BLOCKED, task) and the whole
+        folder: whether it reads (read: ok|refused) and the run's verdict.
         -v lists, per case, what was labelled and what was decided instead.
         The policy is --policy, else each folder's own selfcorrect.yaml.
 

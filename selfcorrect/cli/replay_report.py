@@ -2,10 +2,12 @@
 
 `--format json` prints one object with these keys (stable; new keys may be added):
 - `cases`: one per replayed folder, in the order found: `path`, `labelled` (bool),
-  `description` (the labels' description, or null), `subjects` (each `subject`,
+  `description` (the labels' description, or null), `read` (ok, or refused: an input error,
+  only for a folder labelled `read:`), `verdict` (the run's result, PASS|PENDING|BLOCKED, or
+  null when refused), `subjects` (each `subject`,
   `failure_type`, `signals` (list), `status`, `reason`), `issues` (each `fingerprint`, `id`,
-  `type`, `classification`, `reason`), `stuck` (subjects with a signal firing), `scores` (as
-  below, this case only; empty without labels), `mismatches` (each `kind` subject|issue,
+  `type`, `classification`, `reason`, `task`), `stuck` (subjects with a signal firing), `scores` (as
+  below, this case only; empty without labels), `mismatches` (each `kind` subject|issue|case,
   `name`, `aspect`, `labelled`, `decided`) and `warnings` (positioned, like `check`'s);
 - `scores`: summed over all labelled cases, each `detector`, `tp`, `fp`, `fn`, `precision` and
   `recall` (numbers, unrounded, or null when undefined: nothing to divide);
@@ -51,6 +53,8 @@ def _case(case: Case) -> dict[str, Any]:
         "path": case.display,
         "labelled": case.labels is not None,
         "description": case.labels.description if case.labels else None,
+        "read": case.seen.read,
+        "verdict": case.seen.verdict,
         "subjects": [
             {
                 "subject": s.subject,
@@ -68,6 +72,7 @@ def _case(case: Case) -> dict[str, Any]:
                 "type": i.type,
                 "classification": i.classification,
                 "reason": i.reason,
+                "task": i.task,
             }
             for i in case.issues
         ],
@@ -177,8 +182,9 @@ def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
 
 
 def _case_lines(case: Case, common: Common) -> list[str]:
+    result = case.seen.verdict or "refused (input error)"
     summary = (
-        f"{printable(case.display)}  {_count(len(case.subjects), 'subject')}, "
+        f"{printable(case.display)}  {result}, {_count(len(case.subjects), 'subject')}, "
         f"{_count(len(case.issues), 'issue')}, {case.stuck} stuck"
     )
     if case.labels is None:
@@ -209,8 +215,9 @@ def _decisions(case: Case) -> list[str]:
         )
     for i in case.issues:
         name = f"{printable(i.id)} " if i.id else ""
+        task = f", task {printable(i.task)}" if i.task else ""
         lines.append(
             f"    issue {name}{printable(i.fingerprint)}: {printable(i.type)}, "
-            f"{i.classification} ({i.reason})"
+            f"{i.classification} ({i.reason}){task}"
         )
     return lines

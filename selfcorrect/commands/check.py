@@ -67,6 +67,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
             except InputError as exc:
                 result.diagnostics.extend(exc.diagnostics)
             else:
+                result.diagnostics.extend(loaded.warnings)
                 if stem == "escalations":
                     result.diagnostics.extend(_hand_resolutions(folder, loaded))
     log = folder / layout.FAILURE_LOG

@@ -14,13 +14,15 @@ not depend on the machine that replays it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.core.decisions import decide
+from selfcorrect.core.plan import build_plan
 from selfcorrect.core.scoring import (
+    CaseSeen,
     Drop,
     IssueSeen,
     Labels,
@@ -52,6 +54,7 @@ class Case:
     scores: tuple[Score, ...]
     mismatches: tuple[Mismatch, ...]
     warnings: tuple[Diagnostic, ...]
+    seen: CaseSeen = field(default_factory=CaseSeen)  # read ok or refused; the run's result
 
     @property
     def stuck(self) -> int:
@@ -121,13 +124,20 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
     labels = None
     if labels_path.is_file():  # first: a bad label file stops the replay before any decisions
         labels = labels_from(documents.load_decision(labels_path, "expected").data or {})
+    try:
+        inputs = load_inputs(folder, policy_path, checks=PROJECT_CHECKS)
+    except InputError as exc:
+        if labels is None or labels.read is None:
+            raise
+        # Labelled as to whether it reads: a refusal is a decision to score, not the end.
+        refused = CaseSeen("refused")
+        scores, mismatches = score_case(labels, (), (), refused)
+        display = documents.display_path(folder)
+        problems = tuple(exc.diagnostics)
+        return Case(folder, display, labels, (), (), scores, mismatches, problems, refused)
     # Every program counts as installed: a replay scores detection, not this machine's tools.
-    decisions = decide(
-        load_inputs(folder, policy_path, checks=PROJECT_CHECKS),
-        now="",
-        run_id="replay",
-        installed=lambda _p: True,
-    )
+    decisions = decide(inputs, now="", run_id="replay", installed=lambda _p: True)
+    seen = CaseSeen("ok", build_plan(decisions).result.value)
     subjects = tuple(
         SubjectSeen(
             d.subject,
@@ -139,10 +149,17 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
         for d in decisions.subjects
     )
     issues = tuple(
-        IssueSeen(d.fingerprint, d.issue.id, d.type, d.classification.value, d.reason.value)
+        IssueSeen(
+            d.fingerprint,
+            d.issue.id,
+            d.type,
+            d.classification.value,
+            d.reason.value,
+            d.issue.task_id,
+        )
         for d in decisions.issues
     )
-    scores, mismatches = score_case(labels, subjects, issues) if labels else ((), ())
+    scores, mismatches = score_case(labels, subjects, issues, seen) if labels else ((), ())
     return Case(
         folder,
         documents.display_path(folder),
@@ -152,6 +169,7 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
         scores,
         mismatches,
         tuple(decisions.warnings),
+        seen,
     )
 
 

@@ -245,10 +245,11 @@ class IssueClassifier:
                 False,
             )
         if issue.classification is Verdict.BLOCKED:
+            why = f": {issue.blocked_reason}" if issue.blocked_reason else ""
             return out(
                 blocked,
                 IssueReason.VALIDATOR_BLOCKED,
-                "the validator classified it BLOCKED",
+                f"the validator classified it BLOCKED{why}",
                 prior.attempts,
                 first_time,
             )

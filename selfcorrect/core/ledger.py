@@ -33,15 +33,23 @@ def read_only_tools(policy: Policy) -> frozenset[str]:
 
 
 def subject_of(failure: Failure, failure_type: str) -> str:
-    """The entry's subject: its task, else its file, else its tool and failure type.
+    """The entry's subject: its task, else its file, else its tool, failure type and agent.
 
     A bare tool name is not one work item: thirteen different Bash failures are thirteen
     problems, and a skipped network error must not hide a TypeError, so a tool-only subject is
-    split by failure type ("Bash · runtime_error")."""
+    split by failure type ("Bash · runtime_error"); and by agent (the agent or session id), so
+    a new agent never inherits another agent's subject (rules §6: "Bash · unknown · a4f1")."""
     if failure.task_id or failure.file_path:
         return failure.subject
     subject = f"{failure.tool} · {failure_type}"
+    if failure.agent_id:
+        subject += f" · {failure.agent_id}"
     return subject if len(subject) <= MAX_KEY else bounded_key(subject)
+
+
+def tool_key(failure: Failure) -> str:
+    """Whose tool-only subjects a success lifts together: the tool, per agent."""
+    return f"{failure.tool} · {failure.agent_id}" if failure.agent_id else failure.tool
 
 
 def task_owners(tasks: Iterable[Task]) -> dict[str, str]:
@@ -84,7 +92,7 @@ class SubjectRecord:
     subject: str
     task_id: str | None = None
     attempts: dict[str, int] = field(default_factory=dict)  # failure type -> count since success
-    latest_type: str | None = None  # type of the latest counted failure
+    latest_type: str | None = None  # the streak's type: most counted failures, latest on a tie
     seen_type: str | None = None  # type of the latest entry of any kind (for display)
     latest_position: int = -1  # index of the latest failure
     first_failure_at: str | None = None  # timestamp of the first failure since the last success
@@ -121,13 +129,14 @@ class Ledger:
         self._exempt_tools = exempt_tools
         self._exempt_subjects = exempt_subjects
         self._read_only_tools = frozenset(name.casefold() for name in read_only_tools)
-        self._split: dict[str, dict[str, None]] = {}  # tool -> its subjects, one per type
+        # tool (per agent) -> its subjects, one per type
+        self._split: dict[str, dict[str, None]] = {}
 
     def feed(self, failure: Failure, failure_type: str) -> None:
         """Account one log entry. read_only and exempt entries are recorded as seen, no more."""
         subject = subject_of(failure, failure_type)
         if subject != failure.subject:  # a tool-only subject, split by failure type
-            split = self._split.setdefault(failure.tool, {})
+            split = self._split.setdefault(tool_key(failure), {})
             if failure.outcome is Outcome.SUCCESS and split:
                 # The tool works again: every type it failed with starts again (a later
                 # success lifts an outage's skip), as the one tool subject did before the split.
@@ -177,7 +186,10 @@ class Ledger:
                 record.partial_successes.append(what)
             return
         record.attempts[failure_type] = record.attempts.get(failure_type, 0) + 1
-        record.latest_type = failure_type
+        # The subject's type is that of its streak, not of its latest entry: one stale Edit
+        # after three TypeErrors is still a runtime error (rules §6). A tie goes to the latest.
+        counts = record.attempts
+        record.latest_type = max(counts, key=lambda kind: (counts[kind], kind == failure_type))
         record.latest_position = failure.index
         record.failures_total += 1
         record.first_failure_at = record.first_failure_at or failure.timestamp

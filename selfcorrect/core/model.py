@@ -45,6 +45,8 @@ class Outcome(enum.StrEnum):
     FAILURE = "failure"
     PARTIAL = "partial"
     SUCCESS = "success"
+    PROBE = "probe"  # a query that answered "no" (grep found nothing): counts nothing
+    INTERRUPTED = "interrupted"  # the call was interrupted: counts nothing
 
 
 class EffectState(enum.StrEnum):
@@ -148,6 +150,8 @@ class Issue:
     evidence: str | None = None
     verification_method: str | None = None
     extra: FrozenMap = EMPTY
+    # Why the validator blocked the whole report, when it did (rules §2.2): shown with the issue.
+    blocked_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +185,9 @@ class Report:
     summary: str | None = None
     next_action: str | None = None
     extra: FrozenMap = EMPTY
+    # Why this report is no verdict although it claims one: a stub written when no validator
+    # ran (rules §2.2). None for a real report.
+    stub: str | None = None
 
 
 # --------------------------------------------------------------------------- coordination_log.yaml

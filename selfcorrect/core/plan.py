@@ -56,7 +56,10 @@ def build_plan(run: Decisions) -> Plan:
     _plan_human(plan, facts, run)
     _plan_trips(plan, run)
     for decision in run.subjects:
-        record = run.records[decision.subject]
+        # A review loop stalls a task no tool failure names: it has no record in the log.
+        record = run.records.get(decision.subject) or SubjectRecord(
+            decision.subject, task_id=decision.subject
+        )
         if not decided.held("subject", decision.subject, record.task_id or decision.subject):
             _plan_subject(plan, facts, run, decision, record)
     for issue in run.issues:
@@ -468,6 +471,8 @@ def _result(plan: Plan, run: Decisions) -> Result:
         verdict = (
             "no validation report"
             if run.report is None
+            else f"the report is a stub, uncertain ({run.report.stub})"
+            if run.report.stub
             else f"the report's verdict is {run.report.verdict.value}"
         )
         plan.reasons.append(f"{verdict}: waiting for a passing report")

@@ -307,6 +307,17 @@ class Policy:
         return float(self.data["min_confidence"])
 
     @cached_property
+    def stub_validators(self) -> frozenset[str]:
+        """Writers of stub reports (no validator ran): never a verdict (rules §2.2)."""
+        return frozenset(str(name).strip() for name in self.data.get("stub_validators") or ())
+
+    @cached_property
+    def probe_commands(self) -> tuple[tuple[str, ...], ...]:
+        """Programs (and leading arguments) whose exit 1 with no error text is an answer
+        (rules §7), each split into words."""
+        return tuple(tuple(str(entry).split()) for entry in self.data.get("probe_commands") or ())
+
+    @cached_property
     def codes(self) -> Mapping[str, str]:
         """`codes:` typed error code to failure type, in policy order."""
         return MappingProxyType(

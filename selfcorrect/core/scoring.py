@@ -13,13 +13,17 @@ about it (schema: schemas/expected.schema.json):
       src/util.ts:
         stuck: false               # no signal may fire: a negative for every signal
     issues:                        # keyed by the report's issue id, else by fingerprint
-      V-2: {type: test_coverage_low, classification: FIXABLE}
+      V-2: {type: test_coverage_low, classification: FIXABLE, task: WI-3}
+    read: ok                       # optional: ok, or refused (an input error: exit 2)
+    verdict: PENDING               # optional: the run's result, PASS | PENDING | BLOCKED
 
 Only what the labels mention is scored (labels may be partial). `stuck: true` without `signals`
 scores `stuck` alone; `signals` without `stuck` implies it. Each detector has a stable name:
 `signal:<signal>`, `stuck`, `failure_type:<type>`, `issue_type:<type>`, `classification` (BLOCKED
 is the positive class: how often "we stopped and asked a human" was right) and
-`subject_status:<status>`. Types and statuses are multi-class: a wrong call is a false positive
+`subject_status:<status>`, `issue_task` (the task an issue belongs to), `read:<ok|refused>`
+and `verdict:<result>` (a false PASS or a false BLOCKED shows there). Types, statuses, reads and
+verdicts are multi-class: a wrong call is a false positive
 for the decided class and a false negative for the labelled one. True negatives are not
 counted, so a figure with nothing to divide is undefined (None), never 1.0.
 """
@@ -35,7 +39,17 @@ from selfcorrect.core.stuck import Signal
 SIGNALS = tuple(signal.value for signal in Signal)
 FIGURES = ("precision", "recall")
 UNSEEN = "(not decided)"  # a labelled subject or issue replay decided nothing about
-_FAMILIES = ("stuck", "signal", "failure_type", "issue_type", "classification", "subject_status")
+_FAMILIES = (
+    "read",
+    "verdict",
+    "stuck",
+    "signal",
+    "failure_type",
+    "issue_type",
+    "issue_task",
+    "classification",
+    "subject_status",
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,7 @@ class IssueLabel:
     key: str  # the report's issue id, or a fingerprint
     type: str | None = None
     classification: str | None = None  # FIXABLE or BLOCKED
+    task: str | None = None  # the task it belongs to (given, or tied by rules §5)
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,16 @@ class Labels:
     description: str
     subjects: tuple[SubjectLabel, ...]
     issues: tuple[IssueLabel, ...]
+    read: str | None = None  # ok | refused
+    verdict: str | None = None  # PASS | PENDING | BLOCKED
+
+
+@dataclass(frozen=True)
+class CaseSeen:
+    """What replay decided about the folder as a whole."""
+
+    read: str = "ok"  # ok | refused
+    verdict: str | None = None  # the run's result; None when refused
 
 
 @dataclass(frozen=True)
@@ -104,15 +129,16 @@ class IssueSeen:
     type: str
     classification: str
     reason: str = ""
+    task: str | None = None
 
 
 @dataclass(frozen=True)
 class Mismatch:
     """A labelled fact replay decided otherwise, for people reading `-v`."""
 
-    kind: str  # subject | issue
+    kind: str  # subject | issue | case
     name: str
-    aspect: str  # stuck, signals, failure_type, subject_status, issue_type, classification
+    aspect: str  # stuck, signals, failure_type, subject_status, issue_type, classification, ...
     labelled: str
     decided: str
 
@@ -147,8 +173,23 @@ def labels_from(data: Mapping[str, Any]) -> Labels:
     for key, raw in (data.get("issues") or {}).items():
         raw = raw or {}
         verdict = raw.get("classification")
-        issues.append(IssueLabel(str(key), raw.get("type"), verdict and verdict.upper()))
-    return Labels(str(data.get("description") or ""), tuple(subjects), tuple(issues))
+        task = raw.get("task")
+        issues.append(
+            IssueLabel(
+                str(key),
+                raw.get("type"),
+                verdict and verdict.upper(),
+                None if task is None else str(task),
+            )
+        )
+    read, result = data.get("read"), data.get("verdict")
+    return Labels(
+        str(data.get("description") or ""),
+        tuple(subjects),
+        tuple(issues),
+        None if read is None else str(read).lower(),
+        None if result is None else str(result).upper(),
+    )
 
 
 class _Tally:
@@ -177,10 +218,18 @@ class _Tally:
 
 
 def score_case(
-    labels: Labels, subjects: Sequence[SubjectSeen], issues: Sequence[IssueSeen]
+    labels: Labels,
+    subjects: Sequence[SubjectSeen],
+    issues: Sequence[IssueSeen],
+    case: CaseSeen | None = None,
 ) -> tuple[tuple[Score, ...], tuple[Mismatch, ...]]:
     """Scores and mismatches of one labelled folder."""
     tally = _Tally()
+    case = case or CaseSeen()
+    if labels.read is not None:
+        tally.classes("case", "folder", "read", labels.read, case.read)
+    if labels.verdict is not None:
+        tally.classes("case", "folder", "verdict", labels.verdict, case.verdict)
     seen = {s.subject: s for s in subjects}
     for label in labels.subjects:
         _score_subject(tally, label, seen.get(label.subject))
@@ -216,6 +265,12 @@ def _score_issue(tally: _Tally, label: IssueLabel, seen: IssueSeen | None) -> No
         decided = seen.classification if seen else None
         tally.add("classification", label.classification == "BLOCKED", decided == "BLOCKED")
         tally.differ("issue", label.key, "classification", label.classification, decided or UNSEEN)
+    if label.task is not None:
+        owner = seen.task if seen else None
+        tally.add("issue_task", True, owner == label.task)
+        if owner is not None and owner != label.task:
+            tally.add("issue_task", False, True)
+        tally.differ("issue", label.key, "issue_task", label.task, owner or "(no task)")
 
 
 def match_issue(key: str, issues: Sequence[IssueSeen]) -> IssueSeen | None:

@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 
 from selfcorrect.core import saved
 from selfcorrect.core.digit_fold import DIGITS, Memo
+from selfcorrect.core.ledger import tool_key
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.taxonomy import ErrorClasses, normalise_error
+from selfcorrect.core.taxonomy import ErrorClasses, http_statuses, normalise_error
 from selfcorrect.core.text_window import search, window
 
 
@@ -151,7 +152,7 @@ class StuckDetector:
         (a tool-only subject is split by failure type, core/ledger.subject_of)."""
         subject = subject or failure.subject
         if subject != failure.subject:  # a tool-only subject, split by failure type
-            split = self._split.setdefault(failure.tool, {})
+            split = self._split.setdefault(tool_key(failure), {})
             if failure.outcome is Outcome.SUCCESS and split:
                 for other in list(split):  # the tool works again: every type's streak ends
                     self._feed(failure, other)
@@ -317,7 +318,10 @@ class StuckDetector:
             # The normalised text never depends on which digits a text holds, nor do digit-blind
             # "cannot complete" patterns: those are read once per shape (see digit_fold). Both
             # read only the text's window, so the key is cut to it too.
-            key = DIGITS.key(window(error))
+            seen = window(error)
+            # Digits are folded in the key, but a status is kept in the text (rules §6).
+            statuses = http_statuses(seen)
+            key = DIGITS.key(seen) + statuses.encode() if statuses else DIGITS.key(seen)
             normalised, unable = self._shapes.get(key, lambda: self._shape(error))
             if unable is None:
                 unable = bool(normalised) and any(search(rx, error) for rx in self._unable)

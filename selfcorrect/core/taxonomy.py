@@ -222,14 +222,30 @@ def normalise_error(text: str) -> str:
     """Error text with volatile parts folded, so two tries of one mistake compare equal.
 
     Quoted strings, file paths, hex ids and digits become placeholders; whitespace collapses
-    and case folds: "TypeError at handler.ts:45" and "...:46" normalise equal.
+    and case folds: "TypeError at handler.ts:45" and "...:46" normalise equal. An HTTP status
+    is kept (rules §6): a 503, a 404 and a 429 on three URLs are three errors, not one.
     """
     folded = window(text).lower()
+    statuses = http_statuses(folded)
     if "'" in folded or '"' in folded or "`" in folded or "\u201c" in folded or "\u2018" in folded:
         folded = _QUOTED.sub("<str>", folded)
     # Paths hold no spaces: scanning only the words with a slash is several times faster.
     words = [_fold_path(word) if "/" in word or "\\" in word else word for word in folded.split()]
-    return _IDS.sub("#", " ".join(words))
+    normalised = _IDS.sub("#", " ".join(words))
+    return f"{normalised} [{statuses}]" if statuses else normalised
+
+
+# Words one of which precedes every status _STATUS_RX reads: most texts skip the search.
+_STATUS_HINTS = ("http", "status", "respon")
+
+
+def http_statuses(text: str) -> str:
+    """The HTTP status codes `text` names in context ("HTTP 503", "status code: 404"), joined
+    by commas; "" when it names none. A bare number is never a status."""
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _STATUS_HINTS):
+        return ""
+    return ",".join(match.group(1) for match in _STATUS_RX.finditer(window(text)))
 
 
 def _fold_path(word: str) -> str:
@@ -272,6 +288,7 @@ _HTTP_STATUS = (
     # cost the square of the spaces ("HTTP" and 30,000 spaces took 32 s).
     r"|\bresponded\s+with)[\"']?\s*(?:[:=]\s*)?[\"']?([45]\d\d)\b(?![.,]\d)"
 )
+_STATUS_RX = re.compile(_HTTP_STATUS)
 # errno names this platform knows, plus Node's own: an uppercase word is not a code by itself
 # ("EXPECTED", "ERROR").
 _ERRNO = "|".join(

@@ -30,6 +30,8 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
 
     fields = _entry(event, folder)
     append_failure(folder / layout.FAILURE_LOG, fields)
+    if "outcome" in fields:  # a probe's answer or an interruption counts nothing: no decision
+        return None
     outcome = _decide(folder)
     if outcome is None:
         return None
@@ -53,7 +55,31 @@ def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
     task = task_of(agent, folder)
     if task:
         fields["task_id"] = task
+    uncounted = _uncounted(event, folder)
+    if uncounted:
+        fields["outcome"] = uncounted
     return fields
+
+
+def _uncounted(event: HookEvent, folder: Path) -> str | None:
+    """`interrupted` for an interrupted call, `probe` for a query that answered "no" (grep
+    found nothing: docs/rules.md §7), else None: the entry is a failure."""
+    if event.data.get("is_interrupt") is True:
+        return "interrupted"
+    command = event.tool_input.get("command")
+    from selfcorrect.core.probes import Probes, exit_code
+
+    if not isinstance(command, str) or exit_code(event.error) != 1:
+        return None  # only an exit 1 can be an answer: the policy is not read for the rest
+    from selfcorrect.errors import SelfcorrectError
+    from selfcorrect.io.policy_file import load_policy
+
+    try:
+        policy = load_policy(folder / layout.POLICY)
+    except SelfcorrectError:
+        return None  # a broken policy is the run's to report; the call stays a failure
+    probes = Probes(policy.probe_commands)
+    return "probe" if probes.is_probe(event.tool or "", command, event.error) else None
 
 
 def task_of(agent: str | None, folder: Path) -> str | None:

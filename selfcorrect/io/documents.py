@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (rules §17)
 SPLICED = {"coordination_log": "failed_items", "escalations": "escalations"}  # keys we own
+# Decision documents in which a duplicate key is a warning and the last value wins (rules
+# §2.2: cAgents' evidence-recheck hook writes every `reason:` line after every `criterion:`).
+LENIENT_DUPLICATES = frozenset({"validation_report"})
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Document:
     data: Any
     root: Node | None = field(repr=False, default=None)
     raw: bytes | None = field(repr=False, default=None)  # the bytes read, for `digest`
+    warnings: list[Diagnostic] = field(default_factory=list)  # e.g. a tolerated duplicate key
 
     @property
     def digest(self) -> str:
@@ -100,7 +104,8 @@ def load_decision(
     display = display_path(path)
     raw = read_limited(path, display, max_bytes)
     text = yaml_nodes.decode(raw, display)
-    data, root = yaml_nodes.load_text(text, display)
+    warnings: list[Diagnostic] | None = [] if stem in LENIENT_DUPLICATES else None
+    data, root = yaml_nodes.load_text(text, display, warnings=warnings)
     if root is None:
         if allow_empty:
             return Document(path, display, {}, None, raw)
@@ -125,8 +130,8 @@ def load_decision(
             )
         )
     if problems:
-        raise InputError(problems)
-    return Document(path, display, data, root, raw)
+        raise InputError([*problems, *(warnings or ())])
+    return Document(path, display, data, root, raw, warnings or [])
 
 
 def load_trusted(path: Path) -> Any:

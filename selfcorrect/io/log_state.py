@@ -68,7 +68,7 @@ from selfcorrect.io.safe_paths import ensure_dir
 from selfcorrect.io.workflow_inputs import LogCache, fresh_fold, policy_version
 
 FORMAT = "selfcorrect-log-cache"
-VERSION = 1
+VERSION = 2  # 2: tool-only subjects per agent; probes and interrupted calls count nothing
 MAX_STATE = 64 << 20  # far above what a real log's subjects need; beyond it, start afresh
 _KEYS = (
     "format",

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from selfcorrect import layout
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
+from selfcorrect.core.issue_owners import owned
 from selfcorrect.core.ledger import Ledger, attributed, read_only_tools, subject_of, task_owners
 from selfcorrect.core.model import Issue, Report, Severity, Verdict
 from selfcorrect.core.normalise import (
@@ -27,6 +28,7 @@ from selfcorrect.core.normalise import (
     normalise_waypoint,
 )
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.probes import Probes
 from selfcorrect.core.repeated_calls import RepeatedCalls
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import Taxonomy
@@ -99,8 +101,9 @@ def load_inputs(
             errors.append(exc)
             return default
 
+    warnings: list[Diagnostic] = []
     absent: tuple[Report | None, str] = (None, "absent")
-    report, digest = strict(lambda: _load_report(folder, max_bytes), absent)
+    report, digest = strict(lambda: _load_report(folder, policy, warnings), absent)
     stamp = report_stamp(folder / layout.REPORT) if report is not None else ""
     coordination = None
     if (folder / layout.COORDINATION_LOG).exists():
@@ -132,8 +135,10 @@ def load_inputs(
             microtasks[str(data["task_id"])] = data
     if errors:
         raise InputError.combined(errors)
+    tasks = coordination.tasks if coordination else ()
+    if report is not None and tasks:  # an issue naming no task is tied to its task (rules §5)
+        report = replace(report, issues=owned(report.issues, tasks))
 
-    warnings: list[Diagnostic] = []
     history = tuple(journal.read_journal(folder, warnings))
     # A failure without task_id belongs to the task its agent_id works on (docs/rules.md §2.1).
     owners = task_owners(coordination.tasks) if coordination else {}
@@ -157,7 +162,7 @@ def load_inputs(
         log=log,
         waypoints=tuple(waypoints),
         microtasks=microtasks,
-        rechecked=_recheck(report, root, checks),
+        rechecked=owned(_recheck(report, root, checks), tasks),
         warnings=tuple(warnings),
         project=_project_view(root, checks),
     )
@@ -196,7 +201,8 @@ def _fold_log(
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
-            entries = _feed(raws, taxonomy, ledger, detector, owners, repeated)
+            probes = Probes(policy.probe_commands)
+            entries = _feed(raws, taxonomy, ledger, detector, owners, repeated, probes)
     else:
         ledger, detector, repeated, entries = _read_on(
             cache, log, policy, max_bytes, warnings, owners
@@ -223,19 +229,22 @@ def _feed(
     detector: StuckDetector,
     owners: dict[str, str],
     repeated: RepeatedCalls,
+    probes: Probes,
 ) -> int:
     """Type each entry and feed the ledger, the detector and the repeated calls, in log order;
     returns the count. An entry is attributed to its agent's task, and a tool-only subject is
-    split by type."""
+    split by type and agent. A probe or an interrupted call feeds nothing (rules §7)."""
     entries = 0
     for raw in raws:
+        entries += 1
         failure = attributed(normalise_failure(raw.data, raw.index), owners)
+        if not probes.counted(failure):
+            continue
         failure_type = taxonomy.classify(failure).failure_type
         subject = subject_of(failure, failure_type)
         ledger.feed(failure, failure_type)
         detector.feed(failure, subject)
         repeated.feed(failure, subject)
-        entries += 1
     return entries
 
 
@@ -273,8 +282,9 @@ def _read_on(
         cache.repeated = RepeatedCalls()
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
+    probes = Probes(policy.probe_commands)
     cache.entries += _feed(
-        raws, cache.taxonomy, cache.ledger, cache.detector, owners, cache.repeated
+        raws, cache.taxonomy, cache.ledger, cache.detector, owners, cache.repeated, probes
     )
     cache.warnings.extend(found)
     warnings.extend(cache.warnings)
@@ -312,11 +322,14 @@ def report_stamp(path: Path) -> str:
     return f"{info.st_ino}:{info.st_mtime_ns}"
 
 
-def _load_report(folder: Path, max_bytes: int) -> tuple[Report | None, str]:
+def _load_report(
+    folder: Path, policy: Policy, warnings: list[Diagnostic]
+) -> tuple[Report | None, str]:
     path = folder / layout.REPORT
     if not path.exists():
         return None, "absent"
-    doc = documents.load_decision(path, "validation_report", max_bytes=max_bytes)
+    doc = documents.load_decision(path, "validation_report", max_bytes=policy.limits.max_bytes)
+    warnings.extend(doc.warnings)  # a duplicate key: the last value is read (rules §2.2)
     # A report's identity is its content; whether our own validator ran since a hand-out is
     # journaled separately (State.validations), so touching or copying the file counts nothing.
-    return normalise_report(doc.data), doc.digest
+    return normalise_report(doc.data, policy.stub_validators), doc.digest

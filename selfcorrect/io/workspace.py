@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -63,19 +64,25 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
 def resolve_inside(root: Path, value: str, *, argument: bool = True) -> Path | None:
     """`value` (a placeholder, target or cited path) resolved inside `root`, or None if refused.
 
-    The project's one path guard (the checks use it too). Refused: empty, absolute (`\\x` too),
-    control characters (NUL included), over PATH_MAX, or resolving (after symlinks) outside
-    `root`; with `argument`, also a leading '-' (it would read as an option). Never raises.
+    The project's one path guard (the checks use it too). Refused: empty, absolute (`\\x` and
+    `C:` too), control characters (NUL included), over PATH_MAX, or resolving (after symlinks)
+    outside `root`; with `argument`, also a leading '-' (it would read as an option). Never
+    raises.
     """
     if not isinstance(value, str) or not value or len(value) > _MAX_VALUE:
         return None
     if (argument and value.startswith("-")) or any(ch < " " or ch == "\x7f" for ch in value):
         return None
     try:
-        if os.path.isabs(value) or value.startswith("\\"):
+        # A drive path (C:\..., C:/...) is absolute on the machine that wrote it, whatever
+        # the machine reading it: on Linux it would read as a relative name (rules §2.1).
+        if os.path.isabs(value) or value.startswith("\\") or _DRIVE.match(value):
             return None
         base = Path(root).resolve()
         path = (base / value).resolve()

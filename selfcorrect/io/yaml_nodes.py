@@ -117,15 +117,19 @@ def construct(node: Node, text: str, display: str, line_offset: int = 0) -> Any:
         loader.dispose()
 
 
-def _at(display: str, node: Node, offset: int, message: str) -> Diagnostic:
+def _at(display: str, node: Node, offset: int, message: str, severity: str = "error") -> Diagnostic:
     return Diagnostic(
-        display, node.start_mark.line + 1 + offset, node.start_mark.column + 1, message
+        display, node.start_mark.line + 1 + offset, node.start_mark.column + 1, message, severity
     )
 
 
-def guard(root: Node, text: str, display: str, line_offset: int = 0) -> list[Diagnostic]:
+def guard(
+    root: Node, text: str, display: str, line_offset: int = 0, *, duplicates: str = "error"
+) -> list[Diagnostic]:
     """Refuse aliases and report duplicate keys, before anything walks the data.
 
+    `duplicates` is the severity of a duplicate key: "warning" where the last value may win
+    (rules §2.2: cAgents' recheck hook writes them into validation reports).
     libyaml shares the node of an anchor with each of its aliases, so a node met twice is an
     alias. The walk never descends into a node twice, so an alias bomb costs nothing.
     """
@@ -149,15 +153,17 @@ def guard(root: Node, text: str, display: str, line_offset: int = 0) -> list[Dia
                 if isinstance(key, ScalarNode) and key.value != "<<":
                     if key.value in first:
                         before = first[key.value].start_mark
+                        where = (
+                            f"duplicate key {key.value!r} (first at line "
+                            f"{before.line + 1 + line_offset}, column {before.column + 1})"
+                        )
+                        what = (
+                            "keep one of them"
+                            if duplicates == "error"
+                            else "the last value is used, as YAML readers do; keep one of them"
+                        )
                         problems.append(
-                            _at(
-                                display,
-                                key,
-                                line_offset,
-                                f"duplicate key {key.value!r} (first at line "
-                                f"{before.line + 1 + line_offset}, column {before.column + 1}); "
-                                "keep one of them",
-                            )
+                            _at(display, key, line_offset, f"{where}; {what}", duplicates)
                         )
                     else:
                         first[key.value] = key
@@ -210,12 +216,20 @@ def load_plain(text: str) -> Any:
     return yaml.load(text, Loader=FastLoader)
 
 
-def load_text(text: str, display: str, line_offset: int = 0) -> tuple[Any, Node | None]:
-    """compose → guard → construct, raising one InputError with every guard problem."""
+def load_text(
+    text: str, display: str, line_offset: int = 0, warnings: list[Diagnostic] | None = None
+) -> tuple[Any, Node | None]:
+    """compose → guard → construct, raising one InputError with every guard problem.
+
+    With a `warnings` list, a duplicate key is a warning appended there, not an error."""
     root = compose(text, display, line_offset)
     if root is None:
         return None, None
-    problems = guard(root, text, display, line_offset)
+    lenient = "error" if warnings is None else "warning"
+    found = guard(root, text, display, line_offset, duplicates=lenient)
+    problems = [p for p in found if p.severity == "error"]
+    if warnings is not None:
+        warnings.extend(p for p in found if p.severity != "error")
     if problems:
         raise InputError(problems)
     return construct(root, text, display, line_offset), root

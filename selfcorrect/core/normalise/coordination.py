@@ -40,6 +40,7 @@ _TASK_KEYS = (
     "task_id",
     "id",
     "name",
+    "title",
     "assigned_to",
     "agent_id",
     "acceptance_criteria",
@@ -120,8 +121,9 @@ def _task(raw: Any, index: int) -> Task:
         return Task(task_id=fallback, name=text(raw))
     review = nonblank(raw.get("review_result"))
     return Task(
+        # cAgents' own schema keys tasks `id:`/`title:` (rules §2.3)
         task_id=nonblank(first(raw, "task_id", "id")) or fallback,
-        name=text(raw.get("name")),
+        name=text(first(raw, "name", "title")),
         assigned_to=nonblank(raw.get("assigned_to")),
         agent_id=nonblank(raw.get("agent_id")),
         acceptance_criteria=texts(raw.get("acceptance_criteria")),

@@ -7,7 +7,9 @@ give equal records. Parts of a consumed block that carry no such fact stay in `e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from selfcorrect.core.frozen import freeze_map
@@ -25,6 +27,11 @@ from selfcorrect.core.normalise.coerce import (
     texts,
 )
 
+# cAgents' Stop-hook safety net writes a PASS when a session ends with no report (rules §2.2);
+# the policy's `stub_validators` names more such writers.
+SAFETY_NET = "verify-completion-hook-safety-net"
+_NO_VALIDATOR = re.compile(r"\bno\s+validator(\s+agent)?\s+(ran|was\s+run|has\s+run)\b", re.I)
+_NOTE_KEYS = ("note", "notes", "summary", "message", "comment")
 UNMET = "acceptance_criterion_unmet"
 CIRCULAR = "circular_delegation"
 _BUCKETS = ("critical", "major", "minor")
@@ -242,8 +249,66 @@ def _standing_verdict(claimed: Verdict, recheck: Mapping[Any, Any], issues: list
     return verdict
 
 
-def normalise_report(raw: Mapping[Any, Any]) -> Report:
-    """A validation report in any of the three shapes (or the UNKNOWN stub) → `Report`."""
+def _stub(raw: Mapping[Any, Any], validator: str | None, stubs: frozenset[str]) -> str | None:
+    """Why the report is a stub written when no validator ran, else None (rules §2.2)."""
+    if validator is not None and validator.strip() in stubs:
+        return f"written by {validator.strip()}: no validator ran"
+    for key in _NOTE_KEYS:
+        note = raw.get(key)
+        if isinstance(note, str) and _NO_VALIDATOR.search(note):
+            return f"it says so: {note.strip()}"
+    return None
+
+
+def _blocked_reason(raw: Mapping[Any, Any], issues: list[Issue]) -> str:
+    """The validator's own words for a report-level BLOCKED, and whom it asks to act."""
+    action = raw.get("next_action")
+    step = mapping(action)
+    said = first(raw, "blocked_reason", "reason") or first(step, "reason", "action")
+    if said is None and isinstance(action, str):
+        said = action
+    if said is None and isinstance(raw.get("summary"), str):
+        said = raw.get("summary")
+    if said is None:
+        serious = [i for i in issues if i.severity is Severity.CRITICAL] or issues
+        said = serious[0].description if serious else "no reason given"
+    who = nonblank(step.get("agent"))
+    return text_or(said, "").strip() + (f" (next: {who})" if who else "")
+
+
+def _honour_blocked(raw: Mapping[Any, Any], issues: list[Issue]) -> list[Issue]:
+    """A report-level BLOCKED blocks every issue it names; naming none, it blocks the run
+    (rules §5). Where the validator classified issues one by one, its BLOCKED is the sum of
+    those calls (selfcorrect's own validator writes it so), and they stand; a CRITICAL issue
+    of a BLOCKED report is never FIXABLE either way."""
+    reason = _blocked_reason(raw, issues)
+    itemised = any(issue.classification is not None for issue in issues)
+    if not issues:
+        return [
+            Issue(
+                severity=Severity.CRITICAL,
+                description=f"The validator's verdict is BLOCKED: {reason}",
+                type="unclassified",
+                classification=Verdict.BLOCKED,
+                blocked_reason=reason,
+            )
+        ]
+    return [
+        issue
+        if issue.classification is Verdict.BLOCKED
+        or (issue.severity is not Severity.CRITICAL and itemised)
+        else replace(issue, classification=Verdict.BLOCKED, blocked_reason=reason)
+        for issue in issues
+    ]
+
+
+def normalise_report(
+    raw: Mapping[Any, Any], stubs: frozenset[str] = frozenset({SAFETY_NET})
+) -> Report:
+    """A validation report in any of the three shapes (or a stub) → `Report`.
+
+    `stubs`: the names of writers whose reports say no validator ran (policy `stub_validators`).
+    """
     claimed = verdict_of(first(raw, "classification", "status", "overall_status")) or Verdict.NONE
     issues = [issue_from(item, Severity.MAJOR) for item in entries(raw.get("issues"))]
     issues.extend(_found_issues(raw.get("issues_found")))
@@ -261,6 +326,9 @@ def normalise_report(raw: Mapping[Any, Any]) -> Report:
     already = {_key(i.criterion) for i in issues if i.type == UNMET and i.criterion}
     issues.extend(_criteria_issues(criteria, recheck, already))
 
+    if claimed is Verdict.BLOCKED:
+        issues = _honour_blocked(raw, issues)
+
     extra = leftover(raw, _REPORT_KEYS)
     # Keep what the consumed blocks said beyond the facts now carried by issues and verdict.
     for name, block, used in (
@@ -271,15 +339,19 @@ def normalise_report(raw: Mapping[Any, Any]) -> Report:
         if remains:
             extra[name] = remains
 
+    validator = text(first(raw, "validator", "generated_by"))
+    stub = _stub(raw, validator, stubs)
     return Report(
-        verdict=_standing_verdict(claimed, recheck, issues),
+        # A stub is no verdict at all, whatever it claims: never a PASS (rules §2.2).
+        verdict=Verdict.NONE if stub else _standing_verdict(claimed, recheck, issues),
         claimed=claimed,
         issues=tuple(issues),
         criteria=criteria,
         confidence=number(first(raw, "confidence", "overall_confidence")),
         generated_at=text(raw.get("generated_at")),
-        validator=text(first(raw, "validator", "generated_by")),
+        validator=validator,
         summary=text(raw.get("summary")),
         next_action=text(raw.get("next_action")),
         extra=freeze_map(extra),
+        stub=stub,
     )
