@@ -1,4 +1,4 @@
-"""Stuck detections in the hooks' advisory shape, in `run`'s text and JSON (rules §8; seed 001)."""
+"""Stuck detections in the hooks' advisory shape, in `run`'s text and JSON (rules §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Execution intent inferred from REAL task names (rules §12; seed 002).
+"""Execution intent inferred from REAL task names (rules §12).
 
 The names come from cAgents sessions and docs, not from this project: the corpus session's
 coordination log (every task), its plan (objectives, success criteria) and its synthesis steps;

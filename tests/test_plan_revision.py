@@ -1,4 +1,4 @@
-"""Plan revision (rules §8; seed 003 level 3): two or more blocked tasks of one synthesis."""
+"""Plan revision (rules §8, "Plan revision"): two or more blocked tasks of one synthesis."""
 
 from __future__ import annotations
 

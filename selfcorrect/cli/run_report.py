@@ -57,27 +57,37 @@ def _why(plan: Plan, decision: IssueDecision) -> str:
 
 def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
     records = decisions.records
-    return [
-        {
-            "subject": d.subject,
-            "failure_type": d.failure_type,
-            "attempts": d.attempts,
-            "retries": d.retries,
-            "signals": [
-                {
-                    "signal": f.signal.value,
-                    "pattern": f.pattern,
-                    "count": f.count,
-                    "threshold": f.threshold,
-                }
-                for f in d.signals
-            ],
-            "ladder_step": d.ladder_step,
-            "status": item_status(plan, _work_item(records, d.subject), d.status.value),
-            "reason": d.reason.value,
-        }
-        for d in decisions.subjects
-    ]
+    rows = []
+    for d in decisions.subjects:
+        item = _work_item(records, d.subject)
+        decided = plan.work_items.get(item)
+        # A part held by its item's block (core/work_item_decision.py) stays where it was.
+        held = decided is not None and decided.holds("subject", d.subject)
+        step = (decisions.state.subject(d.subject).ladder_step or None) if held else d.ladder_step
+        rows.append(
+            {
+                "subject": d.subject,
+                "failure_type": d.failure_type,
+                "attempts": d.attempts,
+                "retries": d.retries,
+                "signals": [
+                    {
+                        "signal": f.signal.value,
+                        "pattern": f.pattern,
+                        "count": f.count,
+                        "threshold": f.threshold,
+                    }
+                    for f in d.signals
+                ],
+                "ladder_step": step,
+                "status": item_status(plan, item, d.status.value),
+                "reason": HELD if held else d.reason.value,
+            }
+        )
+    return rows
+
+
+HELD = "HELD"  # its work item is blocked (or skipped) by another of its parts
 
 
 def _work_item(records: Any, subject: str) -> str:

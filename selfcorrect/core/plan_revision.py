@@ -1,4 +1,4 @@
-"""Plan revision (rules §8; seed 003, level 3): when a synthesis fails in more than one place.
+"""Plan revision (rules §8, "Plan revision"): when a synthesis fails in more than one place.
 
 Pure. One blocked task is the ladder's business; two or more tasks of the same synthesized
 solution ending BLOCKED say the plan itself is wrong there. Then the controller, not a

@@ -1,8 +1,9 @@
 """What the simulator observes after each run, and the invariants it checks on it.
 
-Every run of selfcorrect is observed through all five renderings a user sees: the terminal
-(`selfcorrect status DIR`), the run's `--format json` object, `failed_items` in
-coordination_log.yaml, `escalations.yaml` and `recovery/<item>.md`. The checks below are the
+Every run of selfcorrect is observed through every rendering a user or an agent sees: the
+terminal (`selfcorrect status DIR`), the run's `--format json` object and its advisories,
+`failed_items` in coordination_log.yaml, `escalations.yaml`, `recovery/<item>.md`, the gate's
+state (`.selfcorrect/gate.json`) and each agent hook's answer. The checks below are the
 closed loop's invariants (docs/simulator.md lists them); each violation names the scenario, the run,
 the work item and the renderings that disagree.
 """
@@ -10,6 +11,7 @@ the work item and the renderings that disagree.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections import defaultdict
@@ -57,7 +59,8 @@ INVARIANTS = {
     "0": "the run accepts valid inputs and its exit code matches its result",
     "1": "no agent attempt spent without an agent turn (nor an autofix one without a fix)",
     "2": "the ladder (steps 1..5) runs before a person is paged; the ceiling escalates",
-    "3": "the five renderings agree for every work item",
+    "3": "every rendering agrees for every work item (terminal, JSON, advisory, failed_items, "
+    "escalations, prompt, gate.json, hook answers)",
     "4": "an episode's correction cycles stay within caps.global_cycles",
     "5": "PASS only from a fresh report by the validator that found the issues",
     "6": "a person's evidence heads the next prompt of the item they reset",
@@ -95,13 +98,12 @@ class Observation:
     escalations: list[dict[str, Any]]
     prompts: dict[str, str]
     report: bytes | None
+    gate: dict[str, Any] | None = None  # .selfcorrect/gate.json as the run left it
 
 
 def observe(
     run: int, label: str, code: int, out: str, err: str, status_text: str, workflow: Path
 ) -> Observation:
-    import json
-
     try:
         data = json.loads(out) if out.strip() else None
     except ValueError:
@@ -113,6 +115,8 @@ def observe(
         for p in sorted((workflow / "recovery").glob("*.md"))
     }
     report = workflow / "validation_report.yaml"
+    gate_file = workflow / ".selfcorrect" / "gate.json"
+    gate = json.loads(gate_file.read_text("utf-8")) if gate_file.is_file() else None
     return Observation(
         run,
         label,
@@ -125,6 +129,7 @@ def observe(
         list(esc.get("escalations") or []) if isinstance(esc, dict) else [],
         prompts,
         report.read_bytes() if report.exists() else None,
+        gate,
     )
 
 
@@ -392,7 +397,8 @@ class Checker:
                     f"(ladder_step {step})",
                 )
             entry = ENTRY_STEP.get(ftype, 1)
-            if status == "blocked" and attempts < ceiling:
+            held = subject.get("reason") == "HELD"  # its item is blocked by another part
+            if status == "blocked" and attempts < ceiling and not held:
                 wanted = list(range(entry, 6))
                 offered = [s for s in seen if s >= entry]
                 if sorted(set(offered)) != wanted or offered != sorted(offered):
@@ -490,6 +496,7 @@ class Checker:
                     problems.append("the blocked prompt does not name its escalation")
                 if said not in ACTING and re.search(r"^TRY:", prompt, re.M):
                     problems.append("a prompt that may not act still holds a TRY directive")
+            problems += self.agent_side(obs, item, json_status, {str(e.get("id")) for e in opens})
             if problems:
                 self.fail(
                     obs,
@@ -501,6 +508,50 @@ class Checker:
                 )
         self.check_finished_tasks(obs, items, open_by_subject)
         self.listed |= set(items)
+
+    def agent_side(self, obs: Observation, item: str, status: str, opens: set[str]) -> list[str]:
+        """What the agents see of an item (its advisories, gate.json) against its status."""
+        problems = []
+        for advisory in (obs.data or {}).get("advisories") or []:
+            subject = str(advisory.get("subject"))
+            if subject != item and not subject.startswith(f"{item} "):
+                continue
+            if advisory.get("status") != status:
+                problems.append(f"the advisory says {advisory.get('status')}")
+            recovery = str(advisory.get("recovery"))
+            if status not in ACTING and re.match(r"Step \d", recovery):
+                problems.append(f"the advisory hands out {recovery[:40]!r}")
+        gate = obs.gate or {}
+        task = (gate.get("tasks") or {}).get(item)
+        if task is not None and task.get("status") not in (status, None):
+            problems.append(f"gate.json says {task.get('status')}")
+        if task is not None and status not in ACTING and task.get("prompt"):
+            problems.append("gate.json names a prompt to follow for an item that may not act")
+        for owner in (gate.get("blocked") or {}).values():
+            if owner.get("item") == item and owner.get("escalation") not in opens:
+                problems.append(f"gate.json cites {owner.get('escalation')}, which is not open")
+        return problems
+
+    def check_hook_answer(self, item: str, status: str, opens: set[str], answer: str) -> None:
+        """A failure hook's answer for a failure of `item`, against what a run says of it."""
+        problems = []
+        named = "blocked on a person" in answer and any(e in answer for e in opens)
+        if status == "blocked" and not named:
+            problems.append("it does not say stop, naming the open escalation")
+        if status not in ACTING and re.search(r"Step \d|before your next try", answer):
+            problems.append("it hands out a ladder step")
+        if status in ACTING and "blocked on a person" in answer:
+            problems.append("it says blocked")
+        if problems:
+            self.violations.append(
+                Violation(
+                    "3",
+                    f"[3] scenario {self.scenario}, {{runs}}, work item {item}: the failure "
+                    f"hook's answer disagrees ({'; '.join(problems)}); status={status} "
+                    f"open={sorted(opens)} answer={answer[:300]!r}",
+                    ["hook"],
+                )
+            )
 
     def check_finished_tasks(
         self,

@@ -11,6 +11,11 @@ its agents, and `steps:`, played in order:
   evidence, retry}}` and `person: {final_status: {task, value}}` edit files by hand;
 - `watch: {rounds: N}`: a real `selfcorrect watch` subprocess; agents and the validator act N
   times while it runs; each run it prints is checked; SIGINT stops it;
+- `hook: {agent, tool, input, error}`: the agent's host sends a failed call to the real failure
+  hook (`selfcorrect hook claude-code post-tool-use-failure`, a subprocess, the event on stdin);
+  its answer is checked against what a shadow run then says of the item;
+- `stop: {agent}`: the agent stops (SubagentStop): the hook must hold it exactly while its task
+  has a directive or micro-tasks out, once per directive;
 - `expect: [...]`: the scenario's own checks on the last run (see `expect` below).
 selfcorrect's run, status and reset are invoked in-process through the CLI's `main()` (the same
 argv a user types, the same exit-code mapping), because a Python start with selfcorrect's imports
@@ -39,6 +44,7 @@ from selfcorrect.layout import work_item_file
 
 from . import person
 from .agents import Agent
+from .invariants import STATUSES as STATUS_ORDER
 from .invariants import Checker, Observation, may_act, observe
 from .project import Project, build
 
@@ -258,6 +264,88 @@ class Simulation:
                 f"watch printed no JSON object for {what}: {errors.read_text().strip()[-300:]}",
             )
 
+    # -- the agent's host ----------------------------------------------------------------------
+    def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The real hook, as the host runs it: a subprocess with the event on stdin."""
+        done = subprocess.run(
+            [sys.executable, "-m", "selfcorrect", "hook", "claude-code", event, "workflow"],
+            cwd=self.project.root,
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env={**os.environ, "CLAUDE_PROJECT_DIR": str(self.project.root)},
+            timeout=WATCH_WAIT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            self.checker.expectation(self.last, f"hook {event} exited {done.returncode}")
+        return json.loads(done.stdout) if done.stdout.strip() else None
+
+    def hook(self, args: dict[str, Any]) -> None:
+        """A failed call reaches the failure hook; its answer must say what a run says."""
+        answer = self.host(
+            "post-tool-use-failure",
+            {
+                "session_id": "sim",
+                "hook_event_name": "PostToolUseFailure",
+                "agent_id": args["agent"],
+                "tool_name": args["tool"],
+                "tool_input": args["input"],
+                "tool_use_id": f"toolu_sim_{self.run_no}_{len(self.log)}",
+                "error": args["error"],
+                "is_interrupt": False,
+            },
+        )
+        said = ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+        self.log.append(f"hook for {args['agent']}: {said[:80]!r}")
+        _, out, _ = self.cli("run", "workflow", "--shadow", "--format", "json")
+        data = json.loads(out)
+        item = args["item"]
+        statuses = [
+            row["status"]
+            for row in [*data.get("subjects", []), *data.get("issues", [])]
+            if item in (row.get("subject"), row.get("task_id"))
+        ]
+        status = min(statuses, key=STATUS_ORDER.index) if statuses else "none"
+        esc = yaml.safe_load((self.project.workflow / "escalations.yaml").read_text()) or {}
+        opens = {
+            str(e["id"])
+            for e in esc.get("escalations") or []
+            if e.get("status") == "open" and e.get("subject") == item
+        }
+        self.checker.check_hook_answer(item, status, opens, said)
+
+    def stop(self, args: dict[str, Any]) -> None:
+        """The agent stops: held exactly while its task has work out, and once per directive."""
+        gate = json.loads((self.project.workflow / ".selfcorrect" / "gate.json").read_text())
+        mine = [
+            t
+            for t in (gate.get("tasks") or {}).values()
+            if args["agent"] in (t.get("agents") or [])
+        ]
+        out = any(t.get("prompt") or t.get("microtasks_pending") for t in mine)
+        payload = {
+            "session_id": "sim",
+            "hook_event_name": "SubagentStop",
+            "agent_id": args["agent"],
+            "stop_hook_active": False,
+        }
+        first = self.host("subagent-stop", payload)
+        held = first is not None and first.get("decision") == "block"
+        self.log.append(f"{args['agent']} stops: {'held' if held else 'let go'}")
+        if held != out:
+            self.checker.expectation(
+                self.last,
+                f"the stop hook {'held' if held else 'let go'} {args['agent']} while gate.json "
+                f"says its work out is {mine}",
+            )
+        second = self.host("subagent-stop", payload)
+        if second is not None:
+            self.checker.expectation(self.last, "the stop hook held the same directive twice")
+        for text in args.get("reason_contains") or []:
+            if text not in str((first or {}).get("reason")):
+                self.checker.expectation(self.last, f"the stop hook's reason lacks {text!r}")
+
     # -- the scenario's own checks -------------------------------------------------------------
     def expect(self, checks: list[dict[str, Any]]) -> None:
         obs = self.last
@@ -370,6 +458,10 @@ class Simulation:
                 self.person(step["person"])
             elif isinstance(step, dict) and "watch" in step:
                 self.watch(int(step["watch"].get("rounds", 1)))
+            elif isinstance(step, dict) and "hook" in step:
+                self.hook(step["hook"])
+            elif isinstance(step, dict) and "stop" in step:
+                self.stop(step["stop"])
             elif isinstance(step, dict) and "expect" in step:
                 self.expect(step["expect"])
             else:
