@@ -77,7 +77,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# Compiled when a message needs them (re caches them), not at import: start-up counts (docs/rules.md §18).
+# Compiled when a message needs them (re caches them), not at import: start-up counts
+# (docs/rules.md §18).
 _CHOICE_CLASS = r"\[(.)(.)\]"
 _CHOICES = r"^\^\(?([A-Za-z_|-]+)\)?\$$"
 
