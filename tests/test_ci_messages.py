@@ -70,9 +70,10 @@ def test_cagents_sarif_is_valid_and_every_result_names_what_is_wrong(
         assert text.count("pending") == 1 and "FIXABLE" not in text
         assert re.search(r"Read workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$", text)
     # A skipped subject says why, and where its status is written for the agents.
-    (skipped,) = [m for m in messages if m.startswith("Bash · external_dependency: ")]
+    # (A task-less subject is per agent: `Bash · external_dependency · <agent id>`.)
+    (skipped,) = [m for m in messages if m.startswith("Bash · external_dependency · ")]
     assert "(external_dependency, skipped: non retryable;" in skipped
-    assert re.search(r"Read workflow/recovery/Bash_external_dependency-\w+\.md\.$", skipped)
+    assert re.search(r"Read workflow/recovery/Bash_external_dependency_[\w-]+\.md\.$", skipped)
     assert not (session / "workflow" / "escalations.yaml").exists()  # nobody is paged
     # No target in this report names a line: no result pretends one.
     assert all("region" not in r["locations"][0]["physicalLocation"] for r in results)

@@ -63,6 +63,9 @@ def test_without_a_task_the_agent_is_still_kept_off_the_tests(tmp_path: Path, ru
             "target": "tests/test_auth.py",
         },
     )
+    # No task owns the test file (the issue would be tied to that task, docs/rules.md §5).
+    log = folder / "coordination_log.yaml"
+    log.write_text(log.read_text().replace("files: [src/auth.py, tests/test_auth.py]", "files: []"))
     assert run_line(["run", folder]).exit_code == 3
     [prompt] = [p.read_text() for p in (folder / "recovery").glob("*.md")]
     assert "Do not delete, skip or weaken tests" in prompt

@@ -132,7 +132,7 @@ def test_a_shadow_autofix_never_runs_its_fixer(tmp_path: Path) -> None:
     assert not any(r["event"] == "transition" for r in journal(repo))
     (proposal,) = [r for r in journal(repo) if r["event"] == "proposal"]
     assert proposal["would"] == "fix"
-    assert outcome.plan.fixes == []
+    assert outcome.plan.fixes == ()
 
 
 @pytest.mark.parametrize("edit_escalation", [False, True])

@@ -335,7 +335,7 @@ def _worst(statuses: Iterable[str]) -> str:
 
 
 def _open_escalations(
-    written: list[dict[str, Any]], planned: list[dict[str, Any]]
+    written: list[dict[str, Any]], planned: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """escalations.yaml's open entries, then those the next run would add (not yet written)."""
     seen = {str(e.get("id")) for e in written}

@@ -29,7 +29,7 @@ from selfcorrect.core.journal_records import (
     IssueEvent,
     ValidatedEvent,
 )
-from selfcorrect.core.model import Verdict
+from selfcorrect.core.model import FixState, Verdict
 from selfcorrect.core.outputs import Plan, Result
 from selfcorrect.core.outputs import stamp as journal_stamp
 from selfcorrect.core.plan import build_plan
@@ -188,7 +188,9 @@ class _Run:
                 progress(number, len(plan.fixes), d.fingerprint)
             record = _recorder(self.folder, decisions, self.clock, so_far)
             if fold_circuits(so_far).blocked(d.rule, d.rule_version, policy):
-                transition_writer(record, d)("preflight", "escalated", reason="circuit open")
+                transition_writer(record, d)(
+                    FixState.PREFLIGHT, FixState.ESCALATED, reason="circuit open"
+                )
                 # The fix never ran: its hand-out is not an attempt.
                 undone = replace(d, attempts=d.attempts - 1, reason=IssueReason.CIRCUIT_OPEN)
                 refused.append(FixOutcome(undone, None, "the rule's circuit opened in this run"))
@@ -209,9 +211,10 @@ class _Run:
             )
             journal.append(self.folder, [closed.to_json()])
         if self.uncertain:
-            plan.reasons.append("uncertain: " + "; ".join(self.uncertain))
-            if plan.result is Result.PASS:
-                plan.result = Result.PENDING  # an unchecked effect is never a PASS
+            # An unchecked effect is never a PASS.
+            result = Result.PENDING if plan.result is Result.PASS else plan.result
+            why = ("uncertain: " + "; ".join(self.uncertain),)
+            plan = replace(plan, result=result, reasons=(*plan.reasons, *why))
         if write_gate(self.folder, decisions, plan):
             self.written.append(documents.display_path(gate_path(self.folder)))
         written = sorted(set(self.written))
@@ -488,7 +491,7 @@ def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, s
         written.append(documents.display_path(log))
     escalations = folder / layout.ESCALATIONS
     if plan.resolutions and documents.resolve_escalations(
-        escalations, plan.resolutions, max_bytes=max_bytes
+        escalations, [r.entry() for r in plan.resolutions], max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
     if plan.escalations and documents.add_escalations(

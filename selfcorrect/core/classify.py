@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from selfcorrect.core.markdown import template_for
-from selfcorrect.core.model import Issue, Verdict
+from selfcorrect.core.model import HANDED_OUT, Issue, IssueStatus, Verdict
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
@@ -227,23 +227,10 @@ class IssueClassifier:
             )
 
         blocked = Verdict.BLOCKED
-        first_time = prior.status != "blocked"
-        if prior.acknowledged == (report_digest, validations):
-            return out(
-                blocked,
-                IssueReason.HUMAN_RESOLVED,
-                "a person resolved it; waiting for a fresh report",
-                prior.attempts,
-                False,
-            )
-        if not first_time and prior.reason in STICKY:
-            return out(
-                blocked,
-                IssueReason(prior.reason or "FIX_FAILED"),
-                prior.why or "blocked earlier; a person must act (see escalations.yaml)",
-                prior.attempts,
-                False,
-            )
+        first_time = prior.status != IssueStatus.BLOCKED
+        still = _still_blocked(prior, report_digest, validations)
+        if still is not None:
+            return out(blocked, *still, prior.attempts, False)
         if issue.classification is Verdict.BLOCKED:
             why = f": {issue.blocked_reason}" if issue.blocked_reason else ""
             return out(
@@ -273,7 +260,7 @@ class IssueClassifier:
                 prior.attempts,
                 first_time,
             )
-        if prior.attempts and seen_report and prior.status in ("directive", "remediating", "fixed"):
+        if prior.attempts and seen_report and prior.status in HANDED_OUT:
             # The same report seen again counts nothing: the hand-out is still out.
             return out(
                 Verdict.FIXABLE,
@@ -349,6 +336,19 @@ class IssueClassifier:
             if matches and command and self.installed(str(command[0])):
                 return fixer
         return None
+
+
+def _still_blocked(
+    prior: IssueState, report_digest: str, validations: int
+) -> tuple[IssueReason, str] | None:
+    """(reason, why) when an earlier decision keeps the issue blocked: a person resolved it and
+    no fresh report came since, or it was blocked for a reason only a person undoes."""
+    if prior.acknowledged == (report_digest, validations):
+        return IssueReason.HUMAN_RESOLVED, "a person resolved it; waiting for a fresh report"
+    if prior.status == IssueStatus.BLOCKED and prior.reason in STICKY:
+        why = prior.why or "blocked earlier; a person must act (see escalations.yaml)"
+        return IssueReason(prior.reason or "FIX_FAILED"), why
+    return None
 
 
 def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDecision:

@@ -31,7 +31,15 @@ from selfcorrect.core.human_control import (
 from selfcorrect.core.inputs import Inputs
 from selfcorrect.core.ladder import SubjectDecision, decide_subject
 from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import Coordination, Escalation, FinalStatus, Issue, Report
+from selfcorrect.core.model import (
+    HANDED_OUT,
+    Coordination,
+    Escalation,
+    FinalStatus,
+    Issue,
+    IssueStatus,
+    Report,
+)
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.state import IssueState, State, derive
 from selfcorrect.core.stuck import review_loops
@@ -39,7 +47,7 @@ from selfcorrect.core.work_items import Guidance
 from selfcorrect.errors import Diagnostic
 
 # Issue states in which a remediation was started or applied but not yet judged by a fresh report.
-UNSETTLED = ("remediating", "fixed")
+UNSETTLED = (IssueStatus.REMEDIATING, IssueStatus.FIXED)
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,7 @@ def decide(
         resolved = [
             (fp, prior)
             for fp, prior in state.issues.items()
-            if prior.status in ("directive", *UNSETTLED)
+            if prior.status in HANDED_OUT
             and fp not in current
             and (
                 prior.report_digest != inputs.report_digest
@@ -258,7 +266,7 @@ def agent_had_turn(prior: IssueState, report_stamp: str, state: State) -> bool:
     wrote it in the run that handed the directive out, before any agent command ran there:
     no agent has acted on the directive yet (docs/rules.md §5).
     """
-    if prior.status != "directive" or prior.run is None:
+    if prior.status != IssueStatus.DIRECTIVE or prior.run is None:
         return True
     ours = report_stamp in state.own_reports.get(prior.run, ())
     return not ours or prior.run in state.agent_turns

@@ -66,7 +66,7 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
     """Project-relative path -> the blocked item that owns it."""
     place = decisions.place
     where = f"{workflow}/{layout.ESCALATIONS}"
-    settled = {str(r.get("id")) for r in plan.resolutions}
+    settled = {r.id for r in plan.resolutions}
     owners: dict[str, dict[str, Any]] = {}
 
     def own(paths: Iterable[str], item: str, escalation: str | None, reason: str) -> None:
@@ -85,7 +85,6 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
             own(_files_of(decisions, item.id), item.id, item.escalation, item.why)
     # The files an open escalation names belong to its item; a live item keeps its own files.
     live = {item.id for item in plan.work_items.values() if item.acts}
-    superseded = {str(r.get("id")) for r in plan.resolutions}
     listed = [
         (str(e.get("id")), str(e.get("subject")), _strings(e.get("files")), str(e.get("reason")))
         for e in plan.escalations
@@ -96,7 +95,7 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
         if e.status is EscalationStatus.OPEN
     ]
     for ident, subject, files, reason in listed:
-        if ident in superseded or ident in settled or _item_of(decisions, subject) in live:
+        if ident in settled or _item_of(decisions, subject) in live:
             continue
         own([*files, *_path_like(subject)], subject, ident, reason)
     # A live task is never denied its own files, whoever else once failed on them.

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from selfcorrect.core.journal_records import ResetBaseline, ResetEvent
 from selfcorrect.core.ledger import SubjectRecord
-from selfcorrect.core.model import Escalation, EscalationStatus, FailedItem, FinalStatus
+from selfcorrect.core.model import (
+    Escalation,
+    EscalationStatus,
+    FailedItem,
+    FinalStatus,
+    IssueStatus,
+)
 from selfcorrect.core.policy import Policy, suggest
 from selfcorrect.core.state import State
 from selfcorrect.errors import Diagnostic
@@ -176,7 +182,7 @@ def _named(
     fingerprints = [
         f
         for f, i in state.issues.items()
-        if f == name or (i.work_item == name and i.status == "blocked")
+        if f == name or (i.work_item == name and i.status == IssueStatus.BLOCKED)
     ]
     tasks = [name] if name in state.tasks else []
     return subjects, fingerprints, tasks
@@ -265,6 +271,6 @@ def unblocked_by_hand(items: Sequence[FailedItem], state: State) -> list[FailedI
     return [
         item
         for item in items
-        if state.written.get(item.task_id) == "blocked"
+        if state.written.get(item.task_id) == FinalStatus.BLOCKED
         and item.final_status is not FinalStatus.BLOCKED
     ]

@@ -67,6 +67,36 @@ class FinalStatus(enum.StrEnum):
     BLOCKED = "blocked"
 
 
+class IssueStatus(enum.StrEnum):
+    """Where an issue's latest hand-out stands, as the journal records it (docs/rules.md §5)."""
+
+    DIRECTIVE = "directive"  # a directive is out to the agents: an attempt is open
+    REMEDIATING = "remediating"  # a fixer was started
+    FIXED = "fixed"  # a fixer's change passed verification; a fresh report judges it
+    BLOCKED = "blocked"  # a person must act
+    RESOLVED = "resolved"  # a fresh report no longer carries it
+
+
+# A hand-out still out: a directive, or a fixer started or applied, not yet judged by a report.
+HANDED_OUT = (IssueStatus.DIRECTIVE, IssueStatus.REMEDIATING, IssueStatus.FIXED)
+
+
+class FixState(enum.StrEnum):
+    """The states of one remediation attempt (docs/rules.md §9.2)."""
+
+    OBSERVED = "observed"
+    CLASSIFIED = "classified"
+    PREFLIGHT = "preflight"
+    REMEDIATING = "remediating"
+    VERIFYING = "verifying"
+    RECOVERED = "recovered"
+    COMPENSATING = "compensating"
+    UNCERTAIN = "uncertain"
+    RECONCILE = "reconcile"
+    ESCALATED = "escalated"
+    CIRCUIT_OPEN = "circuit_open"
+
+
 class Intent(enum.StrEnum):
     """What a task is meant to do (rules §12)."""
 

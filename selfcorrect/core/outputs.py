@@ -9,17 +9,28 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.model import EscalationStatus
 from selfcorrect.core.text_caps import cap_text
 
 if TYPE_CHECKING:
     from selfcorrect.core.work_item_decision import WorkItemDecision
 
-__all__ = ["EscalationEntry", "Plan", "Prompt", "Result", "escalation_id", "stamp"]
+__all__ = [
+    "EscalationEntry",
+    "Plan",
+    "PlanDraft",
+    "Prompt",
+    "Resolution",
+    "Result",
+    "escalation_id",
+    "stamp",
+]
 from selfcorrect.core.escalation_ids import escalation_id
 
 
@@ -39,7 +50,10 @@ class Prompt:
 
 
 @dataclass
-class Plan:
+class PlanDraft:
+    """The plan while the planners fill it (core/plan.py, core/plan_issues.py); `freeze` gives
+    the run its frozen `Plan`."""
+
     result: Result
     failed_items: list[dict[str, Any]] = field(default_factory=list)
     escalations: list[dict[str, Any]] = field(default_factory=list)
@@ -50,9 +64,68 @@ class Plan:
     microtask_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # new splits
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # context resets
     consolidated: list[str] = field(default_factory=list)  # tasks whose micro-tasks are done
-    resolutions: list[dict[str, Any]] = field(default_factory=list)  # escalations now settled
-    # One decision per work item: every output renders it (core/work_item_decision.py).
+    resolutions: list[Resolution] = field(default_factory=list)  # escalations now settled
     work_items: dict[str, WorkItemDecision] = field(default_factory=dict)
+
+    def freeze(self) -> Plan:
+        return Plan(
+            result=self.result,
+            failed_items=tuple(self.failed_items),
+            escalations=tuple(self.escalations),
+            prompts=tuple(self.prompts),
+            journal=tuple(self.journal),
+            reasons=tuple(self.reasons),
+            fixes=tuple(self.fixes),
+            microtask_files=MappingProxyType(dict(self.microtask_files)),
+            handoffs=MappingProxyType(dict(self.handoffs)),
+            consolidated=tuple(self.consolidated),
+            resolutions=tuple(self.resolutions),
+            work_items=MappingProxyType(dict(self.work_items)),
+        )
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """An escalation this run settles in escalations.yaml: a person's reset, a hand edit acted
+    on, or a newer escalation of the same item (superseded)."""
+
+    id: str
+    status: EscalationStatus
+    resolved_at: str
+    resolved_by: str
+    evidence: str
+    retry: bool | None = None
+
+    def entry(self) -> dict[str, Any]:
+        """The fields io/ writes into the escalation's entry."""
+        fields = {
+            "id": self.id,
+            "status": self.status.value,
+            "resolved_at": self.resolved_at,
+            "resolved_by": self.resolved_by,
+            "evidence": self.evidence,
+        }
+        return fields | ({"retry": self.retry} if self.retry is not None else {})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run decided to write and do, frozen: every output renders it
+    (docs/architecture.md)."""
+
+    result: Result
+    failed_items: tuple[Mapping[str, Any], ...] = ()
+    escalations: tuple[Mapping[str, Any], ...] = ()
+    prompts: tuple[Prompt, ...] = ()
+    journal: tuple[Mapping[str, Any], ...] = ()
+    reasons: tuple[str, ...] = ()  # why the result is what it is
+    fixes: tuple[IssueDecision, ...] = ()  # autofixes to run now (rules §9.1)
+    microtask_files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # new splits
+    handoffs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # context resets
+    consolidated: tuple[str, ...] = ()  # tasks whose micro-tasks are done
+    resolutions: tuple[Resolution, ...] = ()  # escalations now settled
+    # One decision per work item: every output renders it (core/work_item_decision.py).
+    work_items: Mapping[str, WorkItemDecision] = field(default_factory=dict)
 
 
 class Stamp(TypedDict):

@@ -29,7 +29,15 @@ from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_con
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
-from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, Result, stamp
+from selfcorrect.core.outputs import (
+    EscalationEntry,
+    Plan,
+    PlanDraft,
+    Prompt,
+    Resolution,
+    Result,
+    stamp,
+)
 from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import SHADOW
@@ -52,7 +60,7 @@ def build_plan(run: Decisions) -> Plan:
     work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
     decided = decide_work_items(run, EMPTY_WORK if _shadow(run) else work)
     facts: dict[str, WorkItem] = {}
-    plan = Plan(Result.PASS)
+    plan = PlanDraft(Result.PASS)
     _plan_human(plan, facts, run)
     _plan_trips(plan, run)
     for decision in run.subjects:
@@ -80,7 +88,7 @@ def build_plan(run: Decisions) -> Plan:
     _supersede(plan, run)
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
-    return plan
+    return plan.freeze()
 
 
 def _entry(facts: WorkItem | None, item: WorkItemDecision) -> dict[str, Any]:
@@ -93,7 +101,7 @@ def _entry(facts: WorkItem | None, item: WorkItemDecision) -> dict[str, Any]:
     return replace(facts, final_status=item.status.value, escalation_context=context).entry()
 
 
-def _supersede(plan: Plan, run: Decisions) -> None:
+def _supersede(plan: PlanDraft, run: Decisions) -> None:
     """An open escalation for a subject this plan escalates anew (another reason, another
     epoch) is closed as superseded: a person reads one open entry per work item, never a
     stale one beside the new one."""
@@ -105,17 +113,17 @@ def _supersede(plan: Plan, run: Decisions) -> None:
         replaced_by = newest.get((old.extra.get("kind"), old.subject))
         if replaced_by:
             plan.resolutions.append(
-                {
-                    "id": old.id,
-                    "status": EscalationStatus.SUPERSEDED.value,
-                    "resolved_at": run.now,
-                    "resolved_by": "selfcorrect",
-                    "evidence": f"superseded by {replaced_by}",
-                }
+                Resolution(
+                    old.id,
+                    EscalationStatus.SUPERSEDED,
+                    run.now,
+                    "selfcorrect",
+                    f"superseded by {replaced_by}",
+                )
             )
 
 
-def _record_written(plan: Plan, run: Decisions) -> None:
+def _record_written(plan: PlanDraft, run: Decisions) -> None:
     """Journal the final_status each entry gets, when it changes: a person's later edit is a
     difference from what selfcorrect wrote (core/human_control.unblocked_by_hand)."""
     changed = {
@@ -127,7 +135,7 @@ def _record_written(plan: Plan, run: Decisions) -> None:
         plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)).to_json())
 
 
-def _plan_revision(plan: Plan, run: Decisions) -> None:
+def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
     """rules §8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
     for the failed tasks only (recovery/plan.md)."""
     blocked = {
@@ -150,7 +158,7 @@ PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision direc
 
 
 def _plan_subject(
-    plan: Plan,
+    plan: PlanDraft,
     items: dict[str, WorkItem],
     run: Decisions,
     decision: SubjectDecision,
@@ -234,7 +242,7 @@ def _plan_subject(
 
 
 def _subject_escalation(
-    plan: Plan,
+    plan: PlanDraft,
     run: Decisions,
     decision: SubjectDecision,
     record: SubjectRecord,
@@ -269,7 +277,7 @@ def _subject_escalation(
     return str(plan.escalations[-1]["id"])
 
 
-def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
+def _propose_work(plan: PlanDraft, run: Decisions, work: WorkPlan) -> None:
     """rules §11 under `mode: shadow`: what would be split, handed off or escalated, journaled once
     per task and action; no micro-task file, handoff, entry or escalation is written."""
     actions = [
@@ -297,7 +305,7 @@ def _propose_work(plan: Plan, run: Decisions, work: WorkPlan) -> None:
 
 
 def _plan_work(
-    plan: Plan, items: dict[str, WorkItem], run: Decisions, work: WorkPlan, decided: WorkItems
+    plan: PlanDraft, items: dict[str, WorkItem], run: Decisions, work: WorkPlan, decided: WorkItems
 ) -> None:
     """rules §11: micro-task files, handoffs, consolidation, and escalation past the limits."""
     plan.microtask_files.update(work.new_files)
@@ -370,7 +378,7 @@ def _plan_work(
         )
 
 
-def _plan_human(plan: Plan, items: dict[str, WorkItem], run: Decisions) -> None:
+def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> None:
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
     for reset in run.human_resets:
@@ -381,14 +389,14 @@ def _plan_human(plan: Plan, items: dict[str, WorkItem], run: Decisions) -> None:
         # resolved by hand already is).
         edited = record.escalation if record.via != "failed_items" else None
         plan.resolutions += [
-            {
-                "id": ident,
-                "status": "resolved",
-                "resolved_at": run.now,
-                "resolved_by": record.actor,
-                "evidence": record.evidence,
-                "retry": record.retry,
-            }
+            Resolution(
+                ident,
+                EscalationStatus.RESOLVED,
+                run.now,
+                str(record.actor),
+                str(record.evidence),
+                bool(record.retry),
+            )
             for ident in reset.escalations
             if ident != edited
         ]
@@ -415,7 +423,7 @@ def _circuit_escalation(run: Decisions, rule: str, version: str, detail: str) ->
     ).entry(run)
 
 
-def _plan_trips(plan: Plan, run: Decisions) -> None:
+def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
     """rules §10: a rule whose circuit opens stops acting, and a person is told why. A circuit
     still open stays listed (its escalation is written once)."""
     for rule, version, reason in run.open_circuits:
@@ -454,7 +462,7 @@ def _plan_trips(plan: Plan, run: Decisions) -> None:
         plan.reasons.append(f"circuit open: {trip.rule} ({trip.detail})")
 
 
-def _result(plan: Plan, run: Decisions) -> Result:
+def _result(plan: PlanDraft, run: Decisions) -> Result:
     """The run's result, from the work items' decisions: any blocked is BLOCKED, any handed
     out is PENDING, and only a passing report with nothing open is a PASS."""
     items = plan.work_items.values()

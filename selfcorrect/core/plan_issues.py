@@ -14,8 +14,8 @@ from selfcorrect.core.contexts import (
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import SubjectDecision
-from selfcorrect.core.model import Verdict
-from selfcorrect.core.outputs import EscalationEntry, Plan, Prompt, stamp
+from selfcorrect.core.model import IssueStatus, Verdict
+from selfcorrect.core.outputs import EscalationEntry, PlanDraft, Prompt, stamp
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
 from selfcorrect.core.work_item_decision import issue_escalation_key
@@ -24,7 +24,7 @@ from selfcorrect.core.work_items import WorkItem, merge
 
 
 def plan_issue(
-    plan: Plan, items: dict[str, WorkItem], run: Decisions, decision: IssueDecision
+    plan: PlanDraft, items: dict[str, WorkItem], run: Decisions, decision: IssueDecision
 ) -> None:
     issue = decision.issue
     if decision.stage == SHADOW:
@@ -73,7 +73,9 @@ def plan_issue(
     )
     if decision.new:
         plan.journal.append(
-            _issue_record(run, decision, "remediating" if runs_fixer else "directive").to_json()
+            _issue_record(
+                run, decision, IssueStatus.REMEDIATING if runs_fixer else IssueStatus.DIRECTIVE
+            ).to_json()
         )
         if runs_fixer:
             plan.fixes.append(decision)
@@ -103,7 +105,7 @@ def _would(decision: IssueDecision, run: Decisions) -> str:
 
 
 def propose(
-    plan: Plan,
+    plan: PlanDraft,
     run: Decisions,
     decision: IssueDecision | SubjectDecision,
     would: str,
@@ -130,12 +132,12 @@ def propose(
     )
 
 
-def _issue_record(run: Decisions, decision: IssueDecision, status: str) -> IssueEvent:
+def _issue_record(run: Decisions, decision: IssueDecision, status: IssueStatus) -> IssueEvent:
     return IssueEvent(
         fingerprint=decision.fingerprint,
         work_item=decision.work_item,
         type=decision.type,
-        status=status,
+        status=status.value,
         attempt=decision.attempts,
         report_digest=run.report_digest,
         validations=run.validations,
@@ -153,7 +155,7 @@ def _issue_record(run: Decisions, decision: IssueDecision, status: str) -> Issue
 
 
 def block_issue(
-    plan: Plan,
+    plan: PlanDraft,
     items: dict[str, WorkItem],
     run: Decisions,
     decision: IssueDecision,
@@ -212,7 +214,7 @@ def blocked_record(
     """The journal's record of an issue going to a person, with why. A fix that failed
     (FIX_FAILED) or was refused (CIRCUIT_OPEN) is journaled so, and the next decision of the
     run blocks the issue from that record: no second, hand-made plan."""
-    record = _issue_record(run, decision, "blocked")
+    record = _issue_record(run, decision, IssueStatus.BLOCKED)
     return replace(
         record,
         reason=code or record.reason,
@@ -223,7 +225,7 @@ def blocked_record(
 
 
 def plan_resolved(
-    plan: Plan,
+    plan: PlanDraft,
     items: dict[str, WorkItem],
     run: Decisions,
     fingerprint: str,
@@ -245,7 +247,7 @@ def plan_resolved(
             fingerprint=fingerprint,
             work_item=work_item,
             type=prior.type,
-            status="resolved",
+            status=IssueStatus.RESOLVED.value,
             attempt=prior.attempts,
             report_digest=run.report_digest,
             reason="RESOLVED",
@@ -255,7 +257,9 @@ def plan_resolved(
             **stamp(run),
         ).to_json()
     )
-    if prior.status == "fixed":  # a fixer's effect confirmed by a fresh report (rules §9.2)
+    if (
+        prior.status == IssueStatus.FIXED
+    ):  # a fixer's effect confirmed by a fresh report (rules §9.2)
         plan.journal.append(
             TransitionEvent(
                 fingerprint=fingerprint,

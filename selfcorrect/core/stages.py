@@ -7,20 +7,28 @@ The policy's global `mode: shadow` puts every rule in shadow.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.verification import in_scope
 
-ACTIVE = "active"
-SHADOW = "shadow"
-RETIRED = "retired"
-CANARY = "canary"
+
+class Stage(enum.StrEnum):
+    """A rule's stage (docs/rules.md §13). A StrEnum: it reads and compares as its word."""
+
+    ACTIVE = "active"
+    SHADOW = "shadow"
+    RETIRED = "retired"
+    CANARY = "canary"
 
 
-def effective_stage(policy: Policy, rule: Rule | None, targets: Iterable[str | None]) -> str:
+ACTIVE, SHADOW, RETIRED, CANARY = Stage.ACTIVE, Stage.SHADOW, Stage.RETIRED, Stage.CANARY
+
+
+def effective_stage(policy: Policy, rule: Rule | None, targets: Iterable[str | None]) -> Stage:
     """active, shadow or retired for this rule acting on these targets (paths or names)."""
-    stage = rule.stage if rule else ACTIVE
+    stage = Stage(rule.stage) if rule and rule.stage in Stage.__members__.values() else ACTIVE
     if stage == RETIRED:
         return RETIRED
     if policy.mode == SHADOW:

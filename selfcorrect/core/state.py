@@ -26,6 +26,7 @@ from selfcorrect.core.journal_records import (
     ValidatedEvent,
     typed,
 )
+from selfcorrect.core.model import HANDED_OUT, IssueStatus
 from selfcorrect.core.work_items import Guidance
 
 
@@ -166,7 +167,7 @@ def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
     issue.acknowledged = None
     issue.rule = record.rule or issue.rule
     issue.rule_version = record.rule_version or issue.rule_version
-    if record.status in ("directive", "remediating", "fixed"):
+    if record.status in HANDED_OUT:
         issue.run = str(record.run)
         issue.report_digest = record.report_digest
         issue.validations = _int(record.validations)
@@ -179,7 +180,7 @@ def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
     could run: the transition is fsynced before any effect (rules §9.2), so its absence proves
     nothing happened. That hand-out is no attempt (rules §9.5: never double-count)."""
     for fingerprint, issue in state.issues.items():
-        if issue.status == "remediating" and (fingerprint, issue.attempts) not in started:
+        if issue.status == IssueStatus.REMEDIATING and (fingerprint, issue.attempts) not in started:
             issue.attempts = max(issue.attempts - 1, 0)
             issue.status = None
             issue.reason = "NOT_STARTED"

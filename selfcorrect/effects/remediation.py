@@ -23,6 +23,7 @@ from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.journal_records import TransitionEvent
 from selfcorrect.core.markdown import restructure
+from selfcorrect.core.model import FixState
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
@@ -121,11 +122,11 @@ def transition_writer(
 ) -> Callable[..., None]:
     """`step(source, target, **evidence)`: one journal record per transition (rules §9.2)."""
 
-    def step(source: str, target: str, **evidence: Any) -> None:
+    def step(source: FixState, target: FixState, **evidence: Any) -> None:
         entry = TransitionEvent(
             fingerprint=decision.fingerprint,
-            source=source,
-            target=target,
+            source=source.value,
+            target=target.value,
             rule=decision.rule,
             rule_version=decision.rule_version,
             attempt=decision.attempts,
@@ -146,23 +147,30 @@ def apply_fix(
 
     step = transition_writer(record, decision, key)
 
-    step("observed", "classified", classification="FIXABLE", confidence=decision.confidence)
-    step("classified", "preflight")
+    step(
+        FixState.OBSERVED,
+        FixState.CLASSIFIED,
+        classification="FIXABLE",
+        confidence=decision.confidence,
+    )
+    step(FixState.CLASSIFIED, FixState.PREFLIGHT)
     scope = fix_scope(decision)
     built_in = fixer.get("builtin")
     exclude = [workspace.relative_to_root(folder, root)]
     argv = _fix_argv(decision, fixer, root, exclude)
     if isinstance(argv, str):
-        step("preflight", "escalated", reason=argv)
+        step(FixState.PREFLIGHT, FixState.ESCALATED, reason=argv)
         return FixOutcome(decision, None, f"preflight refused the fix: {argv}")
     try:
         snap = workspace.snapshot(root, scope, exclude=exclude)
     except workspace.SnapshotTooLarge as exc:
-        step("preflight", "escalated", reason=str(exc))
+        step(FixState.PREFLIGHT, FixState.ESCALATED, reason=str(exc))
         return FixOutcome(decision, None, f"preflight refused the fix: {exc}", argv)
     if not built_in:
         argv[0] = locate(argv[0]) or argv[0]  # the same program `installed` found
-    step("preflight", "remediating", argv=argv, scope=scope)  # fsynced before the effect
+    step(
+        FixState.PREFLIGHT, FixState.REMEDIATING, argv=argv, scope=scope
+    )  # fsynced before the effect
     journal_rel = workspace.relative_to_root(journal.journal_path(folder), root)
     snap = workspace.recapture(snap, [journal_rel])  # with the record just appended
     timeout = Fixer.of(fixer).timeout_s or policy.remediation.step_timeout_s
@@ -173,8 +181,8 @@ def apply_fix(
     caches = [c for c in changed if manifest.is_cache(c.rel)]
     discarded = workspace.discard(snap, caches)
     step(
-        "remediating",
-        "verifying",
+        FixState.REMEDIATING,
+        FixState.VERIFYING,
         exit=done.returncode,
         outcome=done.describe(timeout),
         **_listed("changed", [c.rel for c in changed if c not in caches]),
@@ -196,7 +204,7 @@ def apply_fix(
     if changed:
         compensate(outcome, step, own, folder)
     else:
-        step("verifying", "escalated", verdict=verdict.value, detail=detail)
+        step(FixState.VERIFYING, FixState.ESCALATED, verdict=verdict.value, detail=detail)
     return outcome
 
 
@@ -324,8 +332,8 @@ def compensate(
     ):
         return None
     step(
-        "verifying",
-        "compensating",
+        FixState.VERIFYING,
+        FixState.COMPENSATING,
         verdict=outcome.verdict.value if outcome.verdict else None,
         detail=outcome.detail,
     )
@@ -334,9 +342,9 @@ def compensate(
     report.restored[:0] = done_before.restored
     # Nobody else writes our journal mid-fix: bytes of the fixer's left in it are a failure.
     report.failed[:0] = done_before.failed + done_before.skipped
-    target = "escalated" if not report.failed else "circuit_open"
+    target = FixState.ESCALATED if not report.failed else FixState.CIRCUIT_OPEN
     step(
-        "compensating",
+        FixState.COMPENSATING,
         target,
         **_listed("restored", report.restored),
         **_listed("skipped", report.skipped),
