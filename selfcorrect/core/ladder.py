@@ -132,8 +132,8 @@ def _decide(
     baseline = prior.baseline
     counts = _counts(record, baseline)
     attempts = counts.get(failure_type, 0)
-    if baseline is not None:  # signals made of entries a person already dealt with are spent
-        firing = tuple(f for f in firing if max(f.positions, default=-1) > baseline.log_position)
+    if baseline is not None:  # a reset starts clean: entries before it feed no signal
+        firing = _since(firing, baseline.log_position)
 
     def make(
         status: SubjectStatus, reason: SubjectReason, step: int | None, new: bool
@@ -169,6 +169,19 @@ def _decide(
         if decided is not None:
             return decided
     raise AssertionError("_on_the_ladder always decides")  # pragma: no cover
+
+
+def _since(firing: tuple[Firing, ...], position: int) -> tuple[Firing, ...]:
+    """The signals as they stand counting only entries after `position` (a person's reset):
+    the first failure after a reset is the first of a new streak (docs/rules.md §7)."""
+    kept = []
+    for f in firing:
+        fresh = [p for p in f.positions if p > position]
+        if not fresh or (f.positions and len(fresh) < f.threshold):
+            continue  # what fired was made of entries a person already dealt with
+        count = len(fresh) if len(fresh) < len(f.positions) else f.count
+        kept.append(replace(f, count=count, positions=tuple(fresh)))
+    return tuple(kept)
 
 
 def _held_by_a_person(case: _Case) -> SubjectDecision | None:
