@@ -100,3 +100,73 @@ def test_run_names_a_fifo_state_file_and_what_to_do(project: Path, name: str) ->
     done = selfcorrect(project, "run", "workflow")
     assert done.returncode == 2, done.stderr
     assert f".selfcorrect/{name}: is not a regular file: replace it" in done.stderr
+
+
+# --- item 5: every lock wait is bounded --------------------------------------------------------
+
+HOLD = """\
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def held(tmp_path: Path):
+    """Hold a lock file from a second process (an editor integration, an agent) until the end."""
+    holders: list[subprocess.Popen[str]] = []
+
+    def hold(path: Path) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True
+        )
+        holders.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        return proc.pid
+
+    yield hold
+    for proc in holders:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def stuck_log(folder: Path) -> None:
+    """A failure log that gives the run something to write to the coordination log."""
+    entry = (
+        '  - tool: Bash\n    error: "TypeError: x is undefined"\n'
+        "    timestamp: '2026-12-01T10:0{n}:00Z'\n    task_id: WI-1\n"
+    )
+    (folder / "tool_failures.yaml").write_text(
+        "failures:\n" + "".join(entry.format(n=n) for n in range(6)), encoding="utf-8"
+    )
+    (folder / "coordination_log.yaml").write_text(
+        "implementation_tasks:\n  - task_id: WI-1\n    name: Build\n    status: in_progress\n",
+        encoding="utf-8",
+    )
+
+
+def test_run_gives_up_on_a_held_coordination_lock_after_its_wait(project: Path, held) -> None:
+    folder = project / "workflow"
+    stuck_log(folder)
+    before = (folder / "coordination_log.yaml").read_bytes()
+    lock = folder / ".selfcorrect" / "locks" / "coordination_log.yaml.lock"
+    held(lock)
+    done = selfcorrect(project, "run", "workflow", "--wait", "1")  # before: waited forever
+    assert done.returncode == 2, done.stderr
+    assert "coordination_log.yaml.lock" in done.stderr and "--wait" in done.stderr
+    assert (folder / "coordination_log.yaml").read_bytes() == before
+    assert not (folder / ".selfcorrect" / "folder.lock").exists()  # the folder is let go
+
+
+def test_the_failure_hook_gives_up_on_a_held_log_lock(project: Path, held) -> None:
+    folder = project / "workflow"
+    held(folder / ".selfcorrect" / "locks" / "tool_failures.yaml.lock")
+    done = hook(project, "post-tool-use-failure")  # before: waited forever
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "tool_failures.yaml.lock" in lines[0], lines
+    assert not (folder / ".selfcorrect" / "folder.lock").exists()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
-from selfcorrect.io import platform
+from selfcorrect.io import atomic, platform
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import environment_error
 
@@ -103,7 +103,8 @@ def hold(folder: Path, wait: float = DEFAULT_WAIT_S, what: str = "selfcorrect") 
             continue  # the last holder removed `.selfcorrect/` as we came: again
         if _parent_holds(fd):
             try:
-                yield
+                with atomic.lock_waits(wait):
+                    yield
             finally:
                 os.close(fd)
             return
@@ -120,7 +121,8 @@ def hold(folder: Path, wait: float = DEFAULT_WAIT_S, what: str = "selfcorrect") 
             )
     platform.write_pid(fd)  # over the pid a holder killed with SIGKILL left behind
     try:
-        yield
+        with atomic.lock_waits(wait):  # no wait under this lock outlasts the one chosen for it
+            yield
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
