@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import git
+from tests.helpers import git, load
 
 WAIT_S = 120  # a guard against a hang, never a measure: a hang is the bug under test
 SC = [sys.executable, "-m", "selfcorrect"]
@@ -170,3 +170,63 @@ def test_the_failure_hook_gives_up_on_a_held_log_lock(project: Path, held) -> No
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "tool_failures.yaml.lock" in lines[0], lines
     assert not (folder / ".selfcorrect" / "folder.lock").exists()
+
+
+# --- item 4: no project file is read whole to size it ------------------------------------------
+
+WAYPOINT = """\
+id: CP-WI-3-1
+type: pre_compact
+phase: executing
+created_at: "2026-11-29T10:20:00Z"
+trigger: agent_handoff
+task_id: WI-3
+context_usage: 0.86
+pending:
+  - id: S1
+    kind: file_edit
+    target: data/big.dat
+    description: "Regenerate the data file"
+"""
+# The child caps its own address space: a whole read of the 1.5 GB file fails there with a
+# MemoryError instead of taking 3 GB from a shared machine, and prints its peak otherwise.
+MEASURED = """\
+import resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+sys.argv = ["selfcorrect", *sys.argv[1:]]
+try:
+    runpy.run_module("selfcorrect", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print("PEAK_KIB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code, file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "truncate"), reason="no sparse files here")
+def test_a_huge_pending_target_is_sized_without_reading_it(project: Path) -> None:
+    folder = project / "workflow"
+    big = project / "data" / "big.dat"
+    big.parent.mkdir()
+    with big.open("wb") as handle:
+        handle.truncate(1536 << 20)  # 1.5 GB, sparse: no disk used
+    (folder / "waypoints").mkdir()
+    (folder / "waypoints" / "wp-1.yaml").write_text(WAYPOINT, encoding="utf-8")
+    (folder / "coordination_log.yaml").write_text(
+        "implementation_tasks:\n  - task_id: WI-3\n    name: Data\n    status: in_progress\n",
+        encoding="utf-8",
+    )
+    for args in (["--shadow"], []):  # what the hooks' decision reads, then a run that writes
+        done = subprocess.run(
+            [sys.executable, "-c", MEASURED, "run", "workflow", *args],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
+        peak_line = done.stderr.strip().splitlines()[-1]
+        assert peak_line.startswith("PEAK_KIB"), done.stderr
+        peak_kib, code = int(peak_line.split()[1]), peak_line.split()[2]
+        assert code in ("0", "1", "3"), done.stderr  # before: MemoryError at the cap
+        assert peak_kib < 256 << 10, peak_kib  # a quarter GB, against 3 GB for a whole read
+    [micro] = load(folder / "microtasks" / "WI-3.yaml")["microtasks"]
+    assert micro["estimated_tokens"] >= (1536 << 20) // 4  # sized from its length on disk

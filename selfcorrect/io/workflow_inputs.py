@@ -9,6 +9,7 @@ core/stuck.py); a watcher's `LogCache` lets the next load read only the appended
 from __future__ import annotations
 
 import hashlib
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,10 +150,14 @@ def _loader(path: Path, stem: str, max_bytes: int) -> Callable[[], Any]:
 
 def _project_view(root: Path) -> ProjectView:
     def size_of(rel: str) -> int | None:
+        """Its length in bytes, from `stat`: a target is never read to be sized (an agent
+        may name a 1.5 GB file, and every hook would read it: docs/containment.md)."""
         path = resolve_inside(root, rel)
-        if path is None or not path.is_file():
+        try:
+            info = path.stat() if path is not None else None
+        except (OSError, ValueError):
             return None
-        return len(path.read_text(encoding="utf-8", errors="replace"))
+        return info.st_size if info is not None and stat.S_ISREG(info.st_mode) else None
 
     from selfcorrect.checks.documents import restructurable
 
