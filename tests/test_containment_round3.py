@@ -230,3 +230,62 @@ def test_a_huge_pending_target_is_sized_without_reading_it(project: Path) -> Non
         assert peak_kib < 256 << 10, peak_kib  # a quarter GB, against 3 GB for a whole read
     [micro] = load(folder / "microtasks" / "WI-3.yaml")["microtasks"]
     assert micro["estimated_tokens"] >= (1536 << 20) // 4  # sized from its length on disk
+
+
+# --- item 7: a workflow folder that is a symlink out of the project ----------------------------
+
+
+@pytest.mark.parametrize("command", [["run", "workflow"], ["check", "workflow"]])
+def test_a_workflow_folder_linked_out_of_the_project_is_refused(
+    tmp_path: Path, project: Path, command: list[str]
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "workflow").rename(elsewhere / "workflow")
+    (project / "workflow").symlink_to(elsewhere / "workflow")
+    outside = elsewhere / "victim.py"
+    outside.write_text("x=1\n", encoding="utf-8")
+    folder = elsewhere / "workflow"
+    (folder / "validation_report.yaml").write_text(
+        json.dumps(
+            {
+                "status": "FIXABLE",
+                "issues": [
+                    {
+                        "id": "I-1",
+                        "severity": "MAJOR",
+                        "type": "lint",
+                        "file": "victim.py",
+                        "description": "unused import",
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.rglob("*"))
+    done = selfcorrect(project, *command)
+    assert done.returncode == 2, done.stdout + done.stderr  # before: the root moved to elsewhere/
+    assert "workflow: is a symbolic link to" in done.stderr and "outside the project" in done.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in elsewhere.rglob("*")) == before
+
+
+def test_a_workflow_folder_linked_inside_the_project_still_works(project: Path) -> None:
+    (project / "workflow").rename(project / ".agents")
+    (project / "workflow").symlink_to(project / ".agents")
+    assert selfcorrect(project, "check", "workflow").returncode == 0
+
+
+def test_the_hooks_refuse_a_workflow_folder_linked_out_of_the_project(
+    tmp_path: Path, project: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "workflow").rename(elsewhere / "workflow")
+    (project / "workflow").symlink_to(elsewhere / "workflow")
+    log = elsewhere / "workflow" / "tool_failures.yaml"
+    before = log.read_bytes()
+    done = hook(project, "post-tool-use-failure")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "symbolic link" in lines[0], lines
+    assert log.read_bytes() == before

@@ -68,6 +68,14 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
     handler = _slow_handler(name)
 
     def bounded(event: HookEvent, folder: str) -> dict[str, Any] | None:
+        from selfcorrect.io.real_paths import linked_out
+
+        linked = linked_out(Path(folder))
+        if linked is not None:  # its project would be the link target's (docs/containment.md)
+            answers.note(
+                f"{folder}: is a symbolic link to {linked[0]}, outside the project; nothing done"
+            )
+            return None
         with lock_waits(LOCK_WAIT_S):  # a held lock costs the agent 10 s at most, once
             return handler(event, Path(folder))
 
