@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +290,53 @@ def test_the_hooks_refuse_a_workflow_folder_linked_out_of_the_project(
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "symbolic link" in lines[0], lines
     assert log.read_bytes() == before
+
+
+# --- item 8: policy regexes run with a time limit; a catastrophic one is refused -------------
+
+
+@pytest.mark.parametrize(
+    ("section", "regex"),
+    [
+        (
+            "extend_patterns:\n  - {regex: '^(a+)+$', type: runtime_error, confidence: 0.9}\n",
+            "^(a+)+$",
+        ),
+        ("stuck:\n  unable_to_complete:\n    extend_patterns: ['(a|aa)+$']\n", "(a|aa)+$"),
+        ("intent:\n  extend_create: ['(\\w+\\s?)+!']\n", "(\\w+\\s?)+!"),
+    ],
+)
+def test_a_catastrophic_policy_regex_is_refused_at_its_position(
+    project: Path, section: str, regex: str
+) -> None:
+    policy = project / "workflow" / "selfcorrect.yaml"
+    text = policy.read_text(encoding="utf-8")
+    policy.write_text(text + "\n" + section, encoding="utf-8")
+    line = text.count("\n") + 1 + section.count("\n")  # the regex sits on the section's last line
+    for command in ("check", "run"):
+        done = selfcorrect(project, command, "workflow")
+        said = done.stdout + done.stderr
+        assert done.returncode == 2, said  # before: check passed, and run hung
+        assert re.search(rf"selfcorrect\.yaml:{line}:\d+: .*{re.escape(repr(regex))}", said), said
+        assert "rewrite it" in said
+
+
+def test_a_policy_regex_that_runs_out_of_time_counts_as_no_match() -> None:
+    from selfcorrect.core.bounded_regex import Bounded
+
+    slow = Bounded(r"^(a|aa)+$")  # exponential on a near-match, in `regex` as in `re`
+    assert slow.search("a" * 60 + "!") is None and slow.timeouts == 1
+    assert slow.search("aaaa") is not None
+
+
+def test_every_policy_pattern_is_matched_by_the_bounded_engine_and_shipped_ones_by_re() -> None:
+    from selfcorrect.core.bounded_regex import Bounded
+    from selfcorrect.core.taxonomy import Taxonomy
+    from tests.helpers import policy_with
+
+    policy = policy_with(extend_patterns=[{"regex": "FLAKY-DB-\\d+", "type": "runtime_error"}])
+    shipped = policy.patterns[0].regex
+    assert isinstance(policy.regex("FLAKY-DB-\\d+"), Bounded)
+    assert not isinstance(policy.regex(shipped), Bounded)
+    typed = Taxonomy(policy).classify_text("connect FLAKY-DB-12 refused")
+    assert typed.rule == "FLAKY-DB-\\d+"
