@@ -340,3 +340,37 @@ def test_every_policy_pattern_is_matched_by_the_bounded_engine_and_shipped_ones_
     assert not isinstance(policy.regex(shipped), Bounded)
     typed = Taxonomy(policy).classify_text("connect FLAKY-DB-12 refused")
     assert typed.rule == "FLAKY-DB-\\d+"
+
+
+# --- item 9: the policy's commands changed since the last run ----------------------------------
+
+AGENT_CHECK = (
+    "\nchecks:\n  commands:\n"
+    '    - {type: linting_errors, command: [sh, -c, "echo agent was here"], target: src}\n'
+)
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_changed_policy_commands_are_named_with_a_warning(project: Path, command: str) -> None:
+    first = selfcorrect(project, "run", "workflow")
+    assert first.returncode in (0, 1, 3), first.stderr
+    assert "commands changed" not in first.stderr  # nothing to compare with yet
+    policy = project / "workflow" / "selfcorrect.yaml"
+    with policy.open("a", encoding="utf-8") as handle:  # as an agent's Bash tool would
+        handle.write(AGENT_CHECK)
+    mine = ["--force"] if command == "validate" else []  # init's example report is a dialect's
+    done = selfcorrect(project, command, "workflow", "--format", "json", *mine)
+    assert done.returncode in (0, 1, 3), done.stderr  # before: ran it and said nothing
+    [line] = [x for x in done.stderr.splitlines() if "commands changed" in x]
+    assert line.startswith("workflow/selfcorrect.yaml:1:1: warning: ")
+    assert "checks.commands[0] is now" in line and "echo agent was here" in line
+    assert "an agent may have changed them" in line
+    [warning] = [w for w in json.loads(done.stdout)["warnings"] if "commands" in w["message"]]
+    assert warning["severity"] == "warning" and "checks.commands[0]" in warning["message"]
+    again = selfcorrect(project, "run", "workflow")  # said once: the change is now recorded
+    assert "commands changed" not in again.stderr
+    kinds = [
+        json.loads(x)["event"]
+        for x in (project / "workflow" / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
+    ]
+    assert kinds.count("commands") == 1  # the defaults need no record; the change has one

@@ -38,6 +38,7 @@ from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.core.work_items import WorkItem
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.gate_file import gate_path, write_gate
+from selfcorrect.effects.policy_commands_file import remember as remember_commands
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.remediation import (
     FIX_PROGRESS,
@@ -99,7 +100,15 @@ def correction_run(
     # (a linked .selfcorrect/ would put it outside DIR), and the temp-file sweep, which deletes.
     safe_paths.preflight(folder)
     with folder_lock.hold(folder, wait, "run"):
-        return _locked_run(folder, *options, cache)
+        outcome = _locked_run(folder, *options, cache)
+        # The policy's commands as this run found them: the next run says if they changed.
+        remember_commands(
+            folder,
+            outcome.decisions.policy,
+            outcome.decisions.history,
+            journal_stamp(outcome.decisions),
+        )
+        return outcome
 
 
 def _locked_run(

@@ -152,6 +152,11 @@ def _still_named(fd: int, path: Path) -> bool:
     return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
 
+def under_parent() -> bool:
+    """Is this process a child a run started to work under its lock (the built-in validator)?"""
+    return os.environ.get(HOLDER_ENV, "").isdigit()
+
+
 def _locked_by_other(fd: int) -> bool:
     return not platform.lock(fd, blocking=False)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from selfcorrect import layout
+from selfcorrect.core import policy_commands
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
 from selfcorrect.core.ledger import Ledger, attributed, read_only_tools, subject_of, task_owners
@@ -35,7 +36,7 @@ from selfcorrect.errors import Diagnostic, EnvironmentProblem, InputError
 from selfcorrect.io import documents, journal
 from selfcorrect.io.failure_log import RawFailure
 from selfcorrect.io.log_cursor import LogCursor
-from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io.policy_file import load_policy, shipped_commands
 from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root, resolve_inside
 
@@ -116,6 +117,11 @@ def load_inputs(
 
     warnings: list[Diagnostic] = []
     history = tuple(journal.read_journal(folder, warnings))
+    before = policy_commands.baseline(history, shipped_commands())
+    changed = policy_commands.warning(before, policy_commands.commands_of(policy))
+    if changed is not None:  # agents can write the policy (docs/containment.md)
+        shown = documents.display_path(policy_path or folder / layout.POLICY)
+        warnings.append(replace(changed, path=shown))
     # A failure without task_id belongs to the task its agent_id works on (docs/rules.md §2.1).
     owners = task_owners(coordination.tasks) if coordination else {}
     log = _fold_log(folder / layout.FAILURE_LOG, policy, max_bytes, warnings, cache, owners)
