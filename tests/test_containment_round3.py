@@ -409,3 +409,34 @@ def test_a_fixer_that_kills_its_keeper_leaves_no_setsid_grandchild(tmp_path: Pat
     finally:
         with contextlib.suppress(OSError):
             os.kill(grandchild, signal.SIGKILL)
+
+
+HOLD_FOLDER = """\
+import sys, time
+from pathlib import Path
+from selfcorrect.io.folder_lock import hold
+with hold(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_lock_holder_variable_is_honoured_only_from_the_holder_s_children(
+    project: Path,
+) -> None:
+    folder = project / "workflow"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_FOLDER, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        pid = (folder / ".selfcorrect" / "folder.lock").read_text().strip()
+        assert pid == str(holder.pid)
+        done = selfcorrect(project, "run", "workflow", "--wait", "0", SELFCORRECT_LOCK_HOLDER=pid)
+        assert done.returncode == 2, done.stdout  # before: it ran under the held lock
+        assert f"pid {pid} holds its lock" in done.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()

@@ -152,6 +152,23 @@ def _still_named(fd: int, path: Path) -> bool:
     return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
 
+def _descends_from(pid: int) -> bool:
+    """Is `pid` our parent, or its parent, and so on (Linux: through /proc; elsewhere only
+    the parent itself counts)?"""
+    current = os.getppid()
+    for _ in range(64):
+        if current == pid:
+            return True
+        if current <= 1:
+            return False
+        try:
+            with open(f"/proc/{current}/stat", "rb") as handle:
+                current = int(handle.read().rpartition(b")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
 def under_parent() -> bool:
     """Is this process a child a run started to work under its lock (the built-in validator)?"""
     return os.environ.get(HOLDER_ENV, "").isdigit()
@@ -162,9 +179,11 @@ def _locked_by_other(fd: int) -> bool:
 
 
 def _parent_holds(fd: int) -> bool:
-    """Is the lock held, right now, by the process that named itself in our environment?"""
+    """Is the lock held, right now, by the process that named itself in our environment, and
+    is that process our ancestor? Any process can set the variable to the pid in the lock
+    file: only a child the holder started works under its lock (docs/containment.md)."""
     parent = os.environ.get(HOLDER_ENV, "")
-    if not parent.isdigit():
+    if not parent.isdigit() or not _descends_from(int(parent)):
         return False
     if not platform.lock(fd, blocking=False):
         return platform.read_pid(fd) == parent
