@@ -529,3 +529,29 @@ def test_a_fix_that_turns_its_target_into_a_link_out_of_the_project_is_undone(
     assert victim.read_text() == "not the project's\n"
     verifying = [s for s in transitions(repo) if s["from"] == "verifying"]
     assert verifying[0]["evidence"]["verdict"] == "SCOPE_VIOLATION"
+
+
+def test_the_undone_folder_is_capped_oldest_copies_first_and_journaled(
+    tmp_path: Path, run_line
+) -> None:
+    """Each undo keeps its copies, but undos add up (three rounds left 181 MB): the folder as a
+    whole stays within its cap, the oldest copies go first, and the journal names them."""
+    from selfcorrect.io import undone_copies
+
+    repo = hostile_project(tmp_path, 'echo fix >> "$1"\necho junk > README.md\n')
+    undone = repo / "workflow" / ".selfcorrect" / "undone"
+    undone.mkdir(parents=True)
+    third = undone_copies.MAX_BYTES * 4 // 10  # three of them: over the cap
+    for age, name in enumerate(["newest.bin", "middle.bin", "oldest.bin"]):
+        with (undone / name).open("wb") as handle:
+            handle.truncate(third)  # sparse: sized, no disk used
+        os.utime(undone / name, ns=(10**18 - age * 10**12, 10**18 - age * 10**12))
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    names = {p.name for p in undone.iterdir()}
+    assert "oldest.bin" not in names  # before: every copy stayed, the folder grew without end
+    assert {"middle.bin", "newest.bin"} <= names
+    assert any(n.startswith("README.md.") for n in names)  # this undo's own copy is kept
+    assert sum(p.stat().st_size for p in undone.iterdir()) <= undone_copies.MAX_BYTES
+    assert compensation(repo)["pruned"] == ["workflow/.selfcorrect/undone/oldest.bin"]
