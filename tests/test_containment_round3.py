@@ -95,6 +95,17 @@ def test_a_fifo_gate_state_hangs_no_hook(project: Path, name: str) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("state", ["log_cache.json", "journal.jsonl", "stop_holds.json"])
+@pytest.mark.parametrize("name", ["post-tool-use-failure", "stop"])
+def test_a_fifo_at_any_state_file_hangs_no_hook(project: Path, name: str, state: str) -> None:
+    folder = project / "workflow" / ".selfcorrect"
+    folder.mkdir(exist_ok=True)
+    os.mkfifo(folder / state)
+    done = hook(project, name)
+    assert len(done.stderr.splitlines()) <= 1, done.stderr  # at most one line, never a hang
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 @pytest.mark.parametrize("name", ["gate.json", "stop_holds.json", "log_cache.json"])
 def test_run_names_a_fifo_state_file_and_what_to_do(project: Path, name: str) -> None:
     state = project / "workflow" / ".selfcorrect"
