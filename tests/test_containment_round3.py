@@ -5,11 +5,9 @@ and locks held by a second process."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -390,36 +388,6 @@ def test_changed_policy_commands_are_named_with_a_warning(project: Path, command
 
 
 # --- item 10: the smaller leaks ----------------------------------------------------------------
-
-
-def _alive(pid: int) -> bool:
-    """Running, and no zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreapers are Linux's")
-def test_a_fixer_that_kills_its_keeper_leaves_no_setsid_grandchild(tmp_path: Path) -> None:
-    from selfcorrect.io.process_tree import run_contained
-
-    pidfile = tmp_path / "grandchild.pid"
-    script = tmp_path / "fixer.sh"
-    script.write_text(
-        f"#!/bin/sh\nsetsid sh -c 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; "
-        f"exec sleep 600' &\nwhile [ ! -s {pidfile} ]; do :; done\nkill -9 $PPID\nexec sleep 600\n"
-    )
-    script.chmod(0o755)
-    done = run_contained([str(script)], tmp_path, 60.0)
-    grandchild = int(pidfile.read_text())
-    try:
-        assert not done.ok
-        assert not _alive(grandchild)  # before: reparented to init, sleeping on
-    finally:
-        with contextlib.suppress(OSError):
-            os.kill(grandchild, signal.SIGKILL)
 
 
 HOLD_FOLDER = """\

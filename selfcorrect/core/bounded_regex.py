@@ -42,15 +42,14 @@ class Bounded:
         self.timeouts = 0  # how many matches ran out of time (each counted as no match)
 
     def search(self, text: str, pos: int = 0) -> Any:
-        try:
-            return self._rx.search(text, pos, timeout=MATCH_LIMIT_S)
-        except TimeoutError:
-            self.timeouts += 1
-            return None
+        return self._run(self._rx.search, text, pos)
 
     def match(self, text: str, pos: int = 0) -> Any:
+        return self._run(self._rx.match, text, pos)
+
+    def _run(self, method: Any, text: str, pos: int) -> Any:
         try:
-            return self._rx.match(text, pos, timeout=MATCH_LIMIT_S)
+            return method(text, pos, timeout=MATCH_LIMIT_S)
         except TimeoutError:
             self.timeouts += 1
             return None

@@ -271,19 +271,25 @@ def _end_adopted(me: int, before: set[int]) -> None:
                 os.waitpid(pid, 0)
 
 
-def _parents() -> dict[int, list[int]]:
-    """Every process's children, from /proc ({} where there is none)."""
-    children: dict[int, list[int]] = {}
+def _processes() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, the fields of /proc/<pid>/stat after its name) of every process we can read."""
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             try:
                 with open(f"/proc/{name}/stat", "rb") as handle:
-                    ppid = int(handle.read().rpartition(b")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
+                    yield int(name), handle.read().rpartition(b")")[2].split()
+            except OSError:
                 continue
-            children.setdefault(ppid, []).append(int(name))
+
+
+def _parents() -> dict[int, list[int]]:
+    """Every process's children, from /proc ({} where there is none)."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in _processes():
+        with contextlib.suppress(ValueError, IndexError):
+            children.setdefault(int(fields[1]), []).append(pid)
     return children
 
 
@@ -303,17 +309,10 @@ def _descendants(pid: int) -> list[int]:
 def _kill_session(sid: int) -> None:
     """Kill every process of the keeper's session: the fixer and all it started that did not
     call setsid. A session's id stays reserved while it has members, so none is a stranger."""
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as handle:
-                    fields = handle.read().rpartition(b")")[2].split()
-                if int(fields[3]) == sid:
-                    os.kill(int(name), signal.SIGKILL)
-            except (OSError, ValueError, IndexError):
-                continue
+    for pid, fields in _processes():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(fields[3]) == sid:
+                os.kill(pid, signal.SIGKILL)
 
 
 def _stop(keeper: subprocess.Popen[bytes]) -> None:
