@@ -419,3 +419,21 @@ def test_the_lock_holder_variable_is_honoured_only_from_the_holder_s_children(
         holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_or_a_hard_link_at_a_sidecar_lock_is_named(project: Path, tmp_path: Path) -> None:
+    """The holder's pid is written into a sidecar lock: never into a FIFO, nor through a hard
+    link into a file outside the folder."""
+    locks = project / "workflow" / ".selfcorrect" / "locks"
+    locks.mkdir(parents=True)
+    os.mkfifo(locks / "tool_failures.yaml.lock")
+    done = hook(project, "post-tool-use-failure")
+    assert "tool_failures.yaml.lock: is not a regular file" in done.stderr
+    (locks / "tool_failures.yaml.lock").unlink()
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me\n", encoding="utf-8")
+    os.link(outside, locks / "tool_failures.yaml.lock")
+    done = hook(project, "post-tool-use-failure")
+    assert "other hard link" in done.stderr
+    assert outside.read_text(encoding="utf-8") == "keep me\n"

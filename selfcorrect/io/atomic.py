@@ -35,6 +35,7 @@ from selfcorrect.io.safe_paths import (
     open_nofollow,
     refusal,
     refuse_link,
+    refuse_shared,
 )
 
 ATTEMPTS = 5
@@ -98,8 +99,9 @@ def sidecar_lock(path: Path) -> Iterator[None]:
     """
     lock_path = sidecar_lock_path(path)
     ensure_dir(lock_path.parent)
-    fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT)
+    fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT | platform.O_NONBLOCK)
     try:
+        refuse_shared(fd, lock_path)  # a FIFO, or a hard link our pid would be written through
         _wait_for(fd, lock_path, _LOCK_WAIT.get())
         try:
             platform.write_pid(fd)  # for a waiter that gives up to name us
