@@ -437,3 +437,13 @@ def test_a_fifo_or_a_hard_link_at_a_sidecar_lock_is_named(project: Path, tmp_pat
     done = hook(project, "post-tool-use-failure")
     assert "other hard link" in done.stderr
     assert outside.read_text(encoding="utf-8") == "keep me\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_at_the_folder_lock_is_an_input_error(tmp_path: Path) -> None:
+    from selfcorrect.errors import InputError
+    from selfcorrect.io.folder_lock import open_lock
+
+    os.mkfifo(tmp_path / "folder.lock")
+    with pytest.raises(InputError, match="folder.lock: is not a regular file"):
+        open_lock(tmp_path / "folder.lock")  # before: opened, then written through as a FIFO

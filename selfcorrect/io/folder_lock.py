@@ -24,7 +24,7 @@ from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
 from selfcorrect.io import atomic, platform
 from selfcorrect.io.documents import display_path
-from selfcorrect.io.safe_paths import environment_error
+from selfcorrect.io.safe_paths import environment_error, refuse_shared
 
 DEFAULT_WAIT_S = 60.0
 POLL_S = 0.05  # how often a waiter tries again
@@ -44,10 +44,11 @@ def lock_path(folder: Path) -> Path:
 def open_lock(path: Path) -> int:
     """The lock file's descriptor; never through a symlink (a link there is refused). An
     environment problem (a link, permission denied, a read-only folder) is exit 2 naming it."""
-    flags = os.O_RDWR | os.O_CREAT | platform.O_NOFOLLOW | platform.O_CLOEXEC
+    # O_NONBLOCK and the check below: a FIFO there must not hang us (docs/containment.md).
+    flags = os.O_RDWR | os.O_CREAT | platform.O_NOFOLLOW | platform.O_CLOEXEC | platform.O_NONBLOCK
     try:
         path.parent.mkdir(exist_ok=True)
-        return os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
         raise  # its folder went away under us: the caller tries again
     except OSError as exc:
@@ -64,6 +65,12 @@ def open_lock(path: Path) -> int:
                 "selfcorrect may write (remove whatever is there, or fix the permissions)",
             )
         ) from None
+    try:
+        refuse_shared(fd, path)  # written in place: a FIFO, or a second name, is refused
+    except InputError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def holder(fd: int) -> str:
