@@ -145,19 +145,36 @@ class _Shaped:
 class _FirstMatch:
     """Patterns in order, to find the first one that matches anywhere in a text."""
 
-    __slots__ = ("_prefixes", "_regexes", "_sources")
+    __slots__ = ("_linear", "_own", "_prefixes", "_regexes", "_sources")
 
     def __init__(self, sources: list[str], shipped: frozenset[str]) -> None:
-        self._sources = sources
-        self._regexes = tuple(compile_policy(source, shipped) for source in sources)
+        # The shipped patterns are linear and matched with `re`, joined into alternations; the
+        # policy's own, one by one with a time limit (core/bounded_regex.py): joined into one
+        # `re` pattern, they would run unbounded.
+        self._linear = tuple(i for i, source in enumerate(sources) if source in shipped)
+        self._own = tuple(
+            (i, compile_policy(source, shipped))
+            for i, source in enumerate(sources)
+            if source not in shipped
+        )
+        self._sources = [sources[i] for i in self._linear]
+        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in self._sources)
         # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
-        # with it answers "does any earlier pattern match?" at a fraction of k searches. Only
-        # for shipped patterns: joined into one `re` pattern, a policy's own would run unbounded.
-        linear = all(source in shipped for source in sources)
-        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources) if linear else None
+        # with it answers "does any earlier pattern match?" at a fraction of k searches.
+        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(self._sources)
 
     def first(self, text: str) -> int | None:
         """Index of the first pattern that matches anywhere in `text`."""
+        found = self._first_linear(text)
+        best = None if found is None else self._linear[found]
+        for index, regex in self._own:
+            if best is not None and index > best:
+                break
+            if regex.search(text):
+                return index
+        return best
+
+    def _first_linear(self, text: str) -> int | None:
         regexes, prefixes = self._regexes, self._prefixes
         linear = (i for i, rx in enumerate(regexes) if rx.search(text))
         if prefixes is None:
