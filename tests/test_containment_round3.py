@@ -445,5 +445,5 @@ def test_a_fifo_at_the_folder_lock_is_an_input_error(tmp_path: Path) -> None:
     from selfcorrect.io.folder_lock import open_lock
 
     os.mkfifo(tmp_path / "folder.lock")
-    with pytest.raises(InputError, match="folder.lock: is not a regular file"):
+    with pytest.raises(InputError, match=r"folder\.lock: is not a regular file"):
         open_lock(tmp_path / "folder.lock")  # before: opened, then written through as a FIFO
