@@ -153,7 +153,9 @@ def _validate(
     written = None
     if write and atomic.replace_file(target, render_report(report)):
         written = documents.display_path(target)
-    if write and not folder_lock.under_parent():  # a run's own validation is the run's to record
+    # Recorded as seen by a validate that writes the folder's own report (one given --output
+    # writes nothing else); a run's own validation is the run's to record.
+    if write and output is None and not folder_lock.under_parent():
         seen = {"at": report["generated_at"], "run": "validate", "actor": "selfcorrect"}
         policy_commands_file.remember(folder, policy, history, seen)
     return Validation(report, findings, written, [notice] if notice else [])
