@@ -8,9 +8,11 @@ the fixer is alive. Nothing is mocked, and no outcome is waited for by sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -136,16 +138,23 @@ def test_a_detached_child_of_the_fixer_is_dead_before_changes_are_measured(
     assert ("remediating", "verifying") in [(s["from"], s["to"]) for s in steps]
 
 
+def shell_fixer(tmp_path: Path, body: str) -> str:
+    """An executable `fixer.sh` running `body` under /bin/sh: its path."""
+    script = tmp_path / "fixer.sh"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return str(script)
+
+
 def test_a_setsid_grandchild_is_ended_with_a_timed_out_fixer(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    script = tmp_path / "fixer.sh"
-    script.write_text(
-        f"#!/bin/sh\nsetsid sh -c 'echo $$ > {pidfile}; exec sleep 600' &\n"
-        f"while [ ! -s {pidfile} ]; do :; done\nexec sleep 600\n"
+    script = shell_fixer(
+        tmp_path,
+        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 600' &\n"
+        f"while [ ! -s {pidfile} ]; do :; done\nexec sleep 600\n",
     )
-    script.chmod(0o755)
 
-    done = run_contained([str(script)], tmp_path, 3.0)
+    done = run_contained([script], tmp_path, 3.0)
 
     assert done.timed_out
     assert not alive(wait_for(pidfile))
@@ -153,14 +162,32 @@ def test_a_setsid_grandchild_is_ended_with_a_timed_out_fixer(tmp_path: Path) -> 
 
 def test_a_fixer_that_kills_its_keeper_still_loses_its_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
-    script = tmp_path / "fixer.sh"
-    script.write_text(f"#!/bin/sh\nsleep 600 &\necho $! > {pidfile}\nkill -9 $PPID\nwait\n")
-    script.chmod(0o755)
+    script = shell_fixer(tmp_path, f"sleep 600 &\necho $! > {pidfile}\nkill -9 $PPID\nwait\n")
 
-    done = run_contained([str(script)], tmp_path, 20.0)
+    done = run_contained([script], tmp_path, 20.0)
 
     assert not done.ok and "keeper" in (done.error or "")
     assert not running(wait_for(pidfile), within=20.0)
+
+
+def test_a_fixer_that_kills_its_keeper_leaves_no_setsid_grandchild(tmp_path: Path) -> None:
+    """selfcorrect is a subreaper while the fixer runs: the dead keeper's orphans are its own."""
+    pidfile = tmp_path / "grandchild.pid"
+    script = shell_fixer(
+        tmp_path,
+        f"setsid sh -c 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 600' &\n"
+        f"while [ ! -s {pidfile} ]; do :; done\nkill -9 $PPID\nexec sleep 600\n",
+    )
+
+    done = run_contained([script], tmp_path, 60.0)
+
+    grandchild = wait_for(pidfile)
+    try:
+        assert not done.ok
+        assert not running(grandchild)  # before: reparented to init, asleep for 10 minutes
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(grandchild, signal.SIGKILL)
 
 
 def test_selfcorrect_killed_mid_fix_takes_the_fixer_tree_with_it(tmp_path: Path) -> None:
@@ -529,3 +556,29 @@ def test_a_fix_that_turns_its_target_into_a_link_out_of_the_project_is_undone(
     assert victim.read_text() == "not the project's\n"
     verifying = [s for s in transitions(repo) if s["from"] == "verifying"]
     assert verifying[0]["evidence"]["verdict"] == "SCOPE_VIOLATION"
+
+
+def test_the_undone_folder_is_capped_oldest_copies_first_and_journaled(
+    tmp_path: Path, run_line
+) -> None:
+    """Each undo keeps its copies, but undos add up (three rounds left 181 MB): the folder as a
+    whole stays within its cap, the oldest copies go first, and the journal names them."""
+    from selfcorrect.io import undone_copies
+
+    repo = hostile_project(tmp_path, 'echo fix >> "$1"\necho junk > README.md\n')
+    undone = repo / "workflow" / ".selfcorrect" / "undone"
+    undone.mkdir(parents=True)
+    third = undone_copies.MAX_BYTES * 4 // 10  # three of them: over the cap
+    for age, name in enumerate(["newest.bin", "middle.bin", "oldest.bin"]):
+        with (undone / name).open("wb") as handle:
+            handle.truncate(third)  # sparse: sized, no disk used
+        os.utime(undone / name, ns=(10**18 - age * 10**12, 10**18 - age * 10**12))
+
+    run_line(["run", repo / "workflow", "--format", "json"])
+
+    names = {p.name for p in undone.iterdir()}
+    assert "oldest.bin" not in names  # before: every copy stayed, the folder grew without end
+    assert {"middle.bin", "newest.bin"} <= names
+    assert any(n.startswith("README.md.") for n in names)  # this undo's own copy is kept
+    assert sum(p.stat().st_size for p in undone.iterdir()) <= undone_copies.MAX_BYTES
+    assert compensation(repo)["pruned"] == ["workflow/.selfcorrect/undone/oldest.bin"]

@@ -216,13 +216,43 @@ def test_uninstall_gives_the_original_bytes_back(project: Path, text: str) -> No
     ]
 
 
-def test_uninstall_removes_an_event_left_empty_even_one_that_was_empty_before(
-    project: Path,
-) -> None:
+def test_uninstall_keeps_an_event_list_that_was_there_before_empty(project: Path) -> None:
+    """Revision 3: a person's empty `"Stop": []` is theirs; only the events install added go."""
     write_settings(project, ODD_FILES["empty event list and odd spacing"])
     cli(project, "install", "claude-code")
     cli(project, "install", "claude-code", "--uninstall")
-    assert (project / SETTINGS).read_text(encoding="utf-8") == '{ "hooks" : {} , "a" : 1 }\n'
+    assert (project / SETTINGS).read_text(encoding="utf-8") == (
+        '{ "hooks" : { "PreCompact" : [] , "Stop" : [] } , "a" : 1 }\n'
+    )
+
+
+def test_uninstall_keeps_a_lone_empty_stop_list(project: Path) -> None:
+    write_settings(project, '{\n  "hooks": {\n    "Stop": []\n  }\n}\n')
+    cli(project, "install", "claude-code")
+    done = cli(project, "install", "claude-code", "--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((project / SETTINGS).read_text(encoding="utf-8")) == {"hooks": {"Stop": []}}
+
+
+def test_uninstall_leaves_hand_written_look_alikes_of_our_hooks(project: Path) -> None:
+    cli(project, "install", "claude-code")
+    path = project / SETTINGS
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    look_alikes = [
+        {"type": "command", "command": f"{PREFIX}stop --debug"},  # extra arguments
+        {"type": "command", "command": f"{PREFIX}pre-compact"},  # another event's hook
+        {"type": "command", "command": f"{PREFIX}stop", "timeout": 5},  # a key of its own
+    ]
+    settings["hooks"]["Stop"].append({"hooks": look_alikes})
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    done = cli(project, "install", "claude-code", "--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[:2] for line in done.stdout.splitlines()[:-1]] == [
+        ["removed", e] for e in EVENTS
+    ]  # ours, once each: before, the look-alikes went too
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "hooks": {"Stop": [{"hooks": look_alikes}]}
+    }
 
 
 def test_uninstall_removes_the_file_install_created_and_only_that(project: Path) -> None:

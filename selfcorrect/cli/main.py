@@ -730,6 +730,8 @@ def _make_reset_command() -> click.Command:
             outcome = reset(folder, request, policy_path=policy, wait=wait)
         except UnknownTarget as exc:
             raise click.BadParameter(str(exc), param_hint=f"--{kind}") from exc
+        for warning in outcome.warnings:  # a tampered journal is said by every command
+            click.echo(printable(str(warning)), err=True)
         if fmt == "json":
             click.echo(
                 json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)

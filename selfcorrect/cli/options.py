@@ -112,5 +112,6 @@ def wait_option(func: F) -> F:
         show_default=True,
         metavar="S",
         help="Seconds to wait while another run, watcher run, reset or validate holds DIR's "
-        "lock; past that, exit 2 naming its pid (nothing written).",
+        "lock, or another program one of its file locks; past that, exit 2 naming its pid "
+        "(nothing written).",
     )(func)

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
 
 
 def show_validation(result: Validation, fmt: str, common: Common) -> None:
+    for warning in result.warnings:
+        click.echo(printable(str(warning)), err=True)
     if fmt == "json":
-        click.echo(json.dumps(result.report, indent=2, ensure_ascii=False))
+        warnings = {"warnings": [w.as_dict() for w in result.warnings]} if result.warnings else {}
+        click.echo(json.dumps({**result.report, **warnings}, indent=2, ensure_ascii=False))
         return
     colour = {"PASS": "green", "FIXABLE": "yellow", "BLOCKED": "red"}[result.status]
     lines = [

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import InputError
+from selfcorrect.io.real_paths import linked_out
 
 # Anything selfcorrect, a validator or an agent hook leaves in a workflow folder.
 MARKERS = (
@@ -52,6 +53,14 @@ def require_workflow_folder(folder: Path, shown: str, *, workflow_file: bool = T
         raise InputError(
             f"{shown}: not a folder; pass the workflow folder (the one holding "
             f"{layout.REPORT}), not a file in it"
+        )
+    linked = linked_out(folder)
+    if linked is not None:
+        target, home = linked
+        raise InputError(
+            f"{shown}: is a symbolic link to {target}, outside the project it is in ({home}); "
+            "selfcorrect would take the link's target for the project and act on files "
+            "outside yours: pass the real folder, or move it into the project"
         )
     if not workflow_file or has_workflow_file(folder):
         return

@@ -198,7 +198,7 @@ def _install(
         hooks = _hooks(root, text, display)
         assert hooks is not None
         groups = hooks.member(event)
-        ours = _ours(groups) if groups is not None else []
+        ours = _ours(groups, event) if groups is not None else []
         if any(entry.value == command for _, _, entry in ours):
             continue
         if groups is None:
@@ -216,18 +216,22 @@ def _install(
 
 def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]]:
     """The text without selfcorrect's hooks: each entry, a matcher group left holding nothing
-    else, an event left with no group; `hooks` itself only when it would be left empty and
-    installing again would give back the very file we started from (install added it)."""
+    else, an event install added that is left with no group (`_drop_added_events`); `hooks`
+    itself only when it would be left empty and installing again would give back the very
+    file we started from (install added it)."""
     if text is None:
         return None, []
     original, changes = text, []
+    emptied: list[str] = []  # events whose list our removals left empty
     root = _load(text, display)
     while True:
         hooks = _hooks(root, text, display)
         found = [
             (i, g, e, command)
-            for i, groups in enumerate(hooks.items if hooks is not None else [])
-            for g, e, command in _ours(groups)
+            for i, (key, groups) in enumerate(
+                zip(hooks.keys, hooks.items, strict=True) if hooks is not None else []
+            )
+            for g, e, command in _ours(groups, key.text)
         ]
         if hooks is None or not found:
             break
@@ -241,13 +245,15 @@ def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]
         keys = {key.text for key in group.keys}
         if len(entries.items) > 1 or not keys <= {"matcher", "hooks"}:
             text = json_spans.remove(text, entries, entry_index)
-        elif len(groups.items) > 1:
-            text = json_spans.remove(text, groups, group_index)
         else:
-            text = json_spans.remove(text, hooks, index)
+            text = json_spans.remove(text, groups, group_index)
+            if len(groups.items) == 1:
+                emptied.append(event)
         root = _load(text, display)
     order = [event for event, _, _ in EVENTS]
     changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
+    text = _drop_added_events(text, emptied, display)
+    root = _load(text, display)
     hooks = _hooks(root, text, display)
     if changes and hooks is not None and not hooks.items:
         at = root.index("hooks")
@@ -260,18 +266,72 @@ def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]
     return (None if text == original else text), changes
 
 
-def _ours(groups: Node) -> list[tuple[int, int, Node]]:
-    """(group index, entry index, command node) of each of selfcorrect's hooks in an event."""
+def _drop_added_events(text: str, emptied: list[str], display: str) -> str:
+    """`text` without the event lists install added, which our removals left empty. Install
+    appends the events it adds after all others, in EVENTS order: so, of the emptied lists in
+    file order, the longest tail in that order is install's, and a list before it was there
+    before (a person's `"Stop": []` stays)."""
+    order = [event for event, _, _ in EVENTS]
+    hooks = _hooks(_load(text, display), text, display)
+    listed = [key.text for key in hooks.keys if key.text in emptied] if hooks is not None else []
+    added: list[str] = []
+    for event in reversed(listed):
+        if added and order.index(event) >= order.index(added[0]):
+            break
+        added.insert(0, event)
+    return _without_events(text, added, display)
+
+
+def _without_events(text: str, events: list[str], display: str) -> str:
+    for event in events:
+        hooks = _hooks(_load(text, display), text, display)
+        at = hooks.index(event) if hooks is not None else None
+        if hooks is not None and at is not None:
+            text = json_spans.remove(text, hooks, at)
+    return text
+
+
+def _ours(groups: Node, event: str) -> list[tuple[int, int, Node]]:
+    """(group index, entry index, command node) of each of selfcorrect's hooks in an event:
+    an entry exactly as install writes it for that event (any folder), nothing more. A hook a
+    person wrote that merely starts like ours (another event's, extra arguments, extra keys)
+    is theirs: install never updates it and uninstall never removes it."""
+    name = next((name for host, name, _ in EVENTS if host == event), None)
     found = []
     for g, group in enumerate(groups.items):
         entries = group.member("hooks") if group.kind == "object" else None
-        if entries is None or entries.kind != "array":
+        if name is None or entries is None or entries.kind != "array":
             continue
         for e, entry in enumerate(entries.items):
             command = entry.member("command") if entry.kind == "object" else None
-            if command is not None and (command.value or "").startswith(PREFIX):
+            if command is not None and _installed_entry(entry, command.value, name):
                 found.append((g, e, command))
     return found
+
+
+def _installed_entry(entry: Node, command: str | None, name: str) -> bool:
+    if {key.text for key in entry.keys} != {"type", "command"}:
+        return False
+    kind = entry.member("type")
+    if kind is None or kind.value != "command" or command is None:
+        return False
+    if command == f"{PREFIX}{name}":
+        return True
+    head, _, folder = command.partition(f"{PREFIX}{name} ")
+    if head or not folder.startswith('"$CLAUDE_PROJECT_DIR"/'):
+        return False
+    try:
+        given = shlex.split(folder.removeprefix('"$CLAUDE_PROJECT_DIR"/'))
+    except ValueError:
+        return False
+    return len(given) == 1 and _folder_word_or_none(given[0]) == folder
+
+
+def _folder_word_or_none(folder: str) -> str | None:
+    try:
+        return folder_word(folder)
+    except ValueError:
+        return None
 
 
 def _double_logging(data: bytes | None, display: str) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import getpass
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from selfcorrect.core.plan import build_plan
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
+from selfcorrect.errors import Diagnostic
 from selfcorrect.io import documents, folder_lock, journal, safe_paths
 from selfcorrect.io.programs import installed
 from selfcorrect.io.workflow_inputs import load_inputs
@@ -38,6 +39,8 @@ class ResetOutcome:
     escalations: list[str]  # resolved in escalations.yaml
     work_items: list[str]
     written: list[str]
+    # What the reading warned about (a tampered journal record): said by reset as by run.
+    warnings: list[Diagnostic] = field(default_factory=list)
 
 
 def default_actor() -> str:
@@ -119,7 +122,13 @@ def _reset(
     journal.append(folder, [record.to_json()])
     written.append(documents.display_path(journal.journal_path(folder)))
     written += _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
-    return ResetOutcome(record.to_json(), resolved.escalations, resolved.work_items, written)
+    return ResetOutcome(
+        record.to_json(),
+        resolved.escalations,
+        resolved.work_items,
+        written,
+        list(decisions.warnings),
+    )
 
 
 def _rewrite_prompts(

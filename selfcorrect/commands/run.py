@@ -38,6 +38,7 @@ from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import FixVerdict, degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.gate_file import gate_path, write_gate
+from selfcorrect.effects.policy_commands_file import remember as remember_commands
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.remediation import (
     FIX_PROGRESS,
@@ -113,6 +114,13 @@ def correction_run(
         outcome = _locked_run(folder, *options, cache)
         if saved:
             save_log_cache(folder, cache)
+        # The policy's commands as this run found them: the next run says if they changed.
+        remember_commands(
+            folder,
+            outcome.decisions.policy,
+            outcome.decisions.history,
+            journal_stamp(outcome.decisions),
+        )
         return outcome
 
 

@@ -9,7 +9,7 @@ evidence and keeps the same id from run to run.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from selfcorrect import layout
 from selfcorrect.checks.findings import Finding
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.policy import Policy
+from selfcorrect.effects import policy_commands_file
 from selfcorrect.effects.revalidate import BUILT_IN, report_owner
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
@@ -29,6 +30,7 @@ class Validation:
     report: dict[str, Any]
     findings: list[Finding]
     written: str | None  # the path written, None when nothing was written
+    warnings: list[Diagnostic] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -131,7 +133,13 @@ def _validate(
     clock: Clock,
     force: bool = False,
 ) -> Validation:
-    policy = load_policy(policy_path or folder / layout.POLICY)
+    policy_file = policy_path or folder / layout.POLICY
+    policy = load_policy(policy_file)
+    # Its checks run commands the policy names, and agents can write the policy: say when
+    # they changed.
+    notice, history = policy_commands_file.check(
+        folder, policy, documents.display_path(policy_file)
+    )
     target = output or folder / layout.REPORT
     if write and not force:
         refuse_foreign(target, policy.limits.max_bytes)
@@ -145,7 +153,12 @@ def _validate(
     written = None
     if write and atomic.replace_file(target, render_report(report)):
         written = documents.display_path(target)
-    return Validation(report, findings, written)
+    # Recorded as seen by a validate that writes the folder's own report (one given --output
+    # writes nothing else); a run's own validation is the run's to record.
+    if write and output is None and not folder_lock.under_parent():
+        seen = {"at": report["generated_at"], "run": "validate", "actor": "selfcorrect"}
+        policy_commands_file.remember(folder, policy, history, seen)
+    return Validation(report, findings, written, [notice] if notice else [])
 
 
 def render_report(report: dict[str, Any]) -> bytes:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from selfcorrect.core.bounded_regex import Bounded
 from selfcorrect.core.markdown import template_for
 from selfcorrect.core.model import HANDED_OUT, Issue, IssueStatus, Verdict
 from selfcorrect.core.policy import Policy, Rule
@@ -124,7 +125,7 @@ class IssueClassifier:
         self.restructurable = restructurable
 
     @cached_property
-    def _patterns(self) -> list[tuple[str, re.Pattern[str], float]]:
+    def _patterns(self) -> list[tuple[str, re.Pattern[str] | Bounded, float]]:
         found = []
         for rule in self.policy.rules():
             if rule.kind != "issue_type":
@@ -133,7 +134,7 @@ class IssueClassifier:
                 found.append(
                     (
                         rule.name,
-                        re.compile(pattern.regex, re.IGNORECASE),
+                        self.policy.regex(pattern.regex),
                         pattern.confidence,
                     )
                 )

@@ -10,18 +10,20 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from selfcorrect.core.bounded_regex import Bounded, compile_policy
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search
 
 
 @lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+def _compiled(pattern: str, shipped: frozenset[str]) -> re.Pattern[str] | Bounded:
+    return compile_policy(pattern, shipped)  # bounded unless a shipped one
 
 
-def _matches(patterns: Iterable[Any], texts: Iterable[str]) -> bool:
-    regexes = [_compiled(p) for p in patterns if isinstance(p, str)]
+def _matches(policy: Policy, patterns: Iterable[Any], texts: Iterable[str]) -> bool:
+    shipped = policy.shipped_regexes
+    regexes = [_compiled(p, shipped) for p in patterns if isinstance(p, str)]
     return any(search(r, text) for text in texts for r in regexes)
 
 
@@ -34,8 +36,8 @@ def infer_intent(task: Task, policy: Policy) -> Intent:
     if task.intent is not None:
         return task.intent
     texts = [t for t in (task.name, *task.acceptance_criteria) if t]
-    observe = _matches(policy.intent.observe, texts)
-    create = _matches(policy.intent.create, texts)
+    observe = _matches(policy, policy.intent.observe, texts)
+    create = _matches(policy, policy.intent.create, texts)
     return Intent.CREATE if create and not observe else Intent.OBSERVE
 
 

@@ -26,6 +26,7 @@ CIRCUIT = "circuit"  # a rule's circuit opened
 RESET = "reset"  # a person acted: `selfcorrect reset`, or a hand edit
 TASK = "task"  # incomplete-work steps: split, consolidated, blocked
 FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrote
+COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_commands.py)
 
 
 class Omit(Enum):
@@ -282,6 +283,13 @@ class FailedItemsEvent(Stamped):
     statuses: Mapping[str, str]  # task_id -> final_status written
 
 
+@dataclass(frozen=True, kw_only=True)
+class CommandsEvent(Stamped):
+    event = COMMANDS
+    digest: str
+    commands: Mapping[str, Sequence[str]]  # where in the policy -> argv
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -296,5 +304,6 @@ KINDS: dict[str, type[Stamped]] = {
         ResetEvent,
         TaskEvent,
         FailedItemsEvent,
+        CommandsEvent,
     )
 }

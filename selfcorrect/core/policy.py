@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from selfcorrect import layout
+from selfcorrect.core.bounded_regex import Bounded, catastrophic, compile_policy
 from selfcorrect.core.frozen import thaw
 from selfcorrect.errors import Diagnostic, InputError
 
@@ -205,6 +206,13 @@ class Policy:
     """The merged policy, deeply read-only."""
 
     data: Mapping[str, Any]
+    # The regexes of the shipped defaults: linear (their tests prove it), so matched with `re`;
+    # every other one with a time limit (core/bounded_regex.py).
+    shipped_regexes: frozenset[str] = frozenset()
+
+    def regex(self, source: str) -> re.Pattern[str] | Bounded:
+        """A policy pattern compiled for matching (bounded unless it is a shipped one)."""
+        return compile_policy(source, self.shipped_regexes)
 
     @cached_property
     def _rules(self) -> dict[tuple[str, str], Rule]:
@@ -364,10 +372,11 @@ def build_policy(
         _fail([((), "the policy must be a mapping of keys to values")], locate)
     origins: dict[KeyPath, KeyPath] = {}
     merged = merge(defaults, user, origins)
-    problems = list(_problems(merged, shipped={regex for *_, regex in _regexes(defaults)}))
+    shipped = frozenset(r for *_, r in _regexes(defaults) if isinstance(r, str))
+    problems = list(_problems(merged, shipped=shipped))
     if problems:
         _fail([(user_path(path, origins), message) for path, message in problems], locate)
-    return Policy(data=freeze(merged))
+    return Policy(data=freeze(merged), shipped_regexes=shipped)
 
 
 def _fail(problems: Sequence[tuple[tuple[str | int, ...], str]], locate: Locate) -> NoReturn:
@@ -377,7 +386,7 @@ def _fail(problems: Sequence[tuple[tuple[str | int, ...], str]], locate: Locate)
 
 
 def _problems(
-    policy: Mapping[str, Any], shipped: set[Any]
+    policy: Mapping[str, Any], shipped: frozenset[str]
 ) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """(key path, message) for each problem the schema cannot express."""
     mode = policy.get("mode", "active")
@@ -423,6 +432,15 @@ def _problems(
             re.compile(regex, re.IGNORECASE)
         except (re.error, TypeError) as exc:
             yield path, f"{where}: invalid regex {regex!r}: {exc}"
+            continue
+        slow = catastrophic(regex)
+        if slow is not None:
+            yield (
+                path,
+                f"{where}: the regex {regex!r} can run for minutes on one short error: {slow}; "
+                "rewrite it so no repeated part can be matched in more than one way "
+                "(`a+` rather than `(a+)+`)",
+            )
 
 
 def _items(value: Any) -> Iterator[tuple[int, Any]]:

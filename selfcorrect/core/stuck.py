@@ -135,7 +135,7 @@ class StuckDetector:
         self._edit_tools = {name.casefold() for name in stuck.edit_tools}
         self._exempt_tools = {name.casefold() for name in stuck.exempt_tools}
         self._exempt_subjects = set(stuck.exempt_subjects)
-        self._unable = tuple(re.compile(rx, re.IGNORECASE) for rx in stuck.unable_patterns)
+        self._unable = tuple(policy.regex(rx) for rx in stuck.unable_patterns)  # bounded
         self._seen: dict[str, _Subject | None] = {}
         self._split: dict[str, dict[str, None]] = {}  # tool -> its subjects, one per type
         # Per agent, since its last success: its failures on each subject. "The same agent
@@ -143,7 +143,9 @@ class StuckDetector:
         # agent failing once each on many subjects stalls none of them.
         self._agents: dict[str, dict[str, _Run]] = {}
         self._texts: dict[str, tuple[str, str | None, bool]] = {}
-        self._unable_blind = all(DIGITS.blind(rx) for rx in self._unable)
+        self._unable_blind = all(
+            DIGITS.blind(re.compile(rx, re.IGNORECASE)) for rx in stuck.unable_patterns
+        )  # read, never matched, with `re`
         self._classes = ErrorClasses()
         self._shapes: Memo[bytes, tuple[str, bool | None]] = Memo()
 

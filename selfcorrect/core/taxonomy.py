@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from selfcorrect.core.bounded_regex import compile_policy
 from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
 from selfcorrect.core.model import Failure
 from selfcorrect.core.policy import Policy
@@ -59,7 +60,9 @@ class Taxonomy:
         }
         patterns = policy.patterns
         sources = [entry.regex for entry in patterns]
+        # Compiled by `re` to be read (digit_fold), never matched: matching is _FirstMatch's.
         regexes = [re.compile(source, re.IGNORECASE) for source in sources]
+        shipped = policy.shipped_regexes
         self._typed = tuple(
             Typed(entry.type, entry.confidence, TypeSource.PATTERN, src)
             for entry, src in zip(patterns, sources, strict=True)
@@ -69,10 +72,12 @@ class Taxonomy:
         # shape (HTTP 503 stays apart from HTTP 404), or per text when their digits are
         # unreadable (a backreference).
         blind = [DIGITS.blind(rx) for rx in regexes]
-        self._blind = _Shaped(DIGITS, [(i, sources[i]) for i, b in enumerate(blind) if b])
+        self._blind = _Shaped(DIGITS, [(i, sources[i]) for i, b in enumerate(blind) if b], shipped)
         sensitive = [i for i, b in enumerate(blind) if not b]
         self._sensitive = _Shaped(
-            Folding.of(regexes[i] for i in sensitive), [(i, sources[i]) for i in sensitive]
+            Folding.of(regexes[i] for i in sensitive),
+            [(i, sources[i]) for i in sensitive],
+            shipped,
         )
         self._cache: dict[tuple[str, str | None], Typed] = {}
 
@@ -117,10 +122,12 @@ class _Shaped:
 
     __slots__ = ("_folding", "_indices", "_match", "_memo")
 
-    def __init__(self, folding: Folding | None, patterns: list[tuple[int, str]]) -> None:
+    def __init__(
+        self, folding: Folding | None, patterns: list[tuple[int, str]], shipped: frozenset[str]
+    ) -> None:
         self._folding = folding
         self._indices = tuple(index for index, _ in patterns)
-        self._match = _FirstMatch([source for _, source in patterns])
+        self._match = _FirstMatch([source for _, source in patterns], shipped)
         self._memo: Memo[bytes, int | None] = Memo()
 
     def first(self, text: str) -> int | None:
@@ -138,17 +145,36 @@ class _Shaped:
 class _FirstMatch:
     """Patterns in order, to find the first one that matches anywhere in a text."""
 
-    __slots__ = ("_prefixes", "_regexes", "_sources")
+    __slots__ = ("_linear", "_own", "_prefixes", "_regexes", "_sources")
 
-    def __init__(self, sources: list[str]) -> None:
-        self._sources = sources
-        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in sources)
+    def __init__(self, sources: list[str], shipped: frozenset[str]) -> None:
+        # The shipped patterns are linear and matched with `re`, joined into alternations; the
+        # policy's own, one by one with a time limit (core/bounded_regex.py): joined into one
+        # `re` pattern, they would run unbounded.
+        self._linear = tuple(i for i, source in enumerate(sources) if source in shipped)
+        self._own = tuple(
+            (i, compile_policy(source, shipped))
+            for i, source in enumerate(sources)
+            if source not in shipped
+        )
+        self._sources = [sources[i] for i in self._linear]
+        self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in self._sources)
         # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
         # with it answers "does any earlier pattern match?" at a fraction of k searches.
-        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(sources)
+        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(self._sources)
 
     def first(self, text: str) -> int | None:
         """Index of the first pattern that matches anywhere in `text`."""
+        found = self._first_linear(text)
+        best = None if found is None else self._linear[found]
+        for index, regex in self._own:
+            if best is not None and index > best:
+                break
+            if regex.search(text):
+                return index
+        return best
+
+    def _first_linear(self, text: str) -> int | None:
         regexes, prefixes = self._regexes, self._prefixes
         linear = (i for i, rx in enumerate(regexes) if rx.search(text))
         if prefixes is None:

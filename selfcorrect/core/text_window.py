@@ -11,6 +11,10 @@ match over agent text goes through `window` (docs/policy.md, `limits`).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from selfcorrect.core.bounded_regex import Bounded
 
 HEAD = 4096
 TAIL = 4096
@@ -25,7 +29,7 @@ def window(text: str) -> str:
     return f"{text[:HEAD]}{GAP}{text[-TAIL:]}"
 
 
-def search(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+def search(pattern: re.Pattern[str] | Bounded, text: str) -> re.Match[str] | None:
     """`pattern.search` over the window of `text`."""
     return pattern.search(window(text))
 

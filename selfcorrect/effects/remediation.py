@@ -28,7 +28,15 @@ from selfcorrect.core.policy import Policy
 from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.verification import FixVerdict, Measured, verify_fix
 from selfcorrect.errors import InputError
-from selfcorrect.io import atomic, journal, manifest, platform, safe_paths, workspace
+from selfcorrect.io import (
+    atomic,
+    journal,
+    manifest,
+    platform,
+    safe_paths,
+    undone_copies,
+    workspace,
+)
 from selfcorrect.io.process import Completed
 from selfcorrect.io.process_tree import run_contained
 from selfcorrect.io.programs import locate
@@ -337,7 +345,7 @@ def compensate(
         verdict=outcome.verdict.value if outcome.verdict else None,
         detail=outcome.detail,
     )
-    kept = _keep_undone(outcome, folder) if folder is not None else []
+    kept, pruned = _keep_undone(outcome, folder) if folder is not None else ([], [])
     report = workspace.restore(outcome.snapshot, outcome.changes)
     report.restored[:0] = done_before.restored
     # Nobody else writes our journal mid-fix: bytes of the fixer's left in it are a failure.
@@ -350,6 +358,7 @@ def compensate(
         **_listed("skipped", report.skipped),
         **_listed("failed", report.failed),
         **(_listed("kept", kept) if kept else {}),
+        **(_listed("pruned", pruned) if pruned else {}),
     )
     return report
 
@@ -357,8 +366,9 @@ def compensate(
 UNDONE = Path(layout.UNDONE)
 
 
-def _keep_undone(outcome: FixOutcome, folder: Path) -> list[str]:
-    """Copy every file the undo is about to put back or delete, as it is now.
+def _keep_undone(outcome: FixOutcome, folder: Path) -> tuple[list[str], list[str]]:
+    """Copy every file the undo is about to put back or delete, as it is now; (the copies
+    kept, the older copies pruned to keep the folder within its bounds: io/undone_copies.py).
 
     People and agents take no lock: a person's save (of coordination_log.yaml, of a source
     file) or a validator's fresh report that lands while a fixer runs looks like the fixer's
@@ -368,8 +378,9 @@ def _keep_undone(outcome: FixOutcome, folder: Path) -> list[str]:
     """
     snap = outcome.snapshot
     if snap is None:
-        return []
+        return [], []
     kept: list[str] = []
+    names: set[str] = set()
     budget = manifest.KEEP_TOTAL_MAX
     for change in outcome.changes:
         image = workspace.current_image(snap.root, change.rel)
@@ -384,4 +395,7 @@ def _keep_undone(outcome: FixOutcome, folder: Path) -> list[str]:
         safe_paths.ensure_dir(copy.parent)
         atomic.write_new(copy, data)
         kept.append(workspace.relative_to_root(copy, snap.root))
-    return kept
+        names.add(copy.name)
+    pruned = undone_copies.prune(folder / UNDONE, names) if kept else []
+    shown = workspace.relative_to_root(folder / UNDONE, snap.root)
+    return kept, [f"{shown}/{name}" for name in pruned]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 HOSTS = ("claude-code",)
 EVENTS = ("post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop")
 DEFAULT_FOLDER = "workflow"
+LOCK_WAIT_S = 10.0  # the longest a hook waits for any lock (docs/hooks.md)
 
 
 def run_hook(argv: list[str]) -> int:
@@ -62,8 +63,23 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
         return answer
     from pathlib import Path
 
+    from selfcorrect.io.atomic import lock_waits
+
     handler = _slow_handler(name)
-    return lambda event, folder: handler(event, Path(folder))
+
+    def bounded(event: HookEvent, folder: str) -> dict[str, Any] | None:
+        from selfcorrect.io.real_paths import linked_out
+
+        linked = linked_out(Path(folder))
+        if linked is not None:  # its project would be the link target's (docs/containment.md)
+            answers.note(
+                f"{folder}: is a symbolic link to {linked[0]}, outside the project; nothing done"
+            )
+            return None
+        with lock_waits(LOCK_WAIT_S):  # a held lock costs the agent 10 s at most, once
+            return handler(event, Path(folder))
+
+    return bounded
 
 
 def _slow_handler(name: str) -> Callable[[HookEvent, Path], dict[str, Any] | None]:

@@ -85,11 +85,14 @@ def _uncounted(event: HookEvent, folder: Path) -> str | None:
 def task_of(agent: str | None, folder: Path) -> str | None:
     """The one task this agent works on: as the last run's gate state says, else as the
     coordination log records it (before any run); None when unknown or ambiguous."""
-    from selfcorrect.hooks.gate import read_state
+    from selfcorrect.hooks.gate import NotRegular, read_state
 
     if not agent:
         return None
-    state = read_state(folder)
+    try:
+        state = read_state(folder)
+    except NotRegular:
+        state = None  # the failure is logged all the same; the run's check names the file
     tasks = state.get("tasks") if state else None
     if isinstance(tasks, dict):
         owned = [

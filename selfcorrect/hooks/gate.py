@@ -7,13 +7,16 @@ It refuses two kinds of call and allows every other one silently:
   `gate.repeat_threshold` times since it last succeeded: the reason names the prompt to read.
 It reads `.selfcorrect/gate.json` and nothing else, with the standard library alone: it runs
 before every tool call, so it must cost no more than Python's own start-up. A missing or
-unreadable state file allows (the gate never stops an agent on a guess).
+unreadable state file allows (the gate never stops an agent on a guess); one that is not a
+regular file (a FIFO would block the open, and so every tool call) is NotRegular, which the gate
+tells the person in one stderr line and then allows (docs/containment.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat  # free: `os` imports it
 
 from selfcorrect.hooks.events import HookEvent, placed, project_dir
 
@@ -26,15 +29,32 @@ STATE = os.path.join(".selfcorrect", "gate.json")  # os.path, not pathlib: start
 MAX_STATE = 16 * 1024 * 1024
 
 
+class NotRegular(OSError):
+    """The state file is a FIFO, a device or a folder: never read, named to the person."""
+
+
+# O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, forever.
+_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def read_state(folder: str | Path) -> dict[str, Any] | None:
-    """The gate's state, or None: absent, a symlink, not JSON, not an object."""
+    """The gate's state, or None: absent, a symlink, not JSON, not an object. NotRegular when
+    something other than a regular file is there."""
+    path = os.path.join(folder, STATE)
     try:
-        fd = os.open(os.path.join(folder, STATE), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _FLAGS)
     except OSError:
         return None
     try:
         with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise NotRegular(
+                    f"{path} is not a regular file: replace it with a regular file (or remove "
+                    "it; the next run writes it)"
+                )
             data = json.loads(handle.read(MAX_STATE))
+    except NotRegular:
+        raise
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and data.get("format") == 1 else None
@@ -107,9 +127,13 @@ def _text(value: Any) -> str:
 
 def answer(event: HookEvent, folder: str | Path) -> dict[str, Any] | None:
     """Deny with the reason, or allow silently (no output)."""
-    from selfcorrect.hooks.answers import deny
+    from selfcorrect.hooks.answers import deny, note
 
-    state = read_state(folder)
+    try:
+        state = read_state(folder)
+    except NotRegular as exc:
+        note(f"{exc}; the call was allowed")
+        return None
     if state is None:
         return None
     reason = decide(event, state)

@@ -17,14 +17,16 @@ naming the file (io/safe_paths.py).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from selfcorrect import layout
-from selfcorrect.errors import WriteConflict
+from selfcorrect.errors import ExitCode, SelfcorrectError, WriteConflict
 from selfcorrect.io import platform
 from selfcorrect.io.safe_paths import (
     NOT_REGULAR,
@@ -33,6 +35,7 @@ from selfcorrect.io.safe_paths import (
     open_nofollow,
     refusal,
     refuse_link,
+    refuse_shared,
 )
 
 ATTEMPTS = 5
@@ -61,24 +64,71 @@ def sidecar_lock_path(path: Path) -> Path:
     return path.parent / layout.sidecar_lock(path.name)
 
 
+DEFAULT_LOCK_WAIT_S = 60.0  # as long as a run waits for the folder (io/folder_lock.py)
+_POLL_S = 0.05
+# How long a sidecar lock is waited for: the folder lock's holder sets its own wait (`run
+# --wait S`, the hook's 10 s), so no wait under it is longer than the one the user chose.
+_LOCK_WAIT: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "sidecar_lock_wait", default=DEFAULT_LOCK_WAIT_S
+)
+
+
+class LockBusy(SelfcorrectError):
+    """Another process held a sidecar lock for longer than the wait: exit 2, nothing written."""
+
+    exit_code = ExitCode.INVALID
+
+
+@contextlib.contextmanager
+def lock_waits(seconds: float) -> Iterator[None]:
+    """Within the block, give up on a sidecar lock after `seconds` (LockBusy)."""
+    token = _LOCK_WAIT.set(max(seconds, 0.0))
+    try:
+        yield
+    finally:
+        _LOCK_WAIT.reset(token)
+
+
 @contextlib.contextmanager
 def sidecar_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`'s sidecar lock file for the block (waits for it).
+    """Hold an exclusive lock on `path`'s sidecar lock file for the block, waiting for it as
+    long as `lock_waits` says (an editor or an agent may hold it forever: rules §17).
 
     A `.<name>.lock` left beside the file by an older version is removed under the lock: it
     showed up as an untracked file in every user's `git status`.
     """
     lock_path = sidecar_lock_path(path)
     ensure_dir(lock_path.parent)
-    fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT)
+    fd = open_nofollow(lock_path, os.O_RDWR | os.O_CREAT | platform.O_NONBLOCK)
     try:
-        platform.lock(fd, blocking=True)
-        with contextlib.suppress(OSError):
-            os.unlink(path.with_name(layout.sidecar_lock_name(path.name)))
-        yield
+        refuse_shared(fd, lock_path)  # a FIFO, or a hard link our pid would be written through
+        _wait_for(fd, lock_path, _LOCK_WAIT.get())
+        try:
+            platform.write_pid(fd)  # for a waiter that gives up to name us
+            with contextlib.suppress(OSError):
+                os.unlink(path.with_name(layout.sidecar_lock_name(path.name)))
+            yield
+        finally:
+            platform.clear_pid(fd)
+            platform.unlock(fd)
     finally:
-        platform.unlock(fd)
         os.close(fd)
+
+
+def _wait_for(fd: int, lock_path: Path, wait: float) -> None:
+    deadline = time.monotonic() + wait
+    while not platform.lock(fd, blocking=False):
+        if time.monotonic() >= deadline:
+            from selfcorrect.io.documents import display_path  # documents imports this module
+
+            holder = platform.read_pid(fd)
+            who = f"pid {holder}" if holder.isdigit() else "another program (no pid written)"
+            raise LockBusy(
+                f"{display_path(lock_path)}: {who} held this lock for "
+                f"more than {wait:g} s, so nothing was written: stop what holds it (an editor "
+                "integration, an agent), then run again (or give --wait S)"
+            )
+        time.sleep(_POLL_S)
 
 
 def _fsync_dir(folder: Path) -> None:

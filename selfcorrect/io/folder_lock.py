@@ -22,9 +22,9 @@ from pathlib import Path
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, ExitCode, InputError, SelfcorrectError
-from selfcorrect.io import platform
+from selfcorrect.io import atomic, platform
 from selfcorrect.io.documents import display_path
-from selfcorrect.io.safe_paths import environment_error
+from selfcorrect.io.safe_paths import environment_error, refuse_shared
 
 DEFAULT_WAIT_S = 60.0
 POLL_S = 0.05  # how often a waiter tries again
@@ -44,10 +44,11 @@ def lock_path(folder: Path) -> Path:
 def open_lock(path: Path) -> int:
     """The lock file's descriptor; never through a symlink (a link there is refused). An
     environment problem (a link, permission denied, a read-only folder) is exit 2 naming it."""
-    flags = os.O_RDWR | os.O_CREAT | platform.O_NOFOLLOW | platform.O_CLOEXEC
+    # O_NONBLOCK and the check below: a FIFO there must not hang us (docs/containment.md).
+    flags = os.O_RDWR | os.O_CREAT | platform.O_NOFOLLOW | platform.O_CLOEXEC | platform.O_NONBLOCK
     try:
         path.parent.mkdir(exist_ok=True)
-        return os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
         raise  # its folder went away under us: the caller tries again
     except OSError as exc:
@@ -64,6 +65,12 @@ def open_lock(path: Path) -> int:
                 "selfcorrect may write (remove whatever is there, or fix the permissions)",
             )
         ) from None
+    try:
+        refuse_shared(fd, path)  # written in place: a FIFO, or a second name, is refused
+    except InputError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def holder(fd: int) -> str:
@@ -103,7 +110,8 @@ def hold(folder: Path, wait: float = DEFAULT_WAIT_S, what: str = "selfcorrect") 
             continue  # the last holder removed `.selfcorrect/` as we came: again
         if _parent_holds(fd):
             try:
-                yield
+                with atomic.lock_waits(wait):
+                    yield
             finally:
                 os.close(fd)
             return
@@ -120,7 +128,8 @@ def hold(folder: Path, wait: float = DEFAULT_WAIT_S, what: str = "selfcorrect") 
             )
     platform.write_pid(fd)  # over the pid a holder killed with SIGKILL left behind
     try:
-        yield
+        with atomic.lock_waits(wait):  # no wait under this lock outlasts the one chosen for it
+            yield
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -150,14 +159,38 @@ def _still_named(fd: int, path: Path) -> bool:
     return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
 
 
+def _descends_from(pid: int) -> bool:
+    """Is `pid` our parent, or its parent, and so on (Linux: through /proc; elsewhere only
+    the parent itself counts)?"""
+    current = os.getppid()
+    for _ in range(64):
+        if current == pid:
+            return True
+        if current <= 1:
+            return False
+        try:
+            with open(f"/proc/{current}/stat", "rb") as handle:
+                current = int(handle.read().rpartition(b")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
+def under_parent() -> bool:
+    """Is this process a child a run started to work under its lock (the built-in validator)?"""
+    return os.environ.get(HOLDER_ENV, "").isdigit()
+
+
 def _locked_by_other(fd: int) -> bool:
     return not platform.lock(fd, blocking=False)
 
 
 def _parent_holds(fd: int) -> bool:
-    """Is the lock held, right now, by the process that named itself in our environment?"""
+    """Is the lock held, right now, by the process that named itself in our environment, and
+    is that process our ancestor? Any process can set the variable to the pid in the lock
+    file: only a child the holder started works under its lock (docs/containment.md)."""
     parent = os.environ.get(HOLDER_ENV, "")
-    if not parent.isdigit():
+    if not parent.isdigit() or not _descends_from(int(parent)):
         return False
     if not platform.lock(fd, blocking=False):
         return platform.read_pid(fd) == parent

@@ -73,3 +73,13 @@ def load_policy(path: Path | None) -> Policy:
         raise InputError(
             [Diagnostic(display, d.line, d.col, d.message) for d in exc.diagnostics]
         ) from None
+
+
+@cache
+def shipped_commands() -> dict[str, list[str]]:
+    """The commands of the shipped defaults alone: the baseline before any run recorded the
+    policy's own (core/policy_commands.py)."""
+    from selfcorrect.core.policy import build_policy
+    from selfcorrect.core.policy_commands import commands_of
+
+    return commands_of(build_policy(default_policy_data(), None))

@@ -21,6 +21,11 @@ parentage. The keeper has no other children, so "my descendants" is exactly "the
 Elsewhere than Linux the keeper falls back to killing the fixer's process group: a `setsid`
 grandchild can escape there.
 
+A fixer can kill its keeper (`kill -9 $PPID`). So for as long as a fixer runs, selfcorrect is
+a subreaper too (`_adopting`): what the dead keeper leaves is reparented to selfcorrect, not to
+init, and every process adopted that way, with all it started, is killed and reaped before the
+changes are measured. (Other threads of selfcorrect start no process while a fixer runs.)
+
 The fixer's output (stdout and stderr) is read from a pipe as it comes: only the last
 `OUTPUT_CAP` bytes are kept in memory, nothing goes to disk, so a fixer printing without end
 costs neither memory nor temp space. The pipe's end arrives once the keeper has ended the tree.
@@ -35,8 +40,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from selfcorrect.io.process import Completed, tail_of
 
@@ -132,6 +138,11 @@ report(outcome + (" contained" if subreaper else " group-only"))
 
 def run_contained(argv: Sequence[str], cwd: Path, timeout: float) -> Completed:
     """Run a fixer under the keeper; return when it and every descendant are gone."""
+    with _adopting():
+        return _run_kept(argv, cwd, timeout)
+
+
+def _run_kept(argv: Sequence[str], cwd: Path, timeout: float) -> Completed:
     out_r, out_w = os.pipe()
     status_r, status_w = os.pipe()
     try:
@@ -214,20 +225,94 @@ def _collect(
     return kept, status.decode("utf-8", "replace").strip(), timed_out
 
 
-def _kill_session(sid: int) -> None:
-    """Kill every process of the keeper's session: the fixer and all it started that did not
-    call setsid. A session's id stays reserved while it has members, so none is a stranger."""
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@contextlib.contextmanager
+def _adopting() -> Iterator[None]:
+    """Be a subreaper for the block (Linux), then end every process adopted meanwhile: the
+    orphans of a keeper the fixer killed, and all they started."""
+    prctl = _prctl()
+    me = os.getpid()
+    before = set(_children(me))
+    adopting = prctl is not None and prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    try:
+        yield
+    finally:
+        if adopting:
+            _end_adopted(me, before)
+            prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def _prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _end_adopted(me: int, before: set[int]) -> None:
+    """Kill and reap our children that were not ours before (adopted orphans), and their
+    descendants, until none is left: each one killed may leave orphans of its own to us."""
+    for _ in range(1000):
+        adopted = [pid for pid in _children(me) if pid not in before]
+        if not adopted:
+            return
+        for pid in adopted:
+            for victim in [pid, *_descendants(pid)]:
+                with contextlib.suppress(OSError):
+                    os.kill(victim, signal.SIGKILL)
+        for pid in adopted:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def _processes() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, the fields of /proc/<pid>/stat after its name) of every process we can read."""
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             try:
                 with open(f"/proc/{name}/stat", "rb") as handle:
-                    fields = handle.read().rpartition(b")")[2].split()
-                if int(fields[3]) == sid:
-                    os.kill(int(name), signal.SIGKILL)
-            except (OSError, ValueError, IndexError):
+                    yield int(name), handle.read().rpartition(b")")[2].split()
+            except OSError:
                 continue
+
+
+def _parents() -> dict[int, list[int]]:
+    """Every process's children, from /proc ({} where there is none)."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in _processes():
+        with contextlib.suppress(ValueError, IndexError):
+            children.setdefault(int(fields[1]), []).append(pid)
+    return children
+
+
+def _children(pid: int) -> list[int]:
+    return _parents().get(pid, [])
+
+
+def _descendants(pid: int) -> list[int]:
+    tree, found, todo = _parents(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_session(sid: int) -> None:
+    """Kill every process of the keeper's session: the fixer and all it started that did not
+    call setsid. A session's id stays reserved while it has members, so none is a stranger."""
+    for pid, fields in _processes():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(fields[3]) == sid:
+                os.kill(pid, signal.SIGKILL)
 
 
 def _stop(keeper: subprocess.Popen[bytes]) -> None:

@@ -61,3 +61,18 @@ def _is_folder(dir_fd: int, name: str) -> bool:
 def fsync_dir(fd: int) -> None:
     with contextlib.suppress(OSError):  # some file systems cannot fsync a folder
         os.fsync(fd)
+
+
+def linked_out(folder: Path) -> tuple[Path, Path] | None:
+    """(where the link leads, the project it sits in) when `folder` is itself a symlink to a
+    folder outside the project that holds the link; else None. Such a folder is refused: the
+    project root would move to the target's parent, and every scope and target with it
+    (docs/containment.md)."""
+    if not folder.is_symlink():
+        return None
+    target = folder.resolve()
+    place = folder.absolute().parent.resolve()  # where the link is, not where it leads
+    home = next((p for p in (place, *place.parents) if (p / ".git").exists()), place)
+    if target != home and target.is_relative_to(home):
+        return None
+    return target, home

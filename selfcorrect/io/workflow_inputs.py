@@ -9,12 +9,14 @@ core/stuck.py); a watcher's `LogCache` lets the next load read only the appended
 from __future__ import annotations
 
 import hashlib
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from selfcorrect import layout
+from selfcorrect.core import policy_commands
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
 from selfcorrect.core.issue_owners import owned
@@ -36,7 +38,7 @@ from selfcorrect.errors import Diagnostic, EnvironmentProblem, InputError
 from selfcorrect.io import documents, journal
 from selfcorrect.io.failure_log import RawFailure
 from selfcorrect.io.log_cursor import LogCursor
-from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io.policy_file import load_policy, shipped_commands
 from selfcorrect.io.project_paths import placer
 from selfcorrect.io.workspace import project_root, resolve_inside
 
@@ -140,6 +142,11 @@ def load_inputs(
         report = replace(report, issues=owned(report.issues, tasks))
 
     history = tuple(journal.read_journal(folder, warnings))
+    before = policy_commands.baseline(history, shipped_commands())
+    changed = policy_commands.warning(before, policy_commands.commands_of(policy))
+    if changed is not None:  # agents can write the policy (docs/containment.md)
+        shown = documents.display_path(policy_path or folder / layout.POLICY)
+        warnings.append(replace(changed, path=shown))
     # A failure without task_id belongs to the task its agent_id works on (docs/rules.md §2.1).
     owners = task_owners(coordination.tasks) if coordination else {}
     log = _fold_log(folder / layout.FAILURE_LOG, policy, max_bytes, warnings, cache, owners)
@@ -174,10 +181,14 @@ def _loader(path: Path, stem: str, max_bytes: int) -> Callable[[], Any]:
 
 def _project_view(root: Path, checks: ProjectChecks) -> ProjectView:
     def size_of(rel: str) -> int | None:
+        """Its length in bytes, from `stat`: a target is never read to be sized (an agent
+        may name a 1.5 GB file, and every hook would read it: docs/containment.md)."""
         path = resolve_inside(root, rel)
-        if path is None or not path.is_file():
+        try:
+            info = path.stat() if path is not None else None
+        except (OSError, ValueError):
             return None
-        return len(path.read_text(encoding="utf-8", errors="replace"))
+        return info.st_size if info is not None and stat.S_ISREG(info.st_mode) else None
 
     return ProjectView(
         exists=lambda rel: (path := resolve_inside(root, rel)) is not None and path.exists(),
