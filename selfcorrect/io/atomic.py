@@ -119,7 +119,7 @@ def _wait_for(fd: int, lock_path: Path, wait: float) -> None:
     deadline = time.monotonic() + wait
     while not platform.lock(fd, blocking=False):
         if time.monotonic() >= deadline:
-            from selfcorrect.io.documents import display_path  # documents imports this module
+            from selfcorrect.io.display import display_path
 
             holder = platform.read_pid(fd)
             who = f"pid {holder}" if holder.isdigit() else "another program (no pid written)"
