@@ -345,7 +345,7 @@ def _dialect(
     total = len(lines)
     while number < total:
         line = lines[number]
-        tab = _leading_tab(line)
+        tab = None if line.startswith("- ") else _leading_tab(line)
         if tab is not None and line.lstrip(" \t").startswith("- "):
             # An entry indented with a tab: it alone is skipped, up to the next blank line or
             # entry, with one warning.
