@@ -248,6 +248,19 @@ def test_the_cagents_session_log_cut_anywhere_reads_on_as_a_full_load(
     assert got[1]  # the session's firing signals are among what was compared
 
 
+def test_a_character_cut_by_a_write_in_progress_is_no_warning_once_whole(folder: Path) -> None:
+    """A hook caught mid-append, its last line cut inside a UTF-8 character: the line is held
+    back, and so is what its cut says; read whole, the log has no bad byte."""
+    log = folder / layout.FAILURE_LOG
+    whole = (DIALECT_HEADER + hook_entry("Read", "first") + hook_entry("Bash", "ファイル")).encode()
+    cut = whole.index("ファ".encode()) + 1
+    log.write_bytes(whole[:cut])
+    one_process(folder)
+    log.write_bytes(whole)
+    _, _, got = one_process(folder)
+    assert got == fresh_fold(folder) and got[3] == []
+
+
 def test_a_restored_fold_feeds_only_the_appended_entries(folder: Path) -> None:
     log = folder / layout.FAILURE_LOG
     log.write_text(CAGENTS_LOG.read_text())
