@@ -65,6 +65,20 @@ def test_the_indent_comes_from_the_first_entry_however_far_back(tmp_path: Path) 
     assert read_back(log)[-2:] == ["Read", "Bash"]
 
 
+@pytest.mark.parametrize("lines", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("form", ["canonical", "dialect"])
+def test_a_byte_order_mark_or_crlf_lines_change_nothing(
+    tmp_path: Path, form: str, lines: str
+) -> None:
+    head = "# Tool Failure Log\n\nfailures:\n" if form == "dialect" else "failures:\n"
+    entry = ENTRY if form == "canonical" else '- tool: "Read"\n  error: "e"\n  timestamp: "t"\n'
+    log = tmp_path / "tool_failures.yaml"
+    log.write_bytes(b"\xef\xbb\xbf" + (head + entry).replace("\n", lines).encode())
+    append_failure(log, FIELDS)
+    assert read_back(log) == ["Read", "Bash"]
+    assert log.read_bytes().decode("utf-8-sig").startswith(head.replace("\n", lines))
+
+
 def test_an_empty_log_and_a_log_without_the_list_get_one(tmp_path: Path) -> None:
     for text in ("failures: []\n", "# only a comment\n", ""):
         log = tmp_path / "tool_failures.yaml"

@@ -92,8 +92,10 @@ def append_failure(
                     raise LogRefused(str(exc)) from None
                 raise
             size = info.st_size
-            head = _read_at(fd, 0, HEAD)
+            # A byte-order mark is no part of the log's text, as its readers see it.
+            head = _read_at(fd, 0, HEAD).removeprefix("\ufeff")
             tail = _read_at(fd, max(size - TAIL, 0), TAIL)
+            tail = tail.removeprefix("\ufeff") if size <= TAIL else tail
             dialect = head.startswith(FAILURE_HEADER)
             text = "" if not tail or tail.endswith("\n") else "\n"
             indent = 0 if dialect else _item_indent(fd, log, size, head)
