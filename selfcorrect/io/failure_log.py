@@ -22,7 +22,6 @@ from selfcorrect.io import schemas, yaml_nodes
 from selfcorrect.io.hook_dialect import FAILURE_HEADER
 
 _FAILURES_KEY = re.compile(r"^failures:[ \t]*(#.*)?\r?$")
-_TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
 _MAX_CONTINUATION = 50  # lines one raw quoted value may span (a path with newlines)
 
 
@@ -289,7 +288,7 @@ def _as_warnings(problems: list[Diagnostic], note: str) -> list[Diagnostic]:
 
 
 def _name_tab(message: str) -> str:
-    """libyaml's "found a tab character": say which character (rules §17, revision 3)."""
+    """libyaml's "found a tab character": say which character (rules §2.1)."""
     return message.replace("a tab character", "a tab character ('\\t')", 1)
 
 
