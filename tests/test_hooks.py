@@ -625,3 +625,17 @@ def test_the_hook_never_appends_what_run_would_refuse(project: Path) -> None:
     log.rename(folder / "tool_failures.1.yaml")
     hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
     assert [r.data["error"] for r in documents.read_failure_log(log, [])] == [MAKE_ERROR]
+
+
+def test_a_tab_in_one_entry_leaves_the_gate_seeing_every_later_failure(project: Path) -> None:
+    folder = project / "workflow"
+    (folder / "tool_failures.yaml").write_text(
+        "failures:\n"
+        "  - tool: Read\n    error: e\n    timestamp: '2026-12-03T06:00:00Z'\n"
+        "\t- tool: Read\n    error: e\n    timestamp: '2026-12-03T06:00:01Z'\n",
+        encoding="utf-8",
+    )
+    for _ in range(3):
+        hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    assert "4 failure entries read: 0 errors, 1 warning" in check(folder)[1]
+    assert hook(project, "pre-tool-use", call("agent-1", "Bash", MAKE)).denied
