@@ -178,6 +178,17 @@ def test_a_dialect_entry_indented_with_a_tab_costs_that_entry_only(tmp_path: Pat
     assert [w.message.split(":")[0] for w in warnings] == ["failures[1]", "failures[2]"]
 
 
+def test_a_tab_indented_dialect_entry_right_after_another_costs_itself_only(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "tool_failures.yaml"
+    tabbed = hook_entry("Edit", "second").replace("\n- tool", "\t- tool").lstrip("\n")
+    log.write_text(HEADER + hook_entry("Read", "first") + tabbed + hook_entry("Grep", "third"))
+    entries, warnings = read(log)
+    assert [e.data["tool"] for e in entries] == ["Read", "Grep"]
+    assert [(w.line, w.message.split(":")[0]) for w in warnings] == [(10, "failures[1]")]
+
+
 def test_check_reads_every_entry_after_a_tab(tmp_path: Path) -> None:
     """The issue's log, through the command line: one entry lost, said where, no other."""
     folder = tmp_path / "workflow"

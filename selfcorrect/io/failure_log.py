@@ -345,7 +345,7 @@ def _dialect(
     while number < total:
         line = lines[number]
         tab = None if line.startswith("- ") else _leading_tab(line)
-        if tab is not None and line.lstrip(" \t").startswith("- "):
+        if tab is not None and _tabbed(line):
             # An entry indented with a tab: it alone is skipped, up to the next blank line or
             # entry, with one warning.
             start, number = number, number + 1
@@ -436,6 +436,15 @@ def _leading_tab(line: str) -> int | None:
     return None if at < 0 else at
 
 
+def _tabbed(line: str) -> bool:
+    """Whether `line` opens an entry indented with a tab (it ends the entry before it)."""
+    return (
+        line[:1] in (" ", "\t")
+        and _leading_tab(line) is not None
+        and (line.lstrip(" \t").startswith("- "))
+    )
+
+
 def _first_tab(lines: list[str], start: int, end: int) -> tuple[int, int] | None:
     """(line, column) of the first tab in the indentation of `lines[start:end]`."""
     for number in range(start, end):
@@ -485,7 +494,7 @@ def _dialect_entry(lines: list[str], number: int) -> tuple[dict[str, Any], int, 
         line = lines[number]
         if first or (line.startswith("  ") and not line.startswith("   ")):
             body = line[2:]
-        elif line.startswith("- ") or not line.strip() or line.startswith("#"):
+        elif line.startswith("- ") or not line.strip() or line.startswith("#") or _tabbed(line):
             break
         else:
             readable = False
