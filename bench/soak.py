@@ -12,7 +12,7 @@ is made by `selfcorrect init` in a git repository in a temporary directory.
   subjects, the common case. The state must level off: the second half of the soak may add
   little (`bounded` compares it with the first half).
 - `distinct`: every failure on a file of its own, so the subjects grow with the log: the state
-  grows with them, but the saved fold never past the log it folds (or 1 MiB).
+  grows with them, but the saved fold never past the log it folds (or 256 KiB).
 
 Every `--every` runs a row: the runs so far, the seconds, the log's bytes, the state's bytes in
 all and its largest files (with `--json`, every file's). Nothing is asserted: the figures are
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-MIN_ROOM = 1 << 20  # io/log_state.py: the room any small log's fold is given
+from selfcorrect.io.log_state import MIN_ROOM  # the room any small log's fold is given
 
 
 def _event(number: int, scenario: str) -> dict[str, Any]:

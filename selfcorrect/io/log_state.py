@@ -44,7 +44,7 @@ counts doubled, or the repeated calls emptied) does not read, and the log is fol
 seal is no signature: whoever can write the folder can write a state that reads, and the log
 it folds too; it keeps saves apart, and it keeps a hand-spliced state from being trusted.
 
-It never grows past the log it folds: a fold larger than the log (and than MIN_ROOM, 1 MiB, the
+It never grows past the log it folds: a fold larger than the log (and than MIN_ROOM, 256 KiB, the
 room any small log's fold is given) is not saved, as reading the log again costs no more than
 reading such a fold (5,000 subjects, one entry each: a 1.6 MB log, a 7.6 MB fold). A state
 already there is left: it is the fold of an earlier part of the log, no larger than that part
@@ -88,7 +88,7 @@ VERSION = 2  # 2: sealed, and bounded by the log
 MAX_STATE = 64 << 20  # far above what a real log's subjects need; beyond it, start afresh
 # A fold may be this big whatever the log's size: a small log's fold is often larger than the
 # log (a subject's record, window and runs each keep its texts), and worth saving all the same.
-MIN_ROOM = 1 << 20
+MIN_ROOM = 256 << 10
 _SEAL = re.compile(rb'\{"seal":"([0-9a-f]{64})",')
 _KEYS = (
     "format",
