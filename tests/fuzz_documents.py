@@ -217,3 +217,118 @@ def hook_waypoint(data: Any, sanitise: bool) -> bytes:
     else:
         emit(data, "", "")
     return ("\n".join(lines) + "\n").encode()
+
+
+# --- failure logs the hook appends to (rules §2.1; docs/hooks.md "The failure log") -------------
+# Valid entries whose values span lines: block scalars, quoted values folded over lines, raw
+# dialect values continued on a second line; each line may look like an entry (`- left-pad`,
+# `  - tool: x`) or a key. Written as PyYAML writes them (canonical) or as the template does.
+
+_LOOK_ALIKES = ("- left-pad", "  - tool: x", "- ", "key: value", "  # not a comment", "---")
+_CHARS = st.characters(codec="utf-8", categories=("L", "N", "Zs"), include_characters="-:#'|>\\")
+_LINE = st.one_of(st.text(_CHARS, max_size=30), st.sampled_from(_LOOK_ALIKES))
+
+
+class _Styled(yaml.SafeDumper):
+    """PyYAML's writer with each string's style chosen by the fuzzer (see `_styled`)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent(dumper: _Styled, data: Any) -> Any:
+    style = data.style if isinstance(data, _Text) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(data), style=style)
+
+
+class _Text(str):
+    style: str | None = None
+
+
+_Styled.add_representer(_Text, _represent)
+
+
+@st.composite
+def _styled_text(draw: st.DrawFn) -> _Text:
+    """A value of one to five lines, to be written plain, single- or double-quoted, or as a
+    literal or folded block scalar (PyYAML falls back to a style that can hold it)."""
+    # Not ending in blank lines: a `|+` block scalar's trailing empty lines, at the end of an
+    # entry, are not kept by the reader (they are read as the space between entries).
+    lines = draw(st.lists(_LINE, min_size=1, max_size=5).filter(lambda ls: ls[-1].strip()))
+    text = _Text("\n".join(lines) + draw(st.sampled_from(["", "\n"])))
+    text.style = draw(st.sampled_from([None, "'", '"', "|", ">"]))
+    return text
+
+
+_STAMPS = st.sampled_from(["2026-12-03T06:00:00Z", "2026-12-03T06:00:01.500Z"])
+_KEYS = st.sampled_from(["file_path", "agent_id", "approach"])
+
+
+@st.composite
+def canonical_entry(draw: st.DrawFn) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "tool": draw(st.sampled_from(["Bash", "Edit", "- Read"])),
+        "error": draw(_styled_text()),
+        "timestamp": draw(_STAMPS),
+    }
+    for key in draw(st.lists(_KEYS, unique=True, max_size=3)):
+        entry[key] = draw(_styled_text())
+    return entry
+
+
+def canonical_log(entries: list[dict[str, Any]], indent: int) -> str:
+    """A canonical log: `failures:` and each entry as PyYAML writes a one-item list, every line
+    moved right by `indent` (which changes no value)."""
+    out = ["# a hand-written header", "failures:"]
+    for entry in entries:
+        text = yaml.dump([entry], Dumper=_Styled, allow_unicode=True, sort_keys=False, width=40)
+        lines = text.rstrip("\n").split("\n")
+        assert lines[-1] != "...", text  # one document's end: not within a log
+        out += [" " * indent + line if line else line for line in lines]
+    return "\n".join(out) + "\n"
+
+
+# A raw dialect value's continuation line: not blank, not the start of an entry or a field,
+# and no line but the last ends with the closing quote (rules §2.1, the template's reading).
+_RAW_LINE = st.text(st.characters(codec="utf-8", categories=("L", "N", "Zs", "P")), max_size=30)
+
+
+@st.composite
+def dialect_entry(draw: st.DrawFn) -> dict[str, Any]:
+    def raw() -> str:
+        first = draw(_RAW_LINE.filter(lambda s: '"' not in s))
+        if not draw(st.booleans()):
+            return first
+        second = draw(
+            st.one_of(_RAW_LINE, st.sampled_from(["  - left-pad", "- left", "  x: y"])).filter(
+                lambda s: s.strip() and '"' not in s and not s.startswith(("- ", "  recoverable: "))
+            )
+        )
+        return first + "\n" + second
+
+    return {"tool": draw(st.sampled_from(["Bash", "Edit"])), "error": raw(), "file_path": raw()}
+
+
+def dialect_log(entries: list[dict[str, Any]]) -> str:
+    """A log in cAgents' dialect, each entry by its template, raw values as they are."""
+    out = ["# Tool Failure Log", "# Session: fuzz", "", "failures:"]
+    for entry in entries:
+        out += [
+            f'- tool: "{entry["tool"]}"',
+            f'  file_path: "{entry["file_path"]}"',
+            f'  error: "{entry["error"]}"',
+            '  timestamp: "2026-12-03T06:00:00Z"',
+            '  agent_id: "a1"',
+            "  recoverable: true",
+            "",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def appended_fields() -> st.SearchStrategy[dict[str, str]]:
+    """What the failure hook appends: any text, in its keys' order."""
+    text = st.one_of(_RAW_LINE, st.text(max_size=40), st.sampled_from(_LOOK_ALIKES))
+    return st.fixed_dictionaries(
+        {"tool": st.sampled_from(["Bash", "Edit"]), "error": text, "timestamp": _STAMPS},
+        optional={"file_path": text, "agent_id": text, "input_digest": st.just("0123abcd")},
+    )

@@ -175,3 +175,23 @@ def test_bench_runs_and_reports_every_figure_as_json() -> None:
     for name, figure in report["figures"].items():
         assert isinstance(figure["ratio"], float) and math.isfinite(figure["ratio"]), name
         assert isinstance(figure["met"], bool), name
+
+
+@pytest.mark.parametrize("scenario", ["repeating", "distinct"])
+def test_the_soak_runs_and_reports_the_state_it_leaves(scenario: str) -> None:
+    runs = ["--runs", "12", "--every", "6", "--scenario", scenario, "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.soak", *runs],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [row["runs"] for row in report["rows"]] == [6, 12]
+    last = report["rows"][-1]
+    assert last["log_bytes"] > 0 and last["log_cache_bytes"] > 0
+    assert last["state_bytes"] == sum(last["files"].values())
+    assert report["bounded"] is True

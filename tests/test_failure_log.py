@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,6 +108,104 @@ def test_canonical_entries_are_streamed_with_positions(tmp_path: Path) -> None:
     assert len(warnings) == 1
     assert (warnings[0].line, warnings[0].col) == (10, 14)
     assert "failures[1].outcome: must be one of failure, partial, success" in warnings[0].message
+
+
+def canonical(number: int, lead: str = "  ") -> str:
+    stamp = f"'2026-12-03T06:0{number}Z'"
+    return f"{lead}- tool: T{number}\n    error: e{number}\n    timestamp: {stamp}\n"
+
+
+@pytest.mark.parametrize(
+    ("second", "where", "what"),
+    [
+        (canonical(2, "\t"), (5, 1), "a tab ('\\t') indents this line"),  # the entry's `-`
+        (canonical(2, " \t"), (5, 2), "a tab ('\\t') indents this line"),
+        ("  - tool: T2\n\terror: e2\n    timestamp: 't'\n", (6, 1), "a tab ('\\t')"),  # a key
+        (canonical(2, "   "), (5, 4), "this entry's '-' is at column 4, the list's at column 3"),
+        (canonical(2, " "), (5, 2), "this entry's '-' is at column 2, the list's at column 3"),
+        (canonical(2, ""), (5, 1), "this entry's '-' is at column 1, the list's at column 3"),
+    ],
+    ids=["tab", "space_tab", "tab_in_entry", "three_spaces", "one_space", "no_space"],
+)
+def test_a_badly_indented_entry_costs_that_entry_only(
+    tmp_path: Path, second: str, where: tuple[int, int], what: str
+) -> None:
+    log = tmp_path / "tool_failures.yaml"
+    log.write_text("failures:\n" + canonical(1) + second + "".join(map(canonical, range(3, 7))))
+    entries, warnings = read(log)
+    assert [e.data["tool"] for e in entries] == ["T1", "T3", "T4", "T5", "T6"]
+    assert [e.index for e in entries] == [0, 2, 3, 4, 5]
+    assert len(warnings) == 1, warnings
+    assert (warnings[0].line, warnings[0].col) == where
+    assert warnings[0].message.startswith(f"failures[1]: {what}")
+    assert warnings[0].message.endswith("(entry skipped)")
+
+
+def test_a_tab_deeper_in_a_canonical_entry_is_named(tmp_path: Path) -> None:
+    log = tmp_path / "tool_failures.yaml"
+    log.write_text(
+        "failures:\n"
+        + canonical(1)
+        + "  - tool: T2\n    error: e2\n    \ttimestamp: t\n"
+        + canonical(3)
+    )
+    entries, warnings = read(log)
+    assert [e.data["tool"] for e in entries] == ["T1", "T3"]
+    assert "a tab character ('\\t')" in warnings[0].message, warnings
+
+
+def test_a_tab_in_a_block_scalar_is_text(tmp_path: Path) -> None:
+    log = tmp_path / "tool_failures.yaml"
+    log.write_text(
+        "failures:\n  - tool: T1\n    error: |\n      make:\n      \tcc -o app\n"
+        "    timestamp: t\n" + canonical(2)
+    )
+    entries, warnings = read(log)
+    assert warnings == []
+    assert entries[0].data["error"] == "make:\n\tcc -o app\n"
+
+
+def test_a_dialect_entry_indented_with_a_tab_costs_that_entry_only(tmp_path: Path) -> None:
+    log = tmp_path / "tool_failures.yaml"
+    tabbed = hook_entry("Edit", "second").replace("\n- tool", "\n\t- tool")
+    inner = hook_entry("Bash", "third").replace("\n  error", "\n\terror")
+    log.write_text(HEADER + hook_entry("Read", "first") + tabbed + inner + hook_entry("Grep", "4"))
+    entries, warnings = read(log)
+    assert [e.data["tool"] for e in entries] == ["Read", "Grep"]
+    assert [e.index for e in entries] == [0, 3]
+    assert [(w.line, w.col) for w in warnings] == [(11, 1), (18, 1)]
+    assert all("a tab ('\\t') indents this line" in w.message for w in warnings)
+    assert [w.message.split(":")[0] for w in warnings] == ["failures[1]", "failures[2]"]
+
+
+def test_a_tab_indented_dialect_entry_right_after_another_costs_itself_only(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "tool_failures.yaml"
+    tabbed = hook_entry("Edit", "second").replace("\n- tool", "\t- tool").lstrip("\n")
+    log.write_text(HEADER + hook_entry("Read", "first") + tabbed + hook_entry("Grep", "third"))
+    entries, warnings = read(log)
+    assert [e.data["tool"] for e in entries] == ["Read", "Grep"]
+    assert [(w.line, w.message.split(":")[0]) for w in warnings] == [(10, "failures[1]")]
+
+
+def test_check_reads_every_entry_after_a_tab(tmp_path: Path) -> None:
+    """The issue's log, through the command line: one entry lost, said where, no other."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    log = folder / "tool_failures.yaml"
+    log.write_text(
+        "failures:\n" + canonical(1) + canonical(2, "\t") + "".join(map(canonical, range(3, 7)))
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "check", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = done.stdout + done.stderr
+    assert "5 failure entries read: 0 errors, 1 warning" in said, said
+    assert f"{log}:5:1: warning: failures[1]: a tab ('\\t') indents this line" in said, said
 
 
 def test_flow_style_log_falls_back_to_a_whole_parse(tmp_path: Path) -> None:

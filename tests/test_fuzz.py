@@ -4,7 +4,8 @@ Each document is generated from its schema with hostile strings in every field
 (tests/fuzz_strategies.py), maybe broken (tests/fuzz_documents.py), written into a real
 workflow folder beside valid copies of the other inputs, and handed to a real command; the
 properties every command keeps are in tests/fuzz_cli.py. Defects the fuzzer found are kept as
-plain tests in tests/test_hostile_input.py.
+plain tests in tests/test_hostile_input.py. One property is in-process, for speed: the failure
+hook's append (its own function) into any valid log reads back through the log's reader.
 
 Profiles: `ci` (the default: a few dozen examples per property, derandomized so CI is
 reproducible) and `long` (`SELFCORRECT_FUZZ=long`: thousands, examples kept in .hypothesis/).
@@ -21,8 +22,23 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from selfcorrect.io.documents import DEFAULT_MAX_BYTES, read_failure_log
+from selfcorrect.io.failure_append import append_failure, one_line
+from selfcorrect.io.log_cursor import LogCursor
 from tests.fuzz_cli import Run, assert_sound, fresh_folder, judge, state
-from tests.fuzz_documents import Doc, dump, hook_log, hook_waypoint, mutate, schema_valid
+from tests.fuzz_documents import (
+    Doc,
+    appended_fields,
+    canonical_entry,
+    canonical_log,
+    dialect_entry,
+    dialect_log,
+    dump,
+    hook_log,
+    hook_waypoint,
+    mutate,
+    schema_valid,
+)
 from tests.fuzz_strategies import from_schema, hostile_text, json_values, schema
 
 # No health check is suppressed: examples are built from small strategies (a 100 KB string
@@ -546,3 +562,59 @@ def test_worst_case_texts_in_every_pattern_matched_field(
             shutil.rmtree(root)
 
     prop()
+
+
+# --- the failure hook's append (docs/hooks.md "The failure log") --------------------------------
+
+
+@pytest.mark.parametrize("form", ["canonical_0", "canonical_2", "canonical_4", "dialect"])
+def test_every_entry_reads_back_once_after_any_hook_appends(
+    form: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Any valid entries (values spanning lines: block scalars, quoted values folded over
+    lines, raw dialect values on two lines, lines that look like entries), then any number of
+    the hook's appends: a full read, and a read on from where the last one stopped, each give
+    every entry exactly once, as written, and no warning."""
+    dialect = form == "dialect"
+    entries = st.lists(dialect_entry() if dialect else canonical_entry(), max_size=6)
+
+    # A canonical log may open with a byte-order mark and end its lines with CRLF (an editor
+    # on Windows): YAML reads the same values. A raw dialect value keeps its CR, so not there.
+    marks = (
+        st.just(("", "\n"))
+        if dialect
+        else st.tuples(st.sampled_from(["", "\ufeff"]), st.sampled_from(["\n", "\r\n"]))
+    )
+
+    @FUZZ
+    @given(entries, st.lists(appended_fields(), max_size=4), marks)
+    def prop(
+        existing: list[dict[str, Any]], appends: list[dict[str, str]], mark: tuple[str, str]
+    ) -> None:
+        log = tmp_path_factory.mktemp("log") / "tool_failures.yaml"
+        text = dialect_log(existing) if dialect else canonical_log(existing, int(form[-1]))
+        log.write_bytes((mark[0] + text.replace("\n", mark[1])).encode("utf-8"))
+        expected = [dict(e) for e in existing]
+        cursor, read_on = LogCursor(log), []
+        for fields in appends:
+            append_failure(log, fields)
+            expected.append({k: _as_appended(v, dialect) for k, v in fields.items()})
+            warnings: list[Any] = []
+            reset, fresh = cursor.read(warnings, max_bytes=DEFAULT_MAX_BYTES)
+            read_on = [*([] if reset else read_on), *(r.data for r in fresh)]
+            assert warnings == []
+        warnings = []
+        whole = [r.data for r in read_failure_log(log, warnings)]
+        assert warnings == [], (text, warnings)
+        for got in (whole, read_on) if appends else (whole,):
+            assert [{k: e[k] for k in want} for e, want in zip(got, expected, strict=True)] == [
+                {k: str(v) for k, v in want.items()} for want in expected
+            ], log.read_text("utf-8")
+
+    prop()
+
+
+def _as_appended(value: str, dialect: bool) -> str:
+    """A value as the hook writes it (one line, printable) and as the log's reader reads it."""
+    text = one_line(value)
+    return text.replace('"', "'") if dialect else text

@@ -163,6 +163,17 @@ def shadow(root: Path) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+def check(folder: Path) -> tuple[int, str]:
+    """`selfcorrect check DIR`: its exit code and all it said."""
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "check", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
 def subject(run: dict[str, Any], name: str) -> dict[str, Any]:
     return next(s for s in run["subjects"] if s["subject"] == name)
 
@@ -465,14 +476,8 @@ def test_parallel_failures_all_land_once_in_order_in_a_cagents_log(tmp_path: Pat
         mine = [e for e in errors if e.startswith(f"parallel failure {number}.")]
         assert mine == [f"parallel failure {number}.{a}" for a in range(3)]
     assert log.read_text("utf-8").startswith("# Tool Failure Log")  # still the hook's dialect
-    done = subprocess.run(
-        [sys.executable, "-m", "selfcorrect", "check", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S,
-    )
-    said = done.stdout + done.stderr
-    assert done.returncode == 0 and "52 failure entries read: 0 errors, 0 warnings" in said, said
+    code, said = check(folder)
+    assert code == 0 and "52 failure entries read: 0 errors, 0 warnings" in said, said
 
 
 def test_a_persons_reset_lifts_the_gate_at_once(project: Path) -> None:
@@ -532,3 +537,106 @@ def test_repeated_calls_list_what_a_plain_count_would() -> None:
             assert [(r.tool, r.input_digest, r.failures) for r in listed.at_least(threshold)] == (
                 expected
             )
+
+
+# --- the failure log's append (docs/hooks.md "The failure log") ---------------------------------
+
+# A log whose last entry ends in a value spanning lines, one of whose lines looks like an entry
+# (`- left-pad`): an append that took its indentation from there wrote every later failure
+# into that value, or beside the list.
+MULTI_LINE_LOGS = {
+    "block_scalar": (
+        "failures:\n"
+        "  - tool: Bash\n"
+        "    timestamp: '2026-12-03T06:00:00Z'\n"
+        "    error: |\n"
+        "      npm ERR! missing dependency:\n"
+        "      - left-pad\n"
+    ),
+    "quoted": (
+        "failures:\n"
+        "  - tool: Bash\n"
+        "    timestamp: '2026-12-03T06:00:00Z'\n"
+        '    error: "npm ERR! missing dependency:\n'
+        '      - left-pad"\n'
+    ),
+    "dialect_raw": (
+        "# Tool Failure Log\n# Session: s1\n\nfailures:\n"
+        '- tool: "Bash"\n'
+        '  error: "npm ERR! missing dependency:\n'
+        '  - left-pad"\n'
+        '  timestamp: "2026-12-03T06:00:00Z"\n'
+        '  agent_id: "agent-1"\n'
+        "  recoverable: true\n"
+    ),
+}
+FIRST_ERROR = {  # the value as YAML (or the dialect's rules) reads it
+    "block_scalar": "npm ERR! missing dependency:\n- left-pad\n",
+    "quoted": "npm ERR! missing dependency: - left-pad",
+    "dialect_raw": "npm ERR! missing dependency:\n  - left-pad",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MULTI_LINE_LOGS))
+def test_failures_after_a_multi_line_value_are_read_as_entries(project: Path, kind: str) -> None:
+    folder = project / "workflow"
+    log = folder / "tool_failures.yaml"
+    log.write_text(MULTI_LINE_LOGS[kind], encoding="utf-8")
+    for _ in range(4):
+        hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    warnings: list[Any] = []
+    entries = [r.data for r in documents.read_failure_log(log, warnings)]
+    assert warnings == []
+    assert [e["error"] for e in entries] == [FIRST_ERROR[kind]] + [MAKE_ERROR] * 4
+    assert "5 failure entries read: 0 errors, 0 warnings" in check(folder)[1]
+    # The gate sees the repeats: the fifth identical call is refused.
+    assert hook(project, "pre-tool-use", call("agent-1", "Bash", MAKE)).denied
+
+
+def test_a_hard_linked_log_is_refused_and_the_file_outside_is_untouched(project: Path) -> None:
+    outside = project.parent / "elsewhere.yaml"
+    outside.write_text("failures:\n", encoding="utf-8")
+    log = project / "workflow" / "tool_failures.yaml"
+    log.unlink()
+    os.link(outside, log)
+    answer = hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    assert outside.read_text("utf-8") == "failures:\n"
+    assert "tool_failures.yaml: has 1 other hard link(s)" in answer.stderr
+    assert "replace it with a copy of its own" in answer.stderr
+
+
+def test_the_hook_never_appends_what_run_would_refuse(project: Path) -> None:
+    folder = project / "workflow"
+    with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
+        policy.write("limits:\n  max_bytes: 19700\n")
+    log = folder / "tool_failures.yaml"
+    filler = "".join(
+        f"  - tool: Read\n    error: 'old failure {n}'\n    timestamp: '2026-12-03T06:00:00Z'\n"
+        for n in range(240)
+    )
+    log.write_text("failures:\n" + filler, encoding="utf-8")
+    assert 19_500 < log.stat().st_size <= 19_600  # an entry is over 100 bytes
+    before = log.read_bytes()
+    answer = hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    assert log.read_bytes() == before  # nothing written past the limit
+    assert "would take the log past limits.max_bytes (19,700 bytes" in answer.stderr
+    assert "the failure was not logged: move the log away" in answer.stderr
+    shadow(project)  # run still reads the log (no exit 2), as the hook's decision did
+    # Once the log is moved away, the next failure starts a new one.
+    log.rename(folder / "tool_failures.1.yaml")
+    hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    assert [r.data["error"] for r in documents.read_failure_log(log, [])] == [MAKE_ERROR]
+
+
+def test_a_tab_in_one_entry_leaves_the_gate_seeing_every_later_failure(project: Path) -> None:
+    folder = project / "workflow"
+    (folder / "tool_failures.yaml").write_text(
+        "failures:\n"
+        "  - tool: Read\n    error: e\n    timestamp: '2026-12-03T06:00:00Z'\n"
+        "\t- tool: Read\n    error: e\n    timestamp: '2026-12-03T06:00:01Z'\n",
+        encoding="utf-8",
+    )
+    for _ in range(3):
+        hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    assert "4 failure entries read: 0 errors, 1 warning" in check(folder)[1]
+    assert hook(project, "pre-tool-use", call("agent-1", "Bash", MAKE)).denied

@@ -29,10 +29,13 @@ from selfcorrect.errors import InputError
 from selfcorrect.io.log_state import (
     FORMAT,
     MAX_STATE,
+    MIN_ROOM,
     VERSION,
     load_log_cache,
     log_state_path,
     save_log_cache,
+    seal_bytes,
+    unseal,
 )
 from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 from tests.conftest import CORPUS
@@ -245,6 +248,19 @@ def test_the_cagents_session_log_cut_anywhere_reads_on_as_a_full_load(
     assert got[1]  # the session's firing signals are among what was compared
 
 
+def test_a_character_cut_by_a_write_in_progress_is_no_warning_once_whole(folder: Path) -> None:
+    """A hook caught mid-append, its last line cut inside a UTF-8 character: the line is held
+    back, and so is what its cut says; read whole, the log has no bad byte."""
+    log = folder / layout.FAILURE_LOG
+    whole = (DIALECT_HEADER + hook_entry("Read", "first") + hook_entry("Bash", "ファイル")).encode()
+    cut = whole.index("ファ".encode()) + 1
+    log.write_bytes(whole[:cut])
+    one_process(folder)
+    log.write_bytes(whole)
+    _, _, got = one_process(folder)
+    assert got == fresh_fold(folder) and got[3] == []
+
+
 def test_a_restored_fold_feeds_only_the_appended_entries(folder: Path) -> None:
     log = folder / layout.FAILURE_LOG
     log.write_text(CAGENTS_LOG.read_text())
@@ -344,9 +360,17 @@ def test_a_change_inside_the_checked_tail_of_a_long_log_is_read_whole(folder: Pa
 
 
 def _valid_state(folder: Path) -> dict[str, Any]:
+    """A real saved state, without its seal."""
     _saved_over(folder, 12)
-    state: dict[str, Any] = json.loads(log_state_path(folder).read_bytes())
+    state: dict[str, Any] = json.loads(unseal(log_state_path(folder).read_bytes()))
     return state
+
+
+def write_state(folder: Path, state: Any) -> None:
+    """`state` written as a state, sealed as a save would (as an agent that knows the format
+    can), so that what is checked is what it holds."""
+    text = json.dumps(state).encode()
+    log_state_path(folder).write_bytes(seal_bytes(text) if isinstance(state, dict) else text)
 
 
 def _set(*path: str, value: Any) -> Callable[[dict[str, Any]], Any]:
@@ -443,7 +467,7 @@ BROKEN_STATES: dict[str, Callable[[dict[str, Any]], Any]] = {
 @pytest.mark.parametrize("name", sorted(BROKEN_STATES))
 def test_a_state_of_the_wrong_shape_gives_an_empty_cache(folder: Path, name: str) -> None:
     state = BROKEN_STATES[name](_valid_state(folder))
-    log_state_path(folder).write_text(json.dumps(state))
+    write_state(folder, state)
     cache = load_log_cache(folder)
     assert is_empty(cache)
     assert fold(load_inputs(folder, cache=cache)) == fresh_fold(folder)
@@ -473,7 +497,9 @@ def test_a_corrupt_state_file_gives_an_empty_cache(folder: Path, data: bytes) ->
 
 def test_a_duplicated_key_gives_an_empty_cache(folder: Path) -> None:
     text = json.dumps(_valid_state(folder))
-    log_state_path(folder).write_text(text.replace('{"format"', '{"entries": 1, "format"', 1))
+    doubled = text.replace('{"format"', '{"entries": 1, "format"', 1)
+    assert doubled != text
+    log_state_path(folder).write_bytes(seal_bytes(doubled.encode()))
     assert is_empty(load_log_cache(folder))
 
 
@@ -491,7 +517,7 @@ def test_a_state_file_over_the_limit_is_not_read(folder: Path) -> None:
 
 def test_a_state_saved_before_any_load_gives_an_empty_cache(folder: Path) -> None:
     save_log_cache(folder, LogCache())
-    state = json.loads(log_state_path(folder).read_bytes())
+    state = json.loads(unseal(log_state_path(folder).read_bytes()))
     assert (state["format"], state["version"], state["cursor"]) == (FORMAT, VERSION, None)
     assert is_empty(load_log_cache(folder))
 
@@ -534,7 +560,7 @@ def test_a_state_with_any_one_value_replaced_never_raises(
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = value
-    log_state_path(folder).write_text(json.dumps(state))
+    write_state(folder, state)
     cache = load_log_cache(folder)
     load_inputs(folder, cache=cache)
 
@@ -621,7 +647,7 @@ def _shape(folder: Path) -> str:
     """The saved fold with every number folded to 0: its structure, not its digits (positions
     and counts gain a digit as the log grows; the cursor's digests are left out)."""
     state = json.loads(log_state_path(folder).read_bytes())
-    del state["cursor"]
+    del state["cursor"], state["seal"]
     return re.sub(r"\d+", "0", json.dumps(state))
 
 
@@ -639,3 +665,81 @@ def test_the_state_grows_with_the_subjects_not_with_the_log(folder: Path) -> Non
     assert at_20k < 64 * 1024
     assert len(shape_20k) == len(shape_5k)  # the same subjects, windows and chains
     assert at_20k <= at_5k * 1.25  # and only the numbers are longer
+
+
+def _distinct_subjects(start: int, count: int) -> str:
+    """One entry per file, each file a subject of its own: the fold's worst case."""
+    return "".join(
+        canonical(
+            {
+                "tool": "Edit",
+                "error": f"TypeError: Cannot read properties of undefined at src/f{n}.ts:{n}:3",
+                "timestamp": "2026-08-05T14:00:00Z",
+                "file_path": f"src/f{n}.ts",
+                "agent_id": "a",
+                "input_digest": f"d{n}",
+            }
+        )
+        for n in range(start, start + count)
+    )
+
+
+def test_the_state_never_grows_past_the_log_it_folds(folder: Path) -> None:
+    log = folder / layout.FAILURE_LOG
+    state = log_state_path(folder)
+    log.write_text(CANONICAL_HEADER + _distinct_subjects(0, 100))
+    one_process(folder)
+    early = state.read_bytes()  # a small log's fold: saved, though larger than the log
+    assert MIN_ROOM >= len(early) > log.stat().st_size
+    with log.open("a") as handle:
+        handle.write(_distinct_subjects(100, 4_900))
+    _, _, got = one_process(folder)
+    assert got == fresh_fold(folder) and got[2] == 5_000
+    # Its fold would be several times the log (it was 28 MB): not saved; the earlier fold,
+    # of a part of this log, is left for the next process to read on from.
+    assert state.read_bytes() == early
+    assert state.stat().st_size <= log.stat().st_size
+    _, _, again = one_process(folder)
+    assert again == got and state.read_bytes() == early
+
+
+def _two_saves(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The state as saved after 3 identical failing calls, then after 6."""
+    log = folder / layout.FAILURE_LOG
+    same = {"tool": "Bash", "error": "exit 2", "timestamp": "2026-08-05T14:00:00Z"}
+    entry = canonical({**same, "input_digest": "d1", "agent_id": "x"})
+    saves = []
+    for header in (CANONICAL_HEADER, ""):
+        with log.open("a") as handle:
+            handle.write(header + entry * 3)
+        one_process(folder)
+        saves.append(json.loads(log_state_path(folder).read_bytes()))
+    return saves[0], saves[1]
+
+
+@pytest.mark.parametrize("cursor_from", ["earlier", "later"])
+def test_a_cursor_and_a_fold_from_two_saves_are_not_read_together(
+    folder: Path, cursor_from: str
+) -> None:
+    """Each part genuine, from two saves of the same log: the counts doubled, or the repeated
+    calls emptied, were it read."""
+    earlier, later = _two_saves(folder)
+    spliced = dict(later if cursor_from == "earlier" else earlier)
+    spliced["cursor"] = (earlier if cursor_from == "earlier" else later)["cursor"]
+    log_state_path(folder).write_text(json.dumps(spliced, separators=(",", ":")))
+    cache = load_log_cache(folder)
+    assert is_empty(cache)  # a fresh fold
+    got = fold(load_inputs(folder, cache=cache))
+    assert got == fresh_fold(folder) and got[2] == 6
+    assert [r.failures for r in got[4]] == [6]  # the call failed 6 times, for the gate
+
+
+def test_a_state_without_its_seal_or_edited_by_hand_is_not_read(folder: Path) -> None:
+    _saved_over(folder, 5)
+    data = log_state_path(folder).read_bytes()
+    assert not is_empty(load_log_cache(folder))
+    body = b"{" + data[data.index(b'",') + 2 :]
+    for tampered in (body, data.replace(b'"entries":5', b'"entries":4', 1)):
+        assert tampered != data
+        log_state_path(folder).write_bytes(tampered)
+        assert is_empty(load_log_cache(folder))

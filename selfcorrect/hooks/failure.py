@@ -2,7 +2,9 @@
 
 1. The failure is appended to `tool_failures.yaml` in the log's own form (io/failure_append.py),
    with the call's input digest and, when the coordination log names the agent's task, its
-   task: it lands even when nothing else can be done.
+   task: it lands even when nothing else can be done. An append the log cannot take (past
+   limits.max_bytes, a hard-linked log, one it would not read back) is refused, said on stderr,
+   and the decision below is still made on the log as it is.
 2. Under the folder's lock, one run decides with no effect (no fixer, no validator: see
    `correction_run(act=False)`), reading only the bytes appended since the last hook, from the
    fold it persisted (io/log_state.py).
@@ -26,10 +28,15 @@ _STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subje
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
-    from selfcorrect.io.failure_append import append_failure
+    from selfcorrect.io.failure_append import LogRefused, append_failure
 
     fields = _entry(event, folder)
-    append_failure(folder / layout.FAILURE_LOG, fields)
+    try:
+        append_failure(folder / layout.FAILURE_LOG, fields, max_bytes=_max_bytes(folder))
+    except LogRefused as exc:
+        # Refused, nothing written (a full log, a hard link, a list it would not read back):
+        # said on stderr, and the decision on the log as it is still made.
+        note(f"{exc}; the agent was not stopped")
     if "outcome" in fields:  # a probe's answer or an interruption counts nothing: no decision
         return None
     outcome = _decide(folder)
@@ -80,6 +87,19 @@ def _uncounted(event: HookEvent, folder: Path) -> str | None:
         return None  # a broken policy is the run's to report; the call stays a failure
     probes = Probes(policy.probe_commands)
     return "probe" if probes.is_probe(event.tool or "", command, event.error) else None
+
+
+def _max_bytes(folder: Path) -> int:
+    """The policy's limits.max_bytes; the default when the policy does not load (the run
+    that follows reports that)."""
+    from selfcorrect.errors import SelfcorrectError
+    from selfcorrect.io.documents import DEFAULT_MAX_BYTES
+    from selfcorrect.io.policy_file import max_bytes_of
+
+    try:
+        return max_bytes_of(folder / layout.POLICY)
+    except (SelfcorrectError, OSError):
+        return DEFAULT_MAX_BYTES
 
 
 def task_of(agent: str | None, folder: Path) -> str | None:

@@ -11,6 +11,14 @@ An entry is written in the log's own form, so every reader reads it as written:
   does: `- key: "raw value"`, a double quote turned into `'`, nothing escaped;
 - in the canonical form, as single-quoted YAML scalars, indented like the entries before it.
 Either way a value is one line: control characters become spaces (agent text is data).
+
+The entries' column is the reader's (io/failure_log.py): that of the first entry after
+`failures:`, found from the log's start, never from a line near its end, which may be inside
+a value (a block scalar holding `- left-pad`, a quoted string or a raw dialect value spanning
+lines). In the dialect it is the template's, column 0. An append the reader would not read back
+is refused, not written: after a top-level key that ends the list, or into a `failures:` that is
+not a block list. So is an append past `limits.max_bytes` (`run` would refuse the whole log),
+and one to a log with another hard link (it would write a file outside the folder, rules §17).
 """
 
 from __future__ import annotations
@@ -21,9 +29,12 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from selfcorrect.errors import InputError
 from selfcorrect.io import atomic, platform
+from selfcorrect.io.documents import DEFAULT_MAX_BYTES, display_path
+from selfcorrect.io.failure_log import ends_list, find_layout
 from selfcorrect.io.hook_dialect import FAILURE_HEADER
-from selfcorrect.io.safe_paths import open_nofollow, refusal
+from selfcorrect.io.safe_paths import open_nofollow, refuse_shared
 
 HEAD = 4 * 1024
 TAIL = 64 * 1024
@@ -32,6 +43,10 @@ CANONICAL_HEADER = "# Tool failure log (docs/rules.md §2.1), appended by agent 
 _NO_ENTRIES = re.compile(r"(?m)^failures:[ \t]*(\[\s*\]|null|~)?[ \t]*(#.*)?$")
 _ITEM = re.compile(r"(?m)^( *)- ")
 _FAILURES = re.compile(r"(?m)^failures:")
+
+
+class LogRefused(InputError):
+    """The append would not be read back, or not be read at all: nothing was written."""
 
 
 def one_line(value: object) -> str:
@@ -56,32 +71,102 @@ def render_entry(fields: Mapping[str, str], *, dialect: bool, indent: int) -> st
     return "".join(lines)
 
 
-def append_failure(log: Path, fields: Mapping[str, str]) -> None:
-    """Append one entry (its keys in order) to the log, creating the log if needed."""
+def append_failure(
+    log: Path, fields: Mapping[str, str], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> None:
+    """Append one entry (its keys in order) to the log, creating the log if needed.
+
+    Raises LogRefused (nothing written) when the entry would not be read back, would take the
+    log past `max_bytes`, or would be written to a file with another hard link; and the refusal
+    every written file gets for a symlink or what is not a regular file.
+    """
     with atomic.sidecar_lock(log):
         _prepare(log)
         fd = open_nofollow(log, os.O_RDWR | os.O_APPEND | platform.O_CLOEXEC)
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise refusal(log, "is not a regular file: the hook appends to a file")
-            head = _read_at(fd, 0, HEAD)
-            tail = _read_at(fd, max(info.st_size - TAIL, 0), TAIL)
+            try:
+                refuse_shared(fd, log)  # a regular file with no other name, as the journal
+            except InputError as exc:
+                if stat.S_ISREG(info.st_mode):  # a hard link: refused, but the log still reads
+                    raise LogRefused(str(exc)) from None
+                raise
+            size = info.st_size
+            # A byte-order mark is no part of the log's text, as its readers see it.
+            head = _read_at(fd, 0, HEAD).removeprefix("\ufeff")
+            tail = _read_at(fd, max(size - TAIL, 0), TAIL)
+            tail = tail.removeprefix("\ufeff") if size <= TAIL else tail
             dialect = head.startswith(FAILURE_HEADER)
-            text = ""
-            if info.st_size <= TAIL and _FAILURES.search(tail) is None:
-                text += ("" if not tail or tail.endswith("\n") else "\n") + "failures:\n"
-            elif tail and not tail.endswith("\n"):
-                text += "\n"
-            items = _ITEM.findall(tail)
-            indent = len(items[-1]) if items else (0 if dialect else 2)
-            if dialect and items:
+            text = "" if not tail or tail.endswith("\n") else "\n"
+            indent = 0 if dialect else _item_indent(fd, log, size, head)
+            if indent is None:  # no `failures:` line at all: start the list
+                text += "failures:\n"
+                indent = 2
+            elif not dialect:
+                _refuse_ended_list(log, tail, indent, size <= TAIL)
+            if dialect and _ITEM.search(tail):
                 text += "\n"  # the hook's template leaves a blank line between entries
             text += render_entry(fields, dialect=dialect, indent=indent)
-            os.write(fd, text.encode("utf-8"))
+            data = text.encode("utf-8")
+            if size + len(data) > max_bytes:
+                raise LogRefused(
+                    f"{display_path(log)}: this entry would take the log past limits.max_bytes "
+                    f"({max_bytes:,} bytes; it holds {size:,}), and `run` refuses a log that "
+                    "big; the failure was not logged: move the log away (archive it; the next "
+                    "failure starts a new one) or raise limits.max_bytes in selfcorrect.yaml"
+                )
+            os.write(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _item_indent(fd: int, log: Path, size: int, head: str) -> int | None:
+    """The column of the entries' `-` as the reader finds it: that of the first entry after
+    `failures:` (read from the log's start, as far as that entry; 2 when the list is still
+    empty), or None when the log has no `failures:` line."""
+    text, offset = head, HEAD
+    while True:
+        whole = offset >= size
+        lines = (text if whole else text[: text.rfind("\n") + 1]).split("\n")
+        layout = find_layout(lines)
+        if layout is not None and layout.item_indent is not None:
+            return layout.item_indent
+        if layout is not None and any(_content(line) for line in lines[layout.first :]):
+            break  # `failures:` holds something that is not a block list
+        if layout is None and _FAILURES.search(text):
+            break  # `failures: [...]`, a flow list, or a value on its line
+        if whole:
+            return None if layout is None else 2
+        text += _read_at(fd, offset, TAIL)
+        offset += TAIL
+    raise LogRefused(
+        f"{display_path(log)}: `failures:` does not hold a block list (one `- ` entry per "
+        "line), so an entry appended at the end would not be read; the failure was not "
+        "logged: write the list in block style (docs/rules.md §2.1)"
+    )
+
+
+def _content(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+def _refuse_ended_list(log: Path, tail: str, indent: int, whole: bool) -> None:
+    """Refuse when a line in the tail ends the list (a top-level key after it, as the reader
+    sees it): an entry appended after that line would not be read back."""
+    lines = tail.split("\n")
+    if not whole:
+        lines = lines[1:]  # the first line of a tail may be cut
+    starts = [n for n, line in enumerate(lines) if line.startswith("failures:")]
+    for line in lines[starts[-1] + 1 if starts else 0 :]:
+        if ends_list(line, indent):
+            raise LogRefused(
+                f"{display_path(log)}: the failures list ends before the file does (at "
+                f"{line.strip()[:60]!r}), and the hook appends at the end, where the entry "
+                "would not be read; the failure was not logged: move that line above "
+                "`failures:`"
+            )
 
 
 def _read_at(fd: int, offset: int, size: int) -> str:
@@ -99,8 +184,8 @@ def _prepare(log: Path) -> None:
     except FileNotFoundError:
         atomic.write_new(log, CANONICAL_HEADER.encode("utf-8"))
         return
-    if info.st_size > TAIL or not stat.S_ISREG(info.st_mode):
-        return  # a log that big has entries; a link or a FIFO is refused on open
+    if info.st_size > TAIL or not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        return  # a log that big has entries; a link, a FIFO, a hard link is refused on open
     text = (atomic.read_or_none(log) or b"").decode("utf-8", "replace")
     match = _NO_ENTRIES.search(text)
     if match is not None and match.group(1) is not None and not _ITEM.search(text):

@@ -22,7 +22,6 @@ from selfcorrect.io import schemas, yaml_nodes
 from selfcorrect.io.hook_dialect import FAILURE_HEADER
 
 _FAILURES_KEY = re.compile(r"^failures:[ \t]*(#.*)?\r?$")
-_TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
 _MAX_CONTINUATION = 50  # lines one raw quoted value may span (a path with newlines)
 
 
@@ -162,18 +161,43 @@ def _has_content(lines: list[str], first: int) -> bool:
 
 
 def _list_indent(lines: list[str], first: int) -> int | None:
-    """The column of the list's `-` when the first content line opens a block list item."""
+    """The column of the list's `-` when the first content line opens a block list item
+    (a line indented with a tab is skipped: it is one broken entry, not the list's layout)."""
     for line in lines[first:]:
         stripped = line.lstrip(" ")
-        if not stripped.strip() or stripped.startswith("#"):
+        if not stripped.strip() or stripped.startswith(("#", "\t")):
             continue
         return len(line) - len(stripped) if stripped.startswith("-") else None
     return None
 
 
-def _item_spans(lines: list[str], first: int, indent: int) -> Iterator[tuple[int, int]]:
-    """[start, end) line spans of the top-level list items (their `-` at column `indent`)."""
+def ends_list(line: str, indent: int) -> bool:
+    """Whether `line` ends a block list whose `-` stand at column `indent` (a line at column 0
+    that is no entry of it: a top-level key, most often), as the reader below sees it."""
+    stripped = line.lstrip(" ")
+    if not stripped.strip() or stripped.startswith(("#", "\t")):
+        return False
+    return len(line) == len(stripped) and not stripped.startswith("-")
+
+
+# (start, end) line span of one list item, and why it cannot be read as an entry, if it
+# cannot: (0-based line, 0-based column, what is wrong).
+_Span = tuple[int, int, tuple[int, int, str] | None]
+
+TAB_INDENT = "a tab ('\\t') indents this line, and YAML indents with spaces only: replace it"
+
+
+def _item_spans(lines: list[str], first: int, indent: int) -> Iterator[_Span]:
+    """[start, end) line spans of the top-level list items (their `-` at column `indent`).
+
+    A line at column 0 that is not one of them ends the list (the next top-level key). A line
+    indented wrongly, with a tab or with too few or too many spaces for its `-`, is YAML no
+    parser reads, but it does not end the list: it belongs to the entry it stands in (or opens
+    one, when it is a `-`), and costs that entry only (rules §2.1). A tab deeper in an entry
+    may be a block scalar's text, so it is left to the parser.
+    """
     start: int | None = None
+    problem: tuple[int, int, str] | None = None
     end = len(lines)
     for number in range(first, len(lines)):
         line = lines[number]
@@ -183,15 +207,34 @@ def _item_spans(lines: list[str], first: int, indent: int) -> Iterator[tuple[int
         depth = len(line) - len(stripped)
         if depth == indent and stripped.startswith("-"):
             if start is not None:
-                yield start, number
-            start = number
-        elif depth < indent or (depth == 0 and _TOP_KEY.match(line)):
+                yield start, number, problem
+            start, problem = number, None
+        elif depth <= indent + 1 and (stripped.startswith("\t") or stripped.startswith("-")):
+            if start is None or stripped.lstrip(" \t").startswith("-"):
+                if start is not None:
+                    yield start, number, problem
+                start, problem = number, None
+            problem = problem or (number, depth, _misplaced(stripped, depth, indent))
+        elif depth == 0:
             end = number  # the next top-level key ends the list
             break
+        elif depth < indent and start is not None:
+            problem = problem or (number, depth, _misplaced(stripped, depth, indent))
     if start is not None:
         while end > start + 1 and not lines[end - 1].strip():
             end -= 1
-        yield start, end
+        yield start, end, problem
+
+
+def _misplaced(stripped: str, depth: int, indent: int) -> str:
+    if stripped.startswith("\t"):
+        return TAB_INDENT
+    if stripped.startswith("-"):
+        return (
+            f"this entry's '-' is at column {depth + 1}, the list's at column {indent + 1}: "
+            "indent it like the other entries"
+        )
+    return f"this line is left of the entries' '-' (column {indent + 1}): indent it under its key"
 
 
 def _canonical(
@@ -203,8 +246,21 @@ def _canonical(
     base: int,
     first_index: int,
 ) -> Iterator[Item]:
-    for index, (start, end) in enumerate(_item_spans(lines, first, indent), first_index):
-        chunk = "\n".join(lines[start:end])
+    for index, (start, end, problem) in enumerate(_item_spans(lines, first, indent), first_index):
+        if problem is not None:
+            line, col, what = problem
+            warnings.append(
+                Diagnostic(
+                    display,
+                    base + line + 1,
+                    col + 1,
+                    f"failures[{index}]: {what} (entry skipped)",
+                    "warning",
+                )
+            )
+            yield index, base + start, None
+            continue
+        chunk = "\n".join(lines[start:end]) + "\n"
         yield index, base + start, _parse_chunk(chunk, index, base + start, display, warnings)
 
 
@@ -236,7 +292,15 @@ def _parse_chunk(
 
 
 def _as_warnings(problems: list[Diagnostic], note: str) -> list[Diagnostic]:
-    return [Diagnostic(p.path, p.line, p.col, f"{p.message} ({note})", "warning") for p in problems]
+    return [
+        Diagnostic(p.path, p.line, p.col, f"{_name_tab(p.message)} ({note})", "warning")
+        for p in problems
+    ]
+
+
+def _name_tab(message: str) -> str:
+    """libyaml's "found a tab character": say which character (rules §2.1)."""
+    return message.replace("a tab character", "a tab character ('\\t')", 1)
 
 
 def _whole_document(text: str, display: str, warnings: list[Diagnostic]) -> Iterator[RawFailure]:
@@ -291,6 +355,25 @@ def _dialect(
     total = len(lines)
     while number < total:
         line = lines[number]
+        tab = None if line.startswith("- ") else _leading_tab(line)
+        if tab is not None and _tabbed(line):
+            # An entry indented with a tab: it alone is skipped, up to the next blank line or
+            # entry, with one warning.
+            start, number = number, number + 1
+            while number < total and lines[number].strip() and not lines[number].startswith("- "):
+                number += 1
+            warnings.append(
+                Diagnostic(
+                    display,
+                    base + start + 1,
+                    tab + 1,
+                    f"failures[{index}]: {TAB_INDENT} (entry skipped)",
+                    "warning",
+                )
+            )
+            yield index, base + start, None
+            index += 1
+            continue
         if not line.startswith("- "):
             stripped = line.strip()
             if stripped and not stripped.startswith("#"):
@@ -298,8 +381,10 @@ def _dialect(
                     Diagnostic(
                         display,
                         base + number + 1,
-                        1,
-                        "line outside any failure entry ignored; entries start with '- tool:'",
+                        1 if tab is None else tab + 1,
+                        "line outside any failure entry ignored; entries start with '- tool:'"
+                        if tab is None
+                        else f"{TAB_INDENT} (line outside any failure entry ignored)",
                         "warning",
                     )
                 )
@@ -314,7 +399,19 @@ def _dialect(
             continue
         entry, number, readable = _dialect_entry(lines, number)
         parsed: RawFailure | None
-        if not readable:  # not the hook's template: let YAML try, it may be a canonical entry
+        tabbed = None if readable else _first_tab(lines, start, number)
+        if tabbed is not None:  # YAML would refuse it too: say which character, where
+            warnings.append(
+                Diagnostic(
+                    display,
+                    base + tabbed[0] + 1,
+                    tabbed[1] + 1,
+                    f"failures[{index}]: {TAB_INDENT} (entry skipped)",
+                    "warning",
+                )
+            )
+            parsed = None
+        elif not readable:  # not the hook's template: let YAML try, it may be a canonical entry
             end = number
             while end > start + 1 and not lines[end - 1].strip():
                 end -= 1
@@ -341,6 +438,31 @@ def _dialect(
             parsed = None
         yield index, base + start, parsed
         index += 1
+
+
+def _leading_tab(line: str) -> int | None:
+    """The column (0-based) of a tab in the line's indentation, if there is one."""
+    body = line.lstrip(" \t")
+    at = line.find("\t", 0, len(line) - len(body))
+    return None if at < 0 else at
+
+
+def _tabbed(line: str) -> bool:
+    """Whether `line` opens an entry indented with a tab (it ends the entry before it)."""
+    return (
+        line[:1] in (" ", "\t")
+        and _leading_tab(line) is not None
+        and (line.lstrip(" \t").startswith("- "))
+    )
+
+
+def _first_tab(lines: list[str], start: int, end: int) -> tuple[int, int] | None:
+    """(line, column) of the first tab in the indentation of `lines[start:end]`."""
+    for number in range(start, end):
+        at = _leading_tab(lines[number])
+        if at is not None:
+            return number, at
+    return None
 
 
 # The template of cAgents' tool-failure-tracker.cjs. A value is everything up to the last quote
@@ -383,7 +505,7 @@ def _dialect_entry(lines: list[str], number: int) -> tuple[dict[str, Any], int, 
         line = lines[number]
         if first or (line.startswith("  ") and not line.startswith("   ")):
             body = line[2:]
-        elif line.startswith("- ") or not line.strip() or line.startswith("#"):
+        elif line.startswith("- ") or not line.strip() or line.startswith("#") or _tabbed(line):
             break
         else:
             readable = False

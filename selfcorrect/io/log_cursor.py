@@ -187,8 +187,12 @@ class LogCursor:
     def _whole(
         self, raw: bytes, inode: int, display: str, warnings: list[Diagnostic]
     ) -> Iterator[RawFailure]:
-        text = decode_log(raw, display, warnings).removeprefix("\ufeff")
         end = raw.rfind(b"\n") + 1
+        found: list[Diagnostic] = []
+        text = decode_log(raw, display, found).removeprefix("\ufeff")
+        if found and end < len(raw) and found[0].line > raw.count(b"\n", 0, end):
+            found = []  # a character cut in the partial last line: it is read when whole
+        warnings.extend(found)
         # Only the end of the bytes is needed later (to place the last entry and for the tail
         # check): keep that, not a second copy of the whole log beside its text and lines.
         keep = max(0, end - _KEEP)

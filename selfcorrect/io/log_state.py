@@ -7,6 +7,7 @@ folder and `load_log_cache` gives the next process that cache back, so its load 
 was appended, not what the log holds.
 
 What is saved, one JSON object:
+- `seal`: see below;
 - `format` and `version`: anything else is not read;
 - `policy_version`: the digest of the policy (and of the task owners) the fold was built with;
   a load under another policy rebuilds, exactly as a watcher does;
@@ -36,6 +37,19 @@ numbers out of range, a symlink, over MAX_STATE bytes), is dropped: the next loa
 log, as a watcher does after a reset. A state that reads but no longer fits the log (rewritten,
 truncated, replaced) is caught by the cursor's checks, with the same result.
 
+The state is bound to the bytes it folds and to itself. The cursor holds the log's size, inode
+and the digests of its first and last bytes; the file opens with `seal`, the SHA-256 of all the
+rest as written, so a cursor from one save put beside the fold of another (each genuine: the
+counts doubled, or the repeated calls emptied) does not read, and the log is folded afresh. The
+seal is no signature: whoever can write the folder can write a state that reads, and the log
+it folds too; it keeps saves apart, and it keeps a hand-spliced state from being trusted.
+
+It never grows past the log it folds: a fold larger than the log (and than MIN_ROOM, 256 KiB, the
+room any small log's fold is given) is not saved, as reading the log again costs no more than
+reading such a fold (5,000 subjects, one entry each: a 1.6 MB log, a 7.6 MB fold). A state
+already there is left: it is the fold of an earlier part of the log, no larger than that part
+was (or MIN_ROOM), and the next load reads on from it.
+
 It is written like every other state file (io/atomic.py): a fsynced temp file, then a rename,
 never through a symlink. A symlink (or a folder, or a read-only file) where the state goes is
 refused with the InputError every state file gets (exit 2, naming the path), as the journal's
@@ -50,8 +64,10 @@ working directory).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -68,8 +84,12 @@ from selfcorrect.io.safe_paths import ensure_dir
 from selfcorrect.io.workflow_inputs import LogCache, fresh_fold, policy_version
 
 FORMAT = "selfcorrect-log-cache"
-VERSION = 2  # 2: tool-only subjects per agent; probes and interrupted calls count nothing
+VERSION = 3  # 2: tool-only subjects per agent, probes count nothing; 3: sealed, bounded by the log
 MAX_STATE = 64 << 20  # far above what a real log's subjects need; beyond it, start afresh
+# A fold may be this big whatever the log's size: a small log's fold is often larger than the
+# log (a subject's record, window and runs each keep its texts), and worth saving all the same.
+MIN_ROOM = 256 << 10
+_SEAL = re.compile(rb'\{"seal":"([0-9a-f]{64})",')
 _KEYS = (
     "format",
     "version",
@@ -98,7 +118,7 @@ def load_log_cache(folder: Path, policy_path: Path | None = None) -> LogCache:
         data = _read(log_state_path(folder))
         if data is None:
             return LogCache()
-        document = json.loads(data, object_pairs_hook=_no_duplicates)
+        document = json.loads(unseal(data), object_pairs_hook=_no_duplicates)
         return _restore(folder, policy_path, document)
     except (ValueError, RecursionError, OSError, InputError):
         # saved.StateError, bad JSON or UTF-8, digits beyond int's limit, nesting too deep, a
@@ -112,17 +132,43 @@ def save_log_cache(folder: Path, cache: LogCache) -> None:
     Raises InputError naming the path when a symlink, a folder or a read-only file is there
     (or `.selfcorrect` is a link), as for every state file; nothing is written through it.
     A cache that cannot be saved exactly (its last entry holds YAML that JSON cannot give back,
-    a set or binary) is not written: the state already there, if any, is the fold of an
-    earlier part of the log, which the next load reads on from.
+    a set or binary), or that is larger than the log it folds, is not written: the state
+    already there, if any, is the fold of an earlier part of the log, which the next load
+    reads on from.
     """
     try:
         document = _document(cache)
     except saved.StateError:
         return
-    data = json.dumps(document, separators=(",", ":")).encode("ascii")
+    data = seal(document)
+    folded = cache.cursor.size if cache.cursor is not None else 0
+    if len(data) > min(MAX_STATE, max(folded, MIN_ROOM)):
+        return  # it would outgrow the log it folds: see the module's docstring
     path = log_state_path(folder)
     ensure_dir(path.parent)  # a symlinked .selfcorrect/ is refused, never written into
     replace_file(path, data)
+
+
+def seal(document: dict[str, Any]) -> bytes:
+    """The state file's bytes: `document` as compact JSON, opening with its seal."""
+    return seal_bytes(json.dumps(document, separators=(",", ":")).encode("ascii"))
+
+
+def seal_bytes(body: bytes) -> bytes:
+    """A JSON object's text with `"seal"`, the SHA-256 of that text, put first in it."""
+    return b'{"seal":"' + hashlib.sha256(body).hexdigest().encode("ascii") + b'",' + body[1:]
+
+
+def unseal(data: bytes) -> bytes:
+    """The JSON object a sealed state holds, without its seal; StateError when the seal is
+    missing or does not match the rest (another save's parts, or a hand edit)."""
+    match = _SEAL.match(data)
+    if match is None:
+        raise saved.StateError("no seal")
+    body = b"{" + data[match.end() :]
+    if hashlib.sha256(body).hexdigest().encode("ascii") != match.group(1):
+        raise saved.StateError("the seal does not match the state")
+    return body
 
 
 def _document(cache: LogCache) -> dict[str, Any]:
@@ -201,4 +247,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["FORMAT", "MAX_STATE", "VERSION", "load_log_cache", "log_state_path", "save_log_cache"]
+__all__ = [
+    "FORMAT",
+    "MAX_STATE",
+    "MIN_ROOM",
+    "VERSION",
+    "load_log_cache",
+    "log_state_path",
+    "save_log_cache",
+    "seal",
+    "seal_bytes",
+    "unseal",
+]
