@@ -8,6 +8,7 @@ Nothing of the host is imitated inside selfcorrect: these tests play the host.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -27,6 +28,9 @@ WAIT_S = 120
 SCHEMA = REPO / "schemas" / "claude_code_hooks.schema.json"  # read by the tests, not on import
 HOST_EVENT = {  # our event name -> the host's
     "post-tool-use-failure": "PostToolUseFailure",
+    "post-tool-use": "PostToolUse",
+    "post-tool-batch": "PostToolBatch",
+    "subagent-start": "SubagentStart",
     "pre-tool-use": "PreToolUse",
     "pre-compact": "PreCompact",
     "subagent-stop": "SubagentStop",
@@ -88,6 +92,9 @@ def event(name: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+CALLS = itertools.count(1)  # each call its own tool_use_id, as the host gives it
+
+
 def failure(agent: str, tool: str, tool_input: dict[str, Any], error: str) -> dict[str, Any]:
     return event(
         "post-tool-use-failure",
@@ -95,7 +102,7 @@ def failure(agent: str, tool: str, tool_input: dict[str, Any], error: str) -> di
         agent_type="general-purpose",
         tool_name=tool,
         tool_input=tool_input,
-        tool_use_id="toolu_01",
+        tool_use_id=f"toolu_{next(CALLS):02d}",
         error=error,
         is_interrupt=False,
     )
@@ -323,6 +330,20 @@ def test_pre_compact_writes_a_waypoint_check_reads(project: Path) -> None:
 
 NORMAL = {
     "post-tool-use-failure": failure("agent-1", "Bash", MAKE, MAKE_ERROR),
+    "post-tool-use": event(
+        "post-tool-use",
+        tool_name="Bash",
+        tool_input=MAKE,
+        tool_response={"stdout": "", "stderr": "", "interrupted": False},
+        tool_use_id="toolu_ok",
+    ),
+    "post-tool-batch": event(
+        "post-tool-batch",
+        tool_calls=[
+            {"tool_name": "Bash", "tool_input": MAKE, "tool_use_id": "t", "tool_response": "ok"}
+        ],
+    ),
+    "subagent-start": event("subagent-start", agent_id="a0123456789abcdef", agent_type="x"),
     "pre-tool-use": call("agent-1", "Bash", MAKE),
     "pre-compact": event("pre-compact", trigger="manual", custom_instructions="keep it short"),
     "subagent-stop": event("subagent-stop", agent_id="agent-1", stop_hook_active=False),
@@ -330,6 +351,9 @@ NORMAL = {
 }
 MISSING = {  # the field each event's answer depends on most, left out
     "post-tool-use-failure": "tool_name",
+    "post-tool-use": "tool_input",
+    "post-tool-batch": "tool_calls",
+    "subagent-start": "agent_id",
     "pre-tool-use": "tool_input",
     "pre-compact": "trigger",
     "subagent-stop": "agent_id",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -22,13 +23,17 @@ from hypothesis import strategies as st
 from selfcorrect.commands import install as installer
 
 REPO = Path(__file__).resolve().parents[1]
-PREFIX = "selfcorrect hook claude-code "
-EVENTS = {  # Claude Code's event: (selfcorrect's hook name, has a matcher)
-    "PostToolUseFailure": ("post-tool-use-failure", True),
-    "PreToolUse": ("pre-tool-use", True),
-    "PreCompact": ("pre-compact", False),
-    "SubagentStop": ("subagent-stop", False),
-    "Stop": ("stop", False),
+# Install writes the selfcorrect that runs it by absolute path: here `python -m selfcorrect`.
+PREFIX = f"{shlex.quote(sys.executable)} -m selfcorrect hook claude-code "
+EVENTS = {  # Claude Code's event: (selfcorrect's hook name, has a matcher, timeout)
+    "PostToolUseFailure": ("post-tool-use-failure", True, 60),
+    "PostToolUse": ("post-tool-use", True, 60),
+    "PostToolBatch": ("post-tool-batch", False, 60),
+    "PreToolUse": ("pre-tool-use", True, 10),
+    "PreCompact": ("pre-compact", False, 60),
+    "SubagentStart": ("subagent-start", False, 60),
+    "SubagentStop": ("subagent-stop", False, 60),
+    "Stop": ("stop", False, 60),
 }
 SETTINGS = Path(".claude") / "settings.json"
 
@@ -71,7 +76,7 @@ def assert_claude_code_shape(settings: dict[str, Any], folder_word: str = "") ->
     """Each event holds, among its matcher groups, exactly one of ours, as Claude Code reads
     it: {"matcher": "*", "hooks": [{"type": "command", "command": ...}]} (no matcher for the
     events without one)."""
-    for event, (_, has_matcher) in EVENTS.items():
+    for event, (_, has_matcher, timeout) in EVENTS.items():
         groups = settings["hooks"][event]
         assert isinstance(groups, list)
         ours = [
@@ -80,7 +85,9 @@ def assert_claude_code_shape(settings: dict[str, Any], folder_word: str = "") ->
             if any(h.get("command", "").startswith(PREFIX) for h in group["hooks"])
         ]
         expected: dict[str, Any] = {
-            "hooks": [{"type": "command", "command": command(event, folder_word)}]
+            "hooks": [
+                {"type": "command", "command": command(event, folder_word), "timeout": timeout}
+            ]
         }
         if has_matcher:
             expected = {"matcher": "*", **expected}
@@ -91,9 +98,11 @@ def with_our_groups(settings: dict[str, Any], folder_word: str = "") -> dict[str
     """`settings` as install should leave it: one group per event appended."""
     expected = json.loads(json.dumps(settings))
     hooks = expected.setdefault("hooks", {})
-    for event, (_, has_matcher) in EVENTS.items():
+    for event, (_, has_matcher, timeout) in EVENTS.items():
         group: dict[str, Any] = {"matcher": "*"} if has_matcher else {}
-        group["hooks"] = [{"type": "command", "command": command(event, folder_word)}]
+        group["hooks"] = [
+            {"type": "command", "command": command(event, folder_word), "timeout": timeout}
+        ]
         hooks.setdefault(event, []).append(group)
     return expected
 

@@ -19,7 +19,16 @@ from selfcorrect.errors import ExitCode
 @click.argument(
     "event",
     type=click.Choice(
-        ["post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop"]
+        [
+            "post-tool-use-failure",
+            "post-tool-use",
+            "post-tool-batch",
+            "pre-tool-use",
+            "pre-compact",
+            "subagent-start",
+            "subagent-stop",
+            "stop",
+        ]
     ),
 )
 @click.argument("folder", metavar="[DIR]", required=False)
@@ -31,10 +40,18 @@ def hook_command(host: str, event: str, folder: str | None) -> int:
                            (no fixer, no validator), and tell the agent when it
                            is stuck (the advisory and the prompt to read) or
                            blocked (stop working on it)
-    pre-tool-use           the gate: deny an edit of a file whose work item is
-                           blocked, and a call that has failed gate.repeat_threshold
-                           times unchanged; allow everything else silently
+    post-tool-use          log a success, only for a call the gate's state
+                           awaits (a repeat, an edit after one, a task on the
+                           recovery ladder); otherwise read one file, write none
+    post-tool-batch        log the calls the host rejected before they ran
+                           (<tool_use_error>), which no other hook sees
+    pre-tool-use           the gate: deny an edit of the person's files or of a
+                           file whose work item is blocked, and a call that has
+                           failed gate.repeat_threshold times for that agent
+                           unchanged; allow everything else silently
     pre-compact            write a waypoint (repeated compaction is a signal)
+    subagent-start         bind the subagent to the task the lead's Agent call
+                           named (else to the one task assigned to its type)
     subagent-stop, stop    keep an agent working while its micro-tasks or an open
                            directive are out, once per directive
     \b
@@ -104,26 +121,31 @@ def install_claude_code(
     """Add selfcorrect's hooks to Claude Code's settings (or remove them).
 
     \b
-    One matcher group per event, each running `selfcorrect hook claude-code EVENT`:
+    One matcher group per event, each running `SELFCORRECT hook claude-code EVENT`
+    with a timeout (the gate 10 s, the others 60 s):
       PostToolUseFailure  post-tool-use-failure  (matcher "*")
+      PostToolUse         post-tool-use          (matcher "*")
+      PostToolBatch       post-tool-batch
       PreToolUse          pre-tool-use           (matcher "*")
       PreCompact          pre-compact
+      SubagentStart       subagent-start
       SubagentStop        subagent-stop
       Stop                stop
-    A hook is selfcorrect's when its command starts with `selfcorrect hook
-    claude-code `. Other settings and hooks are kept byte for byte, formatting
-    included: the file is edited in place, never rewritten from scratch, and
-    written atomically with its mode kept. A missing file (and .claude/) is
-    created. Installing twice writes nothing the second time; --uninstall
-    removes exactly what install added. `selfcorrect` must be on the PATH
-    Claude Code runs hooks with.
+    SELFCORRECT is the absolute path of the selfcorrect running install (Claude
+    Code's PATH may lack it). A hook is selfcorrect's when its command runs
+    `selfcorrect hook claude-code` by any path. Other settings and hooks are
+    kept byte for byte, formatting included: the file is edited in place, never
+    rewritten from scratch, and written atomically with its mode kept. A
+    missing file (and .claude/) is created. Installing twice writes nothing the
+    second time; --uninstall removes exactly what install added. When `claude
+    --version` answers, install notes the version the hooks were tested with.
 
     \b
     Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
     a symlinked settings file or .claude/, or a bad --folder: nothing written.
     """
     from selfcorrect.cli.install_report import show_install
-    from selfcorrect.commands.install import hook_commands, install, settings_path
+    from selfcorrect.commands.install import hook_commands, host_notes, install, settings_path
 
     common = make_common(policy, color, verbose, quiet)
     if user and project != Path("."):
@@ -133,5 +155,7 @@ def install_claude_code(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--folder") from exc
     result = install(settings_path(project, user), commands, uninstall=uninstall, dry_run=dry_run)
+    if not uninstall:
+        result.warnings += host_notes()
     show_install(result, common)
     return ExitCode.PASS

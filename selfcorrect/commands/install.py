@@ -17,6 +17,8 @@ import posixpath
 import re
 import shlex
 import stat
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,18 +28,28 @@ from selfcorrect.io.documents import display_path
 from selfcorrect.io.json_spans import Node, Style
 from selfcorrect.io.safe_paths import ensure_dir, environment, refuse_link
 
-PREFIX = "selfcorrect hook claude-code "  # every command selfcorrect installs starts so
-# Claude Code's event, the hook's name on selfcorrect's command line, and whether the event
-# takes a tool matcher (the others reject a "matcher" key as meaningless).
+PREFIX = "selfcorrect hook claude-code "  # what every command selfcorrect installs runs
+# A command is selfcorrect's when it runs `selfcorrect hook claude-code …` by any path (the
+# absolute path install writes, a bare name written by an older version, `python -m`).
+_OURS = re.compile(r"""(?:^|[/\\\s'"])selfcorrect['"]?\s+hook\s+claude-code(?:\s|$)""")
+# Claude Code's event, the hook's name on selfcorrect's command line, whether the event takes a
+# tool matcher (the others reject a "matcher" key as meaningless), and the hook's timeout in
+# seconds: the gate answers in milliseconds, the others may wait for the folder's lock.
 EVENTS = (
-    ("PostToolUseFailure", "post-tool-use-failure", True),
-    ("PreToolUse", "pre-tool-use", True),
-    ("PreCompact", "pre-compact", False),
-    ("SubagentStop", "subagent-stop", False),
-    ("Stop", "stop", False),
+    ("PostToolUseFailure", "post-tool-use-failure", True, 60),
+    ("PostToolUse", "post-tool-use", True, 60),
+    ("PostToolBatch", "post-tool-batch", False, 60),
+    ("PreToolUse", "pre-tool-use", True, 10),
+    ("PreCompact", "pre-compact", False, 60),
+    ("SubagentStart", "subagent-start", False, 60),
+    ("SubagentStop", "subagent-stop", False, 60),
+    ("Stop", "stop", False, 60),
 )
+# The Claude Code version the hooks were tested with, and the events older versions may lack.
+TESTED_WITH = "2.1.332"
+NEWER_EVENTS = ("PostToolUseFailure", "PostToolBatch", "SubagentStart")
 # Another PostToolUseFailure hook that writes tool_failures.yaml too (cAgents' own logger).
-_OTHER_LOGGER = re.compile(r"cagents|tool_failures", re.IGNORECASE)
+_OTHER_LOGGER = re.compile(r"cagents|tool_failures|tool-failure-tracker", re.IGNORECASE)
 _UNSAFE = frozenset('"\\$`')  # a quote, and what the shell expands inside double quotes
 
 
@@ -82,10 +94,54 @@ def folder_word(folder: str) -> str:
     return '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(posixpath.normpath(folder))
 
 
-def hook_commands(folder: str | None) -> dict[str, str]:
-    """Each event's command; `folder` (checked by `folder_word`) becomes the last argument."""
+def hook_commands(folder: str | None, program: str | None = None) -> dict[str, str]:
+    """Each event's command; `folder` (checked by `folder_word`) becomes the last argument,
+    `program` (default: the selfcorrect running now, by absolute path) the first."""
     tail = f" {folder_word(folder)}" if folder is not None else ""
-    return {event: f"{PREFIX}{name}{tail}" for event, name, _ in EVENTS}
+    head = self_command() if program is None else program
+    return {event: f"{head} hook claude-code {name}{tail}" for event, name, _, _ in EVENTS}
+
+
+def self_command() -> str:
+    """The selfcorrect running now, by absolute path: Claude Code runs hooks with its own PATH,
+    where a bare `selfcorrect` may be missing (exit 127 on every call: a silent gate)."""
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) == "selfcorrect" and os.path.isfile(script):
+        return shlex.quote(os.path.abspath(script))
+    return f"{shlex.quote(sys.executable)} -m selfcorrect"
+
+
+def is_ours(command: str) -> bool:
+    return _OURS.search(command) is not None
+
+
+def host_notes(version_of: Callable[[], str | None] | None = None) -> list[str]:
+    """What install says about the Claude Code it finds (`claude --version`), if any."""
+    found = (version_of or _claude_version)()
+    if found is None:
+        return []
+    return [
+        f"note: Claude Code {found} found; selfcorrect's hooks were tested with {TESTED_WITH}. "
+        f"{', '.join(NEWER_EVENTS)} need a version that has them (2.1 does); an older one "
+        "skips those hooks: no validation-phase failures, no subagent attribution."
+    ]
+
+
+def _claude_version() -> str | None:
+    import shutil
+    import subprocess
+
+    claude = shutil.which("claude")
+    if claude is None:
+        return None
+    try:
+        done = subprocess.run(
+            [claude, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.match(r"\s*(\d+\.\d+\.\d+)", done.stdout)
+    return match.group(1) if done.returncode == 0 and match else None
 
 
 def settings_path(project: Path, user: bool) -> Path:
@@ -135,7 +191,7 @@ def install(
 def _commands(removed: list[Change]) -> dict[str, str]:
     """What install would have been given to add the hooks uninstall removed, in EVENTS order
     (empty when install could not have added them: an event it does not know)."""
-    known = [event for event, _, _ in EVENTS]
+    known = [event for event, *_ in EVENTS]
     if any(change.event not in known for change in removed):
         return {}
     found = {change.event: change.command for change in removed}
@@ -174,8 +230,8 @@ def _refuse_links(path: Path) -> None:
 
 
 def _group(event: str, command: str) -> dict[str, object]:
-    matcher = next(takes for name, _, takes in EVENTS if name == event)
-    hook = {"type": "command", "command": command}
+    matcher, timeout = next((takes, t) for name, _, takes, t in EVENTS if name == event)
+    hook = {"type": "command", "command": command, "timeout": timeout}
     return {"matcher": "*", "hooks": [hook]} if matcher else {"hooks": [hook]}
 
 
@@ -246,7 +302,7 @@ def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]
         else:
             text = json_spans.remove(text, hooks, index)
         root = _load(text, display)
-    order = [event for event, _, _ in EVENTS]
+    order = [event for event, *_ in EVENTS]
     changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
     hooks = _hooks(root, text, display)
     if changes and hooks is not None and not hooks.items:
@@ -269,7 +325,7 @@ def _ours(groups: Node) -> list[tuple[int, int, Node]]:
             continue
         for e, entry in enumerate(entries.items):
             command = entry.member("command") if entry.kind == "object" else None
-            if command is not None and (command.value or "").startswith(PREFIX):
+            if command is not None and is_ours(command.value or ""):
                 found.append((g, e, command))
     return found
 
@@ -285,19 +341,27 @@ def _double_logging(data: bytes | None, display: str) -> list[str]:
         entries = group.get("hooks") if isinstance(group, dict) else None
         for entry in entries if isinstance(entries, list) else []:
             command = entry.get("command") if isinstance(entry, dict) else None
-            if (
-                isinstance(command, str)
-                and not command.startswith(PREFIX)
-                and _OTHER_LOGGER.search(command)
-            ):
-                warnings.append(
-                    f"warning: {display} also has a PostToolUseFailure hook that logs tool "
-                    f"failures ({command}); with selfcorrect's, each failure is written to "
-                    "tool_failures.yaml twice and counts twice against its retry budget: "
-                    "remove one of them (`selfcorrect install claude-code --uninstall` "
-                    "removes selfcorrect's)"
-                )
+            if isinstance(command, str) and not is_ours(command) and _OTHER_LOGGER.search(command):
+                warnings.append(_other_logger(display, command))
     return warnings
+
+
+def _other_logger(display: str, command: str) -> str:
+    from selfcorrect.hooks.companion import CAGENTS_LOGGER
+
+    if CAGENTS_LOGGER.search(command):  # the real cAgents logger: companion mode
+        return (
+            f"note: {display} also runs cAgents' failure logger ({command}): selfcorrect's "
+            "failure hook runs beside it in companion mode, appending no second entry and "
+            'deciding from that one (docs/hooks.md, "Beside the cAgents hook")'
+        )
+    return (
+        f"warning: {display} also has a PostToolUseFailure hook that logs tool "
+        f"failures ({command}); with selfcorrect's, each failure is written to "
+        "tool_failures.yaml twice and counts twice against its retry budget: "
+        "remove one of them (`selfcorrect install claude-code --uninstall` "
+        "removes selfcorrect's)"
+    )
 
 
 # --- reading the file --------------------------------------------------------------------------
@@ -414,6 +478,8 @@ __all__ = [
     "InstallResult",
     "folder_word",
     "hook_commands",
+    "host_notes",
     "install",
+    "is_ours",
     "settings_path",
 ]

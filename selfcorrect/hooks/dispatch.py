@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 HOSTS = ("claude-code",)
-EVENTS = ("post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop")
+EVENTS = (
+    "post-tool-use-failure",
+    "post-tool-use",
+    "post-tool-batch",
+    "pre-tool-use",
+    "pre-compact",
+    "subagent-start",
+    "subagent-stop",
+    "stop",
+)
 DEFAULT_FOLDER = "workflow"
 
 
@@ -60,6 +69,15 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
         from selfcorrect.hooks.gate import answer
 
         return answer
+    if name == "post-tool-use":  # on every successful call: as lean as the gate
+        from selfcorrect.hooks.success import answer as success
+
+        return success
+    if name == "subagent-start":
+        from selfcorrect.hooks.binding import bind
+        from selfcorrect.hooks.gate import read_state
+
+        return lambda event, folder: bind(event, folder, read_state(folder)) and None
     from pathlib import Path
 
     handler = _slow_handler(name)
@@ -76,6 +94,10 @@ def _slow_handler(name: str) -> Callable[[HookEvent, Path], dict[str, Any] | Non
         from selfcorrect.hooks.compact import answer
 
         return answer
+    if name == "post-tool-batch":
+        from selfcorrect.hooks.batch import answer as batch
+
+        return batch
     from selfcorrect.hooks.stop import answer_lead, answer_subagent
 
     return answer_subagent if name == "subagent-stop" else answer_lead

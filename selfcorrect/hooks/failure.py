@@ -26,10 +26,23 @@ _STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subje
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    from selfcorrect.hooks.companion import cagents_logs, wait_for_entry
     from selfcorrect.io.failure_append import append_failure
 
     fields = _entry(event, folder)
-    append_failure(folder / layout.FAILURE_LOG, fields)
+    if event.interrupted:  # the person stopped it: logged, counted as nothing
+        fields["outcome"] = "interrupted"
+        append_failure(folder / layout.FAILURE_LOG, fields)
+        return None
+    if cagents_logs(event):  # companion mode: the cAgents hook logs it, we only decide
+        wait_for_entry(folder / layout.FAILURE_LOG, fields)
+    else:
+        append_failure(folder / layout.FAILURE_LOG, fields)
+    return respond(fields, folder)
+
+
+def respond(fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
+    """Decide, then tell the agent what fired for this entry's subject (or nothing)."""
     outcome = _decide(folder)
     if outcome is None:
         return None
@@ -37,11 +50,15 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
     return failure_context(text) if text else None
 
 
-def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
-    """The log entry for this failure, keys in the canonical order."""
+def _entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str, str]:
+    """The log entry for this call, keys in the canonical order."""
+    from selfcorrect.hooks.events import VOLATILE_KEYS, input_digest
+    from selfcorrect.hooks.gate import read_state
+
+    state = read_state(folder)
     fields: dict[str, str] = {
         "tool": event.tool or "unknown",
-        "error": event.error,
+        "error": event.error if error is None else error,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if event.file_path:
@@ -49,21 +66,30 @@ def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
     agent = event.agent_id
     if agent:
         fields["agent_id"] = agent
-    fields["input_digest"] = event.input_digest
-    task = _task_of(agent, folder)
+    volatile = (state or {}).get("volatile_keys") or VOLATILE_KEYS
+    fields["input_digest"] = input_digest(event.tool_input, event.tool or "", volatile)
+    if event.tool_use_id:
+        fields["tool_use_id"] = event.tool_use_id
+    task = _task_of(agent, folder, state)
     if task:
         fields["task_id"] = task
     return fields
 
 
-def _task_of(agent: str | None, folder: Path) -> str | None:
-    """The one task this agent works on: as the last run's gate state says, else as the
-    coordination log records it (before any run); None when unknown or ambiguous."""
+def _task_of(agent: str | None, folder: Path, state: Any = False) -> str | None:
+    """The one task this agent works on: the task its subagent was bound to
+    (hooks/binding.py), else as the last run's gate state says, else as the coordination log
+    records it (before any run); None when unknown or ambiguous."""
+    from selfcorrect.hooks.binding import bound_task
     from selfcorrect.hooks.gate import read_state
 
     if not agent:
         return None
-    state = read_state(folder)
+    bound = bound_task(agent, str(folder))
+    if bound:
+        return bound
+    if state is False:
+        state = read_state(folder)
     tasks = state.get("tasks") if state else None
     if isinstance(tasks, dict):
         owned = [

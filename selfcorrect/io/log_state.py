@@ -68,7 +68,7 @@ from selfcorrect.io.safe_paths import ensure_dir
 from selfcorrect.io.workflow_inputs import LogCache, _fresh, _policy_version
 
 FORMAT = "selfcorrect-log-cache"
-VERSION = 1
+VERSION = 2  # 2: repeated calls per agent and error (core/repeated_calls.py)
 MAX_STATE = 64 << 20  # far above what a real log's subjects need; beyond it, start afresh
 _KEYS = (
     "format",
@@ -168,7 +168,9 @@ def _restore(folder: Path, policy_path: Path | None, document: Any) -> LogCache:
         taxonomy=taxonomy,
         ledger=ledger,
         detector=detector,
-        repeated=RepeatedCalls.from_state(data["repeated"]),  # ValueError when it does not read
+        repeated=RepeatedCalls.from_state(
+            data["repeated"], policy.stuck.edit_tools
+        ),  # ValueError when it does not read
         entries=saved.integer(data["entries"]),
         warnings=[diagnostic_of(d) for d in saved.items(data["warnings"])],
     )

@@ -174,7 +174,7 @@ def _fold_log(
 ) -> LogFold:
     if cache is None:
         taxonomy, ledger, detector = _fresh(policy)
-        repeated = RepeatedCalls()
+        repeated = RepeatedCalls(policy.stuck.edit_tools)
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
@@ -185,7 +185,8 @@ def _fold_log(
         )
     records = dict(ledger.records)
     firing = {s: detector.firing(s) for s in records}
-    return LogFold(records, firing, entries, repeated.at_least(policy.gate.repeat_threshold))
+    # Every call failing since it was cleared: the success hook watches them all (docs/hooks.md).
+    return LogFold(records, firing, entries, repeated.at_least(1))
 
 
 def _fresh(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
@@ -212,6 +213,8 @@ def _feed(
     entries = 0
     for raw in raws:
         failure = attributed(normalise_failure(raw.data, raw.index), owners)
+        if not repeated.first_sight(failure):
+            continue  # one call logged twice counts once (docs/hooks.md)
         failure_type = taxonomy.classify(failure).failure_type
         subject = subject_of(failure, failure_type)
         ledger.feed(failure, failure_type)
@@ -252,7 +255,7 @@ def _read_on(
         or cache.repeated is None
     ):
         cache.taxonomy, cache.ledger, cache.detector = _fresh(policy)
-        cache.repeated = RepeatedCalls()
+        cache.repeated = RepeatedCalls(policy.stuck.edit_tools)
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
     cache.entries += _feed(

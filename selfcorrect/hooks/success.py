@@ -1,0 +1,75 @@
+"""`post-tool-use`: log a success, only where one is awaited (docs/hooks.md).
+
+Claude Code runs it after every successful call, so its fast path reads `.selfcorrect/gate.json`
+alone with `json`, `os` and `sys`, and writes nothing: nearly every call is not listed. A call is
+listed when the gate's state is waiting for it to work:
+- it is a call this agent has seen fail since it was last cleared (`repeats`);
+- it is an edit (`edit_tools`) by an agent with such calls: it changed something;
+- its agent's task is on the recovery ladder or skipped (`tasks`).
+Then it appends `outcome: success` for the call and decides as the failure hook does, so the
+gate's state (the repeat counts, the subject's status) follows at once.
+"""
+
+from __future__ import annotations
+
+from selfcorrect.hooks.events import VOLATILE_KEYS, HookEvent, input_digest
+from selfcorrect.hooks.gate import _edits, read_state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+AWAITING = ("recovering", "skipped")  # a task status that a success may lift
+
+
+def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
+    state = read_state(folder)
+    if state is None or event.tool is None or not listed(event, state, folder):
+        return None
+    from pathlib import Path
+
+    from selfcorrect import layout
+    from selfcorrect.hooks.failure import _decide, _entry
+    from selfcorrect.io.failure_append import append_failure
+
+    fields = _entry(event, Path(folder), error="")
+    fields["outcome"] = "success"
+    append_failure(Path(folder) / layout.FAILURE_LOG, fields)
+    _decide(Path(folder))
+    return None
+
+
+def listed(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
+    """Whether the gate's state awaits this call's success (see the module's docstring)."""
+    tool, agent = event.tool or "", event.agent_id
+    repeats = state.get("repeats")
+    mine = [
+        r
+        for r in (repeats if isinstance(repeats, list) else [])
+        if isinstance(r, dict) and r.get("agent") in (None, "", agent)
+    ]
+    if mine and _edits(state, tool):
+        return True
+    same = [r for r in mine if r.get("tool") == tool]
+    if same:
+        digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
+        if any(r.get("input_digest") == digest for r in same):
+            return True
+    return _awaited_task(event, state, folder)
+
+
+def _awaited_task(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
+    tasks = state.get("tasks")
+    awaiting = {
+        str(task): facts
+        for task, facts in (tasks.items() if isinstance(tasks, dict) else ())
+        if isinstance(facts, dict) and facts.get("status") in AWAITING
+    }
+    if not awaiting:
+        return False
+    agent = event.agent_id
+    if any(agent in (facts.get("agents") or []) for facts in awaiting.values()):
+        return True
+    from selfcorrect.hooks.binding import bound_task
+
+    return bound_task(event.subagent, folder) in awaiting
