@@ -165,7 +165,7 @@ def install(
     def transform(current: bytes | None) -> bytes | None:
         text = None if current is None else _decode(current, display)
         new, result.changes = (
-            _uninstall(text, display) if uninstall else _install(text, commands, display)
+            _uninstall_exactly(text, display) if uninstall else _install(text, commands, display)
         )
         return None if new is None else new.encode("utf-8")
 
@@ -270,7 +270,27 @@ def _install(
     return (None if text == original else text), changes
 
 
-def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]]:
+def _uninstall_exactly(text: str | None, display: str) -> tuple[str | None, list[Change]]:
+    """Uninstall; an event whose list install found empty (`"Stop": []`) keeps its empty
+    list, when installing again into that gives back the very file we started from."""
+    new, changes = _uninstall(text, display)
+    commands = _commands(changes)
+    if new is None or text is None or not commands or _install(new, commands, display)[0] == text:
+        return new, changes
+    # Install appends the events it adds after the ones it found, so the events it found
+    # come first: keep the first k of them, for the k that gives the file back.
+    hooks = _hooks(_load(text, display), text, display)
+    ours = [key.text for key in (hooks.keys if hooks is not None else []) if key.text in commands]
+    for k in range(1, len(ours) + 1):
+        kept, _ = _uninstall(text, display, keep_empty=frozenset(ours[:k]))
+        if kept is not None and _install(kept, commands, display)[0] == text:
+            return kept, changes
+    return new, changes
+
+
+def _uninstall(
+    text: str | None, display: str, *, keep_empty: frozenset[str] = frozenset()
+) -> tuple[str | None, list[Change]]:
     """The text without selfcorrect's hooks: each entry, a matcher group left holding nothing
     else, an event left with no group; `hooks` itself only when it would be left empty and
     installing again would give back the very file we started from (install added it)."""
@@ -297,7 +317,7 @@ def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]
         keys = {key.text for key in group.keys}
         if len(entries.items) > 1 or not keys <= {"matcher", "hooks"}:
             text = json_spans.remove(text, entries, entry_index)
-        elif len(groups.items) > 1:
+        elif len(groups.items) > 1 or event in keep_empty:
             text = json_spans.remove(text, groups, group_index)
         else:
             text = json_spans.remove(text, hooks, index)
