@@ -89,7 +89,7 @@ class ModelServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 size = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(size) or b"{}")
                 if "count_tokens" in self.path:
@@ -98,7 +98,7 @@ class ModelServer:
                 blocks = server.answer(body)
                 self._send(*_response(body, blocks))
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(404)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -278,10 +278,12 @@ def run_session(
     )
     try:
         out, err = process.communicate(timeout=SESSION_S)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         _kill_group(process.pid)
         out, err = process.communicate()
-        raise AssertionError(f"the session did not end within {SESSION_S} s: {err[-2000:]}")
+        raise AssertionError(
+            f"the session did not end within {SESSION_S} s: {err[-2000:]}"
+        ) from exc
     finally:
         _kill_group(process.pid)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)

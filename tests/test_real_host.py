@@ -250,7 +250,7 @@ def test_a_rejected_edit_is_logged_as_stale_context_and_settings_are_restored(
         ]
     }  # fmt: skip
     server = session(claude, root, script)
-    result, is_error = server.tool_result("toolu_stale")
+    _, is_error = server.tool_result("toolu_stale")
     assert is_error
     logged = [e for e in entries(root) if e.get("tool_use_id") == "toolu_stale"]
     assert len(logged) == 1 and logged[0]["tool"] == "Edit"

@@ -40,6 +40,14 @@ def note_call(event: HookEvent, folder: str, state: dict[str, Any]) -> None:
     _update(folder, lambda doc: {**doc, "pending": [*doc["pending"], named[0]][-MAX_PENDING:]})
 
 
+def answer_start(event: HookEvent, folder: str) -> dict[str, Any] | None:
+    """`subagent-start`: bind the subagent; nothing to answer."""
+    from selfcorrect.hooks.gate import read_state
+
+    bind(event, folder, read_state(folder))
+    return None
+
+
 def bind(event: HookEvent, folder: str, state: dict[str, Any] | None) -> str | None:
     """SubagentStart: bind the starting subagent to the task queued for it, else to the one
     live task assigned to its type. Returns the task, or None."""

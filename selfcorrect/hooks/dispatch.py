@@ -74,10 +74,9 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
 
         return success
     if name == "subagent-start":
-        from selfcorrect.hooks.binding import bind
-        from selfcorrect.hooks.gate import read_state
+        from selfcorrect.hooks.binding import answer_start
 
-        return lambda event, folder: bind(event, folder, read_state(folder)) and None
+        return answer_start
     from pathlib import Path
 
     handler = _slow_handler(name)
