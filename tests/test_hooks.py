@@ -62,6 +62,10 @@ implementation_tasks:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project with an initialised workflow folder and two tasks, each with its agent."""
+    return make_project(tmp_path, COORDINATION)
+
+
+def make_project(tmp_path: Path, coordination: str) -> Path:
     root = tmp_path / "project"
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("print('app')\n", encoding="utf-8")
@@ -76,7 +80,7 @@ def project(tmp_path: Path) -> Path:
     folder = root / "workflow"
     with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
         policy.write("\n" + POLICY)
-    (folder / "coordination_log.yaml").write_text(COORDINATION, encoding="utf-8")
+    (folder / "coordination_log.yaml").write_text(coordination, encoding="utf-8")
     return root
 
 

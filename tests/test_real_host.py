@@ -21,31 +21,13 @@ import pytest
 from selfcorrect.io import documents
 from tests.helpers import git
 from tests.real_host import ModelServer, claude_binary, run_session, text, tool_use
+from tests.test_hooks import COORDINATION, make_project
 
 WAIT_S = 120
 LEAD = "LEAD-SESSION"  # the marker of the lead's conversation in the scripted model
 SUB = "SUBAGENT-SESSION"
-POLICY = """\
-failure_types:
-  runtime_error:
-    retries: 2
-    at_limit: escalate
-"""
-COORDINATION = """\
-controller: lead
-status: in_progress
-implementation_tasks:
-  - task_id: WI-1
-    name: "Build the app"
-    assigned_to: builder
-    files: [src/app.py]
-    status: in_progress
-  - task_id: WI-2
-    name: "Fix the locked module"
-    agent_id: "agent-2"
-    files: [src/locked.py]
-    status: in_progress
-"""
+# WI-1 is assigned to an agent type, with no agent id: its subagents are bound by the hooks.
+COORDINATION = COORDINATION.replace('agent_id: "agent-1"', "assigned_to: builder")
 
 
 @pytest.fixture
@@ -56,17 +38,8 @@ def claude() -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project with a workflow folder, two tasks, and selfcorrect's hooks installed."""
-    root = tmp_path / "project"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "app.py").write_text("print('app')\n", encoding="utf-8")
-    (root / "src" / "locked.py").write_text("x = 1\n", encoding="utf-8")
+    root = make_project(tmp_path, COORDINATION)
     (root / "broken.py").write_text("import sys\nsys.exit('broken: no config')\n", "utf-8")
-    git(root, "init", "-q")
-    selfcorrect(root, "init", "workflow", "-q")
-    folder = root / "workflow"
-    with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
-        policy.write("\n" + POLICY)
-    (folder / "coordination_log.yaml").write_text(COORDINATION, encoding="utf-8")
     selfcorrect(root, "install", "claude-code", "-q")
     return root
 

@@ -12,25 +12,12 @@ import click
 
 from selfcorrect.cli.options import common_options, make_common
 from selfcorrect.errors import ExitCode
+from selfcorrect.hooks.dispatch import EVENTS
 
 
 @click.command(name="hook")
 @click.argument("host", type=click.Choice(["claude-code"]))
-@click.argument(
-    "event",
-    type=click.Choice(
-        [
-            "post-tool-use-failure",
-            "post-tool-use",
-            "post-tool-batch",
-            "pre-tool-use",
-            "pre-compact",
-            "subagent-start",
-            "subagent-stop",
-            "stop",
-        ]
-    ),
-)
+@click.argument("event", type=click.Choice(EVENTS))
 @click.argument("folder", metavar="[DIR]", required=False)
 def hook_command(host: str, event: str, folder: str | None) -> int:
     """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
