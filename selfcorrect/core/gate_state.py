@@ -24,8 +24,10 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.journal_records import RESET
 from selfcorrect.core.model import EscalationStatus
 from selfcorrect.core.outputs import Plan
+from selfcorrect.core.repeated_calls import Repeat
 from selfcorrect.layout import work_item_file
 
 FORMAT = 1
@@ -67,13 +69,26 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
                 "subject": r.subject,
                 "prompt": prompt_of(_item_of(decisions, r.subject)),
             }
-            for r in decisions.inputs.log.repeats[-MAX_REPEATS:]
+            for r in _not_reset(decisions, decisions.inputs.log.repeats)[-MAX_REPEATS:]
         ],
         "tasks": _tasks(decisions, plan, workflow, prompt_of),
         "live": _live(decisions),
         "protected": [f"{workflow}/{name}" for name in PROTECTED],
         "volatile_keys": list(policy.gate.volatile_keys),
     }
+
+
+def _not_reset(decisions: Decisions, repeats: tuple[Repeat, ...]) -> list[Repeat]:
+    """The repeats no person's reset came after: a reset of their subject clears them."""
+    reset_at: dict[str, int] = {}
+    for record in decisions.history:
+        if record.get("event") != RESET:
+            continue
+        for baseline in record.get("subjects") or []:
+            if isinstance(baseline, dict) and isinstance(baseline.get("log_position"), int):
+                subject = str(baseline.get("subject"))
+                reset_at[subject] = max(reset_at.get(subject, -1), baseline["log_position"])
+    return [r for r in repeats if r.last > reset_at.get(r.subject, -1)]
 
 
 def _live(decisions: Decisions) -> dict[str, str | None]:

@@ -37,13 +37,14 @@ class Repeat:
     failures: int
     subject: str
     agent: str = ""
+    last: int = -1  # the log position of its latest failure: a reset after it clears it
 
 
 class RepeatedCalls:
     """Fed every log entry in order; `at_least(n)` lists the calls that failed n times running."""
 
     def __init__(self, edit_tools: Iterable[str] = EDIT_TOOLS) -> None:
-        self._calls: OrderedDict[Call, tuple[int, str]] = OrderedDict()
+        self._calls: OrderedDict[Call, tuple[int, str, int]] = OrderedDict()
         # The calls that failed more than once: what a watcher's every run lists, kept apart so
         # that listing them never walks the thousands of calls that failed once.
         self._again: dict[Call, None] = {}
@@ -73,8 +74,8 @@ class RepeatedCalls:
             return  # no digest: nothing identifies the call; a partial neither counts nor clears
         error = normalise_error(failure.error)[:ERROR_KEY]
         call = (agent, failure.tool, failure.input_digest, error)
-        failures, _ = self._calls.pop(call, (0, subject))
-        self._remember(call, failures + 1, subject)
+        failures, _, _ = self._calls.pop(call, (0, subject, -1))
+        self._remember(call, failures + 1, subject, failure.index)
 
     def _succeeded(self, failure: Failure, agent: str) -> None:
         edit = failure.tool.casefold() in self._edit_tools
@@ -87,8 +88,8 @@ class RepeatedCalls:
             del self._calls[call]  # it worked, or the agent changed something: start over
             self._again.pop(call, None)
 
-    def _remember(self, call: Call, failures: int, subject: str) -> None:
-        self._calls[call] = (failures, subject)
+    def _remember(self, call: Call, failures: int, subject: str, last: int) -> None:
+        self._calls[call] = (failures, subject, last)
         if failures > 1:
             self._again.pop(call, None)  # to the end: both keep the order calls last failed
             self._again[call] = None
@@ -101,14 +102,14 @@ class RepeatedCalls:
         calls = self._calls if threshold <= 1 else self._again
         found = [(call, *self._calls[call]) for call in calls]
         return tuple(
-            Repeat(tool, digest, failures, subject, agent)
-            for (agent, tool, digest, _), failures, subject in found
+            Repeat(tool, digest, failures, subject, agent, last)
+            for (agent, tool, digest, _), failures, subject, last in found
             if failures >= threshold
         )
 
     # The failure hook keeps this fold between processes (io/log_state.py).
     def to_state(self) -> dict[str, list[object]]:
-        calls: list[object] = [[*call, n, subject] for call, (n, subject) in self._calls.items()]
+        calls: list[object] = [[*call, *counted] for call, counted in self._calls.items()]
         return {"calls": calls, "seen": list(self._seen)}
 
     @classmethod
@@ -126,12 +127,13 @@ class RepeatedCalls:
         for row in rows[-KEEP:]:
             if not (
                 isinstance(row, list)
-                and len(row) == 6
+                and len(row) == 7
                 and all(isinstance(part, str) for part in row[:4])
                 and type(row[4]) is int
                 and row[4] > 0
                 and isinstance(row[5], str)
+                and type(row[6]) is int
             ):
                 raise ValueError("repeated calls: a malformed row")
-            fold._remember((row[0], row[1], row[2], row[3]), row[4], row[5])
+            fold._remember((row[0], row[1], row[2], row[3]), row[4], row[5], row[6])
         return fold

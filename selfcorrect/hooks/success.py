@@ -3,7 +3,7 @@
 Claude Code runs it after every successful call, so its fast path reads `.selfcorrect/gate.json`
 alone with `json`, `os` and `sys`, and writes nothing: nearly every call is not listed. A call is
 listed when the gate's state is waiting for it to work:
-- it is a call this agent has seen fail since it was last cleared (`repeats`);
+- it is a call that failed since it was last cleared (`repeats`), by any agent;
 - it is an edit (`edit_tools`) by an agent with such calls: it changed something;
 - its agent's task is on the recovery ladder or skipped (`tasks`).
 Then it appends `outcome: success` for the call and decides as the failure hook does, so the
@@ -42,15 +42,11 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
 def listed(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
     """Whether the gate's state awaits this call's success (see the module's docstring)."""
     tool, agent = event.tool or "", event.agent_id
-    repeats = state.get("repeats")
-    mine = [
-        r
-        for r in (repeats if isinstance(repeats, list) else [])
-        if isinstance(r, dict) and r.get("agent") in (None, "", agent)
-    ]
-    if mine and _edits(state, tool):
-        return True
-    same = [r for r in mine if r.get("tool") == tool]
+    listed = state.get("repeats")
+    repeats = [r for r in (listed if isinstance(listed, list) else []) if isinstance(r, dict)]
+    if _edits(state, tool) and any(r.get("agent") in (None, "", agent) for r in repeats):
+        return True  # an edit by an agent with failing calls: its next try is a new one
+    same = [r for r in repeats if r.get("tool") == tool]  # by any agent: the call works now
     if same:
         digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
         if any(r.get("input_digest") == digest for r in same):
