@@ -536,3 +536,46 @@ def test_any_formatting_keeps_its_bytes_and_comes_back_whole(
     assert installer._install(installed, commands, "settings.json")[0] is None  # idempotent
     removed, _ = installer._uninstall(installed, "settings.json")
     assert removed == text
+
+
+def test_the_hooks_run_on_a_path_without_selfcorrect(project: Path) -> None:
+    """Install writes the selfcorrect that ran it by absolute path, so Claude Code's PATH need
+    not hold it: each written command runs (exit 0, nothing on stderr) with PATH=/usr/bin:/bin."""
+    script = Path(sys.executable).parent / "selfcorrect"
+    done = subprocess.run(
+        [str(script), "install", "claude-code", "-q"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(project.parent / "home")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((project / SETTINGS).read_text("utf-8"))
+    for event, (name, _, timeout) in EVENTS.items():
+        (group,) = settings["hooks"][event]
+        (entry,) = group["hooks"]
+        assert entry["command"] == f"{shlex.quote(str(script))} hook claude-code {name}"
+        assert entry["timeout"] == timeout
+        ran = subprocess.run(
+            ["/bin/sh", "-c", entry["command"]],
+            cwd=project, input="{}", capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project)},
+        )  # fmt: skip
+        assert ran.returncode == 0, (event, ran.stderr)
+        assert "not found" not in ran.stderr, (event, ran.stderr)
+
+
+def test_install_notes_the_claude_code_it_finds(project: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '2.0.1 (Claude Code)'\n", encoding="utf-8")
+    claude.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "install", "claude-code", "-q"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+        env={**env, "HOME": str(project.parent / "home")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Claude Code 2.0.1 found" in done.stderr and "tested with 2.1.332" in done.stderr
+    assert "PostToolBatch" in done.stderr
+    assert "Claude Code" not in cli(project, "install", "claude-code", "--uninstall").stderr
