@@ -293,3 +293,129 @@ def test_the_stop_hook_keeps_its_lock_in_selfcorrects_own_locks(project: Path) -
     assert (state / "stop_holds.json").is_file()
     assert not (state / ".selfcorrect").exists()
     assert (state / "locks" / "stop_holds.json.lock").is_file()
+
+
+# --- Gemini CLI: payloads as its hooks reference documents them (docs/hooks/reference.md of
+# google-gemini/gemini-cli; tool_response.error as packages/core/src/tools/tools.ts declares) --
+
+
+def gemini(root: Path, name: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """`selfcorrect hook gemini NAME` as Gemini CLI runs it: $GEMINI_PROJECT_DIR, no Claude
+    variable, the event on stdin."""
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "hook", "gemini", name],
+        cwd=root, input=json.dumps(payload), capture_output=True, text=True, timeout=WAIT_S,
+        env={**env, "GEMINI_PROJECT_DIR": str(root)},
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def gemini_event(name: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "session_id": "gemini-session",
+        "transcript_path": "/home/dev/.gemini/tmp/chats/session.json",
+        "cwd": "/home/dev/project",
+        "hook_event_name": name,
+        "timestamp": "2026-12-03T06:00:00Z",
+        **fields,
+    }
+
+
+SHELL = {"command": "npm test", "description": "Run the tests", "dir_path": "."}
+
+
+def shell_failed(n: int) -> dict[str, Any]:
+    response = {
+        "llmContent": "Command: npm test\nExit Code: 1",
+        "returnDisplay": "npm ERR! Test failed.",
+        "error": {"message": NPM_ERROR, "type": "SHELL_EXECUTE_ERROR"},
+    }
+    shell = dict(SHELL, description=f"try {n}")
+    return gemini_event(
+        "AfterTool", tool_name="run_shell_command", tool_input=shell, tool_response=response
+    )
+
+
+def test_gemini_cli_failures_are_logged_advised_gated_and_cleared(project: Path) -> None:
+    answers = [gemini(project, "after-tool", shell_failed(n)) for n in range(3)]
+    logged = entries(project)
+    assert [e["tool"] for e in logged] == ["Bash"] * 3 and len(
+        {e["input_digest"] for e in logged}
+    ) == 1
+    assert logged[0]["error"] == f"SHELL_EXECUTE_ERROR: {NPM_ERROR}"
+    assert logged[0]["agent_id"] == "gemini-session"
+    last = answers[-1]
+    assert last is not None
+    assert last["hookSpecificOutput"]["hookEventName"] == "AfterTool"
+    assert (
+        "--- [Stuck Detection] Loop detected ---"
+        in (last["hookSpecificOutput"]["additionalContext"])
+    )
+    before = gemini_event("BeforeTool", tool_name="run_shell_command", tool_input=SHELL)
+    denied = gemini(project, "before-tool", before)
+    assert denied is not None and denied["decision"] == "deny"
+    assert "this exact Bash call has failed 3 times" in denied["reason"]
+    other = dict(before, tool_input={"command": "npm run build"})
+    assert gemini(project, "before-tool", other) is None
+    # The call worked (no error in its response): the success is logged, the gate opens.
+    worked = gemini_event(
+        "AfterTool", tool_name="run_shell_command", tool_input=SHELL,
+        tool_response={"llmContent": "ok", "returnDisplay": "ok"},
+    )  # fmt: skip
+    assert gemini(project, "after-tool", worked) is None
+    assert entries(project)[-1]["outcome"] == "success"
+    assert gemini(project, "before-tool", before) is None
+
+
+def test_gemini_cli_edits_of_the_persons_files_are_denied_and_its_agent_held_once(
+    project: Path,
+) -> None:
+    replace = {"file_path": "workflow/selfcorrect.yaml", "old_string": "a", "new_string": "b",
+               "instruction": "loosen the policy"}  # fmt: skip
+    gemini(project, "after-tool", shell_failed(0))  # a first run writes the gate's state
+    denied = gemini(project, "before-tool", gemini_event("BeforeTool", tool_name="replace",
+                                                          tool_input=replace))  # fmt: skip
+    assert denied is not None and "is the person's" in denied["reason"]
+    (project / "workflow/microtasks").mkdir()
+    (project / "workflow/microtasks/WI-1.yaml").write_text(
+        "task_id: WI-1\nmicrotasks:\n"
+        "  - {id: MT-1, kind: file_edit, description: d, status: pending}\n",
+        "utf-8",
+    )
+    gemini(project, "after-tool", shell_failed(1))  # decides again: the micro-task is seen
+    after = gemini_event("AfterAgent", prompt="build it", prompt_response="Done.",
+                         stop_hook_active=False)  # fmt: skip
+    held = gemini(project, "after-agent", after)
+    assert held is not None and held["decision"] == "deny"
+    assert "WI-1 has 1 pending micro-task(s)" in held["reason"]
+    assert gemini(project, "after-agent", after) is None  # once
+    compress = gemini(project, "pre-compress", gemini_event("PreCompress", trigger="auto"))
+    assert compress is None and list((project / "workflow/waypoints").glob("*.yaml"))
+
+
+def test_install_gemini_writes_its_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    (root / ".gemini").mkdir(parents=True)
+    mine = '{\n  "theme": "dark",\n  "hooks": {"AfterAgent": []}\n}\n'
+    (root / ".gemini/settings.json").write_text(mine, "utf-8")
+
+    def install(*args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "selfcorrect", "install", "gemini", "-q", *args],
+            cwd=root, capture_output=True, text=True, timeout=WAIT_S,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    install("--folder", "work flow")
+    settings = json.loads((root / ".gemini/settings.json").read_text("utf-8"))
+    assert settings["theme"] == "dark"
+    before = settings["hooks"]["BeforeTool"]
+    assert before[0]["matcher"] == ".*" and before[0]["hooks"][0]["timeout"] == 10_000
+    assert before[0]["hooks"][0]["command"].endswith(
+        "selfcorrect hook gemini before-tool \"$GEMINI_PROJECT_DIR\"/'work flow'"
+    )
+    assert set(settings["hooks"]) == {"BeforeTool", "AfterTool", "AfterAgent", "PreCompress"}
+    install("--uninstall")
+    assert (root / ".gemini/settings.json").read_text("utf-8") == mine

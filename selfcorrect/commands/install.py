@@ -31,20 +31,31 @@ from selfcorrect.io.safe_paths import ensure_dir, environment, refuse_link
 PREFIX = "selfcorrect hook claude-code "  # what every command selfcorrect installs runs
 # A command is selfcorrect's when it runs `selfcorrect hook claude-code …` by any path (the
 # absolute path install writes, a bare name written by an older version, `python -m`).
-_OURS = re.compile(r"""(?:^|[/\\\s'"])selfcorrect['"]?\s+hook\s+claude-code(?:\s|$)""")
-# Claude Code's event, the hook's name on selfcorrect's command line, whether the event takes a
-# tool matcher (the others reject a "matcher" key as meaningless), and the hook's timeout in
-# seconds: the gate answers in milliseconds, the others may wait for the folder's lock.
-EVENTS = (
-    ("PostToolUseFailure", "post-tool-use-failure", True, 60),
-    ("PostToolUse", "post-tool-use", True, 60),
-    ("PostToolBatch", "post-tool-batch", False, 60),
-    ("PreToolUse", "pre-tool-use", True, 10),
-    ("PreCompact", "pre-compact", False, 60),
-    ("SubagentStart", "subagent-start", False, 60),
-    ("SubagentStop", "subagent-stop", False, 60),
-    ("Stop", "stop", False, 60),
+_OURS = re.compile(r"""(?:^|[/\\\s'"])selfcorrect['"]?\s+hook\s+(?:claude-code|gemini)(?:\s|$)""")
+# The host's event, the hook's name on selfcorrect's command line, the matcher for every tool
+# when the event takes one (the others reject a "matcher" key as meaningless), and the hook's
+# timeout: the gate answers in milliseconds, the others may wait for the folder's lock.
+# Claude Code's timeouts are in seconds, its matcher a tool name or "*".
+EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("PostToolUseFailure", "post-tool-use-failure", "*", 60),
+    ("PostToolUse", "post-tool-use", "*", 60),
+    ("PostToolBatch", "post-tool-batch", None, 60),
+    ("PreToolUse", "pre-tool-use", "*", 10),
+    ("PreCompact", "pre-compact", None, 60),
+    ("SubagentStart", "subagent-start", None, 60),
+    ("SubagentStop", "subagent-stop", None, 60),
+    ("Stop", "stop", None, 60),
 )
+# Gemini CLI's (its hooks reference): timeouts in milliseconds, matchers regular expressions.
+GEMINI_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("BeforeTool", "before-tool", ".*", 10_000),
+    ("AfterTool", "after-tool", ".*", 60_000),
+    ("AfterAgent", "after-agent", None, 60_000),
+    ("PreCompress", "pre-compress", None, 60_000),
+)
+HOST_EVENTS = {"claude-code": EVENTS, "gemini": GEMINI_EVENTS}
+SETTINGS_FOLDER = {"claude-code": ".claude", "gemini": ".gemini"}
+_ALL_EVENTS = EVENTS + GEMINI_EVENTS  # the names differ: an event names its host
 # The Claude Code version the hooks were tested with, and the events older versions may lack.
 TESTED_WITH = "2.1.332"
 NEWER_EVENTS = ("PostToolUseFailure", "PostToolBatch", "SubagentStart")
@@ -74,7 +85,7 @@ class InstallResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def folder_word(folder: str) -> str:
+def folder_word(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> str:
     """The workflow folder as the hook's last argument, `"$CLAUDE_PROJECT_DIR"/DIR`: found
     from the project root wherever Claude Code runs the hook. Raises ValueError (a usage error)
     for a folder outside the project, or one the shell would read as more than a path."""
@@ -91,15 +102,18 @@ def folder_word(folder: str) -> str:
             f"{folder!r} contains {shown}, which the shell Claude Code runs hooks in would "
             "interpret: rename the folder or give it without those characters"
         )
-    return '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(posixpath.normpath(folder))
+    return f'"${variable}"/' + shlex.quote(posixpath.normpath(folder))
 
 
-def hook_commands(folder: str | None, program: str | None = None) -> dict[str, str]:
+def hook_commands(
+    folder: str | None, program: str | None = None, host: str = "claude-code"
+) -> dict[str, str]:
     """Each event's command; `folder` (checked by `folder_word`) becomes the last argument,
     `program` (default: the selfcorrect running now, by absolute path) the first."""
-    tail = f" {folder_word(folder)}" if folder is not None else ""
+    variable = "GEMINI_PROJECT_DIR" if host == "gemini" else "CLAUDE_PROJECT_DIR"
+    tail = f" {folder_word(folder, variable)}" if folder is not None else ""
     head = self_command() if program is None else program
-    return {event: f"{head} hook claude-code {name}{tail}" for event, name, _, _ in EVENTS}
+    return {event: f"{head} hook {host} {name}{tail}" for event, name, _, _ in HOST_EVENTS[host]}
 
 
 def self_command() -> str:
@@ -144,10 +158,10 @@ def _claude_version() -> str | None:
     return match.group(1) if done.returncode == 0 and match else None
 
 
-def settings_path(project: Path, user: bool) -> Path:
+def settings_path(project: Path, user: bool, host: str = "claude-code") -> Path:
     if user:
-        return Path.home() / ".claude" / "settings.json"
-    return project / ".claude" / "settings.json"
+        return Path.home() / SETTINGS_FOLDER[host] / "settings.json"
+    return project / SETTINGS_FOLDER[host] / "settings.json"
 
 
 def install(
@@ -191,7 +205,7 @@ def install(
 def _commands(removed: list[Change]) -> dict[str, str]:
     """What install would have been given to add the hooks uninstall removed, in EVENTS order
     (empty when install could not have added them: an event it does not know)."""
-    known = [event for event, *_ in EVENTS]
+    known = [event for event, *_ in _ALL_EVENTS]
     if any(change.event not in known for change in removed):
         return {}
     found = {change.event: change.command for change in removed}
@@ -230,9 +244,9 @@ def _refuse_links(path: Path) -> None:
 
 
 def _group(event: str, command: str) -> dict[str, object]:
-    matcher, timeout = next((takes, t) for name, _, takes, t in EVENTS if name == event)
+    matcher, timeout = next((m, t) for name, _, m, t in _ALL_EVENTS if name == event)
     hook = {"type": "command", "command": command, "timeout": timeout}
-    return {"matcher": "*", "hooks": [hook]} if matcher else {"hooks": [hook]}
+    return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
 
 
 def _install(
@@ -322,7 +336,7 @@ def _uninstall(
         else:
             text = json_spans.remove(text, hooks, index)
         root = _load(text, display)
-    order = [event for event, *_ in EVENTS]
+    order = [event for event, *_ in _ALL_EVENTS]
     changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
     hooks = _hooks(root, text, display)
     if changes and hooks is not None and not hooks.items:
@@ -493,6 +507,7 @@ def _diff(before: bytes | None, after: bytes | None, display: str) -> list[str]:
 
 __all__ = [
     "EVENTS",
+    "GEMINI_EVENTS",
     "PREFIX",
     "Change",
     "InstallResult",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-HOSTS = ("claude-code",)
+HOSTS = ("claude-code", "gemini")
 EVENTS = (
     "post-tool-use-failure",
     "post-tool-use",
@@ -37,16 +37,24 @@ DEFAULT_FOLDER = "workflow"
 def run_hook(argv: list[str]) -> int:
     """Answer one hook event; always 0 (see the module's docstring)."""
     try:
-        if len(argv) not in (2, 3) or argv[0] not in HOSTS or argv[1] not in EVENTS:
+        gemini = len(argv) > 1 and argv[0] == "gemini"
+        events = _gemini_events() if gemini else EVENTS
+        if len(argv) not in (2, 3) or argv[0] not in HOSTS or argv[1] not in events:
             answers.note(
-                f"usage: selfcorrect hook {{{','.join(HOSTS)}}} {{{','.join(EVENTS)}}} [DIR]; "
-                f"got {' '.join(argv)!r}: nothing done"
+                f"usage: selfcorrect hook {argv[0] if gemini else 'claude-code'} "
+                f"{{{','.join(events)}}} [DIR]; got {' '.join(argv)!r}: nothing done"
             )
             return 0
         event = read_event(sys.stdin)
         folder = _folder(event, argv[2] if len(argv) == 3 else None)
         if not os.path.isdir(folder):
             answers.note(f"{folder}: no workflow folder here; nothing checked (see docs/hooks.md)")
+            return 0
+        if gemini:  # Gemini CLI's events, answered by the same hooks (hooks/gemini.py)
+            from selfcorrect.hooks import gemini as host
+
+            name, event = host.translate(argv[1], event)
+            answers.say(host.answer(argv[1], _handler(name)(event, folder)))
             return 0
         answers.say(_handler(argv[1])(event, folder))
     except BadEvent as exc:
@@ -56,6 +64,12 @@ def run_hook(argv: list[str]) -> int:
     except Exception as exc:  # a hook must never break the agent
         answers.note(_describe(exc))
     return 0
+
+
+def _gemini_events() -> tuple[str, ...]:
+    from selfcorrect.hooks.gemini import EVENTS as GEMINI
+
+    return GEMINI
 
 
 def _folder(event: HookEvent, given: str | None) -> str:

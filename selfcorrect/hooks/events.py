@@ -149,11 +149,12 @@ def read_event(stream: Any) -> HookEvent:
 
 
 def project_dir(event: HookEvent) -> str:
-    """The project the host runs in: $CLAUDE_PROJECT_DIR, else the event's cwd (Cursor: its
-    first workspace root), else ours."""
+    """The project the host runs in: $CLAUDE_PROJECT_DIR (Gemini CLI: $GEMINI_PROJECT_DIR),
+    else the event's cwd (Cursor: its first workspace root), else ours."""
     roots = event.data.get("workspace_roots")
     root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
-    return os.environ.get("CLAUDE_PROJECT_DIR") or event.text("cwd") or root or os.getcwd()
+    given = os.environ.get("CLAUDE_PROJECT_DIR") or os.environ.get("GEMINI_PROJECT_DIR")
+    return given or event.text("cwd") or root or os.getcwd()
 
 
 def placed(path: str, project: str | Path) -> str:
