@@ -419,3 +419,45 @@ def test_install_gemini_writes_its_settings_and_uninstall_restores_them(tmp_path
     assert set(settings["hooks"]) == {"BeforeTool", "AfterTool", "AfterAgent", "PreCompress"}
     install("--uninstall")
     assert (root / ".gemini/settings.json").read_text("utf-8") == mine
+
+
+def transcript_lines(*calls: tuple[str, str, dict[str, Any], str, bool]) -> str:
+    """Transcript lines as Claude Code writes them: the assistant's tool_use, then the user's
+    tool_result (the shape of a real 2.1.332 transcript)."""
+    lines = []
+    for ident, tool, tool_input, result, is_error in calls:
+        use = {"type": "tool_use", "id": ident, "name": tool, "input": tool_input}
+        done = {
+            "type": "tool_result",
+            "content": result,
+            "is_error": is_error,
+            "tool_use_id": ident,
+        }
+        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [use]}})
+        lines.append({"type": "user", "message": {"role": "user", "content": [done]}})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_without_post_tool_batch_the_stop_hook_reads_the_transcript(project: Path) -> None:
+    stale = {"file_path": "src/app.py", "old_string": "gone", "new_string": "x"}
+    transcript = project.parent / "session.jsonl"
+    transcript.write_text(
+        transcript_lines(
+            ("toolu_t1", "Edit", stale, "<tool_use_error>File has not been read yet. "
+             "Read it first before writing to it.</tool_use_error>", True),
+            ("toolu_t2", "Bash", NPM, "Exit code 1", True),  # the failure hook's, not ours
+            ("toolu_t3", "Bash", {"command": "ls"}, "src", False),
+        ),
+        "utf-8",
+    )  # fmt: skip
+    stop = event("stop", stop_hook_active=False, transcript_path=str(transcript))
+    hook(project, "stop", stop)
+    assert [(e["tool_use_id"], e["tool"]) for e in entries(project)] == [("toolu_t1", "Edit")]
+    assert entries(project)[0]["error"].startswith("File has not been read yet.")
+    hook(project, "stop", stop)  # read on from where it stopped: nothing new
+    with transcript.open("a", encoding="utf-8") as more:
+        more.write(transcript_lines(("toolu_t4", "Edit", dict(stale, old_string="again"),
+                                     "<tool_use_error>String to replace not found in file."
+                                     "</tool_use_error>", True)))  # fmt: skip
+    hook(project, "stop", stop)
+    assert [e["tool_use_id"] for e in entries(project)] == ["toolu_t1", "toolu_t4"]

@@ -31,6 +31,12 @@ def answer_lead(event: HookEvent, folder: Path) -> dict[str, Any] | None:
 
 
 def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] | None:
+    from selfcorrect.hooks.batch import from_transcript
+
+    if from_transcript(event, folder):  # a host with no PostToolBatch: its rejected calls
+        from selfcorrect.hooks.failure import _decide
+
+        _decide(folder)
     if event.stop_hook_active:
         return None  # the host is already continuing because of a stop hook: no loops
     state = read_state(folder)
