@@ -461,3 +461,16 @@ def test_without_post_tool_batch_the_stop_hook_reads_the_transcript(project: Pat
                                      "</tool_use_error>", True)))  # fmt: skip
     hook(project, "stop", stop)
     assert [e["tool_use_id"] for e in entries(project)] == ["toolu_t1", "toolu_t4"]
+
+
+def test_a_task_on_the_ladder_logs_its_agents_work_but_not_its_reads(project: Path) -> None:
+    for n in range(3):  # WI-1's agent fails three different calls: its task goes on the ladder
+        hook(project, "post-tool-use-failure", failure("agent-1", "Bash", {"command": f"make {n}"},
+                                                       f"make: no rule {n}"))  # fmt: skip
+    assert gate(project)["tasks"]["WI-1"]["status"] in ("recovering", "skipped")
+    before = len(entries(project))
+    hook(project, "post-tool-use", success("agent-1", "Read", {"file_path": "src/app.py"}, "r1"))
+    assert len(entries(project)) == before
+    hook(project, "post-tool-use", success("agent-1", "Bash", {"command": "make all"}, "b1"))
+    assert entries(project)[-1]["tool_use_id"] == "b1"
+    assert entries(project)[-1]["outcome"] == "success"

@@ -5,7 +5,8 @@ alone with `json`, `os` and `sys`, and writes nothing: nearly every call is not 
 listed when the gate's state is waiting for it to work:
 - it is a call that failed since it was last cleared (`repeats`), by any agent;
 - it is an edit (`edit_tools`) by an agent with such calls: it changed something;
-- its agent's task is on the recovery ladder or skipped (`tasks`).
+- its agent's task is on the recovery ladder or skipped (`tasks`), and the call does something
+  (a read, a search or a delegation that worked says nothing about the task's work).
 Then it appends `outcome: success` for the call and decides as the failure hook does, so the
 gate's state (the repeat counts, the subject's status) follows at once.
 """
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 AWAITING = ("recovering", "skipped")  # a task status that a success may lift
+# Calls whose success is no progress on a task: reads and searches (as the ledger's read-only
+# tools), and handing work to a subagent.
+NO_PROGRESS = frozenset(
+    {"read", "grep", "glob", "ls", "webfetch", "websearch", "toolsearch", "agent", "task"}
+)
 
 
 def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
@@ -51,7 +57,7 @@ def listed(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
         digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
         if any(r.get("input_digest") == digest for r in same):
             return True
-    return _awaited_task(event, state, folder)
+    return tool.casefold() not in NO_PROGRESS and _awaited_task(event, state, folder)
 
 
 def _awaited_task(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
