@@ -530,8 +530,9 @@ def test_a_persons_reset_lifts_the_gate_at_once(project: Path) -> None:
 
 
 def test_repeated_calls_list_what_a_plain_count_would() -> None:
-    """The fold keeps the calls that failed more than once apart, for speed: it must list
-    exactly what counting every call would, in the order they last failed, saved or not."""
+    """The fold indexes its calls, for speed: it must list exactly what counting every call
+    would (per agent, call and error; cleared by a success of the call, or an agent's successful
+    edit), in the order they last failed, saved or not."""
     import random
 
     from selfcorrect.core.model import Failure, Outcome
@@ -540,22 +541,28 @@ def test_repeated_calls_list_what_a_plain_count_would() -> None:
     rng = random.Random(7)
     fold, counts = RepeatedCalls(), {}
     for index in range(3 * KEEP):
-        call = ("Bash", f"d{rng.randrange(KEEP + 200)}")
+        agent, tool = rng.choice(["a", "b"]), rng.choice(["Bash", "Bash", "Edit"])
+        digest, error = f"d{rng.randrange(KEEP // 2)}", rng.choice(["e1", "e2 /x/1"])
         outcome = rng.choice([Outcome.FAILURE] * 6 + [Outcome.SUCCESS, Outcome.PARTIAL])
         fold.feed(
-            Failure(str(index), index, call[0], "e", "t", input_digest=call[1], outcome=outcome),
+            Failure(str(index), index, tool, error, "t", agent_id=agent, input_digest=digest,
+                    outcome=outcome),
             "S",
-        )
+        )  # fmt: skip
+        key = (agent, tool, digest, error.split()[0])
         if outcome is Outcome.SUCCESS:
-            counts.pop(call, None)
+            for call in list(counts):
+                if call[1:3] == (tool, digest) or (tool == "Edit" and call[0] == agent):
+                    del counts[call]
         elif outcome is Outcome.FAILURE:
-            counts[call] = counts.pop(call, 0) + 1
+            counts[key] = counts.pop(key, 0) + 1
             if len(counts) > KEEP:
                 counts.pop(next(iter(counts)))
     restored = RepeatedCalls.from_state(json.loads(json.dumps(fold.to_state())))
     for threshold in (1, 2, 3):
-        expected = [(t, d, n) for (t, d), n in counts.items() if n >= threshold]
+        expected = [(a, t, d, n) for (a, t, d, _), n in counts.items() if n >= threshold]
         for listed in (fold, restored):
-            assert [(r.tool, r.input_digest, r.failures) for r in listed.at_least(threshold)] == (
-                expected
-            )
+            found = [
+                (r.agent, r.tool, r.input_digest, r.failures) for r in listed.at_least(threshold)
+            ]
+            assert found == expected

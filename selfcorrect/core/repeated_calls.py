@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from selfcorrect.core.model import Failure, Outcome
 from selfcorrect.core.taxonomy import normalise_error
@@ -49,6 +50,10 @@ class RepeatedCalls:
         # that listing them never walks the thousands of calls that failed once.
         self._again: dict[Call, None] = {}
         self._edit_tools = frozenset(t.casefold() for t in edit_tools)
+        # Indexes for clearing without a walk over every call: by (tool, digest), by agent.
+        self._by_call: dict[tuple[str, str], dict[Call, None]] = {}
+        self._by_agent: dict[str, dict[Call, None]] = {}
+        self._errors: dict[str, str] = {}  # error -> its key: a failing call repeats its error
         # The latest calls' `tool_use_id`s: a call logged twice (two hooks, two loggers) counts
         # once (docs/hooks.md, "One entry per call").
         self._seen: OrderedDict[str, None] = OrderedDict()
@@ -72,30 +77,41 @@ class RepeatedCalls:
             return
         if not failure.input_digest or failure.outcome is not Outcome.FAILURE:
             return  # no digest: nothing identifies the call; a partial neither counts nor clears
-        error = normalise_error(failure.error)[:ERROR_KEY]
-        call = (agent, failure.tool, failure.input_digest, error)
+        call = (agent, failure.tool, failure.input_digest, self._error_key(failure.error))
         failures, _, _ = self._calls.pop(call, (0, subject, -1))
         self._remember(call, failures + 1, subject, failure.index)
 
+    def _error_key(self, error: str) -> str:
+        key = self._errors.get(error)
+        if key is None:
+            if len(self._errors) >= KEEP:
+                self._errors.clear()
+            key = self._errors[error] = normalise_error(error)[:ERROR_KEY]
+        return key
+
     def _succeeded(self, failure: Failure, agent: str) -> None:
-        edit = failure.tool.casefold() in self._edit_tools
-        if not failure.input_digest and not edit:
+        cleared = list(self._by_call.get((failure.tool, failure.input_digest or ""), ()))
+        if agent and failure.tool.casefold() in self._edit_tools:
+            cleared += self._by_agent.get(agent, ())
+        for call in cleared:  # it worked, or the agent changed something: start over
+            self._forget(call)
+
+    def _forget(self, call: Call) -> None:
+        if self._calls.pop(call, None) is None:
             return
-        same = (failure.tool, failure.input_digest)
-        for call in [
-            c for c in self._calls if (c[1], c[2]) == same or (edit and agent and c[0] == agent)
-        ]:
-            del self._calls[call]  # it worked, or the agent changed something: start over
-            self._again.pop(call, None)
+        self._again.pop(call, None)
+        _unindex(self._by_call, (call[1], call[2]), call)
+        _unindex(self._by_agent, call[0], call)
 
     def _remember(self, call: Call, failures: int, subject: str, last: int) -> None:
         self._calls[call] = (failures, subject, last)
+        self._by_call.setdefault((call[1], call[2]), {})[call] = None
+        self._by_agent.setdefault(call[0], {})[call] = None
         if failures > 1:
             self._again.pop(call, None)  # to the end: both keep the order calls last failed
             self._again[call] = None
         if len(self._calls) > KEEP:
-            oldest, _ = self._calls.popitem(last=False)
-            self._again.pop(oldest, None)
+            self._forget(next(iter(self._calls)))
 
     def at_least(self, threshold: int) -> tuple[Repeat, ...]:
         """In the order the calls last failed."""
@@ -137,3 +153,11 @@ class RepeatedCalls:
                 raise ValueError("repeated calls: a malformed row")
             fold._remember((row[0], row[1], row[2], row[3]), row[4], row[5], row[6])
         return fold
+
+
+def _unindex(index: dict[Any, dict[Call, None]], key: object, call: Call) -> None:
+    members = index.get(key)
+    if members is not None:
+        members.pop(call, None)
+        if not members:
+            del index[key]
