@@ -248,6 +248,9 @@ def test_a_subagent_is_bound_by_the_lead_call_else_by_its_type(tmp_path: Path) -
         cwd=project, capture_output=True, timeout=WAIT_S, check=False,
     )  # fmt: skip
     start = event("subagent-start", agent_id="a1111111111111111", agent_type="general-purpose")
+    # An Agent call long ago whose subagent never started is forgotten, not handed on.
+    stale = {"pending": [["WI-1", 0]], "bound": {}}
+    (project / "workflow/.selfcorrect/agents.json").write_text(json.dumps(stale), "utf-8")
     # The lead names WI-2 (not WI-1, which "WI-2" does not name): the next subagent is WI-2's.
     lead = call("session-lead", "Agent", {"prompt": "Fix WI-2 now.", "description": "fix"})
     lead.pop("agent_id")

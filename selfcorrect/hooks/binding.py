@@ -4,7 +4,7 @@ A subagent's id is random (`a` and 16 hex digits) and new every time, so no coor
 names it. Two things tie it to a task, kept in `.selfcorrect/agents.json`:
 - the lead's `Agent` (or `Task`) call whose prompt names exactly one live task id: the gate
   sees that call first and queues the task; the subagent that starts next (SubagentStart's
-  `agent_id`) takes it;
+  `agent_id`) takes it, within PENDING_S (a call whose subagent never started is forgotten);
 - else its `agent_type`, when exactly one live task is `assigned_to` that type.
 Every later hook of that subagent reads its task from here. Standard library only.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 AGENTS = os.path.join(".selfcorrect", "agents.json")
 MAX_AGENTS = 500  # bindings remembered, the oldest forgotten first
 MAX_PENDING = 50  # Agent calls whose subagent has not started yet
+PENDING_S = 120.0  # an Agent call whose subagent has not started by then never will
 MAX_READ = 1024 * 1024
 
 
@@ -37,7 +39,8 @@ def note_call(event: HookEvent, folder: str, state: dict[str, Any]) -> None:
     named = [task for task in live if _names(prompt, str(task))]
     if len(named) != 1:
         return
-    _update(folder, lambda doc: {**doc, "pending": [*doc["pending"], named[0]][-MAX_PENDING:]})
+    entry = [named[0], time.time()]
+    _update(folder, lambda doc: {**doc, "pending": [*doc["pending"], entry][-MAX_PENDING:]})
 
 
 def answer_start(event: HookEvent, folder: str) -> dict[str, Any] | None:
@@ -57,8 +60,9 @@ def bind(event: HookEvent, folder: str, state: dict[str, Any] | None) -> str | N
     found: list[str] = []
 
     def take(doc: dict[str, Any]) -> dict[str, Any]:
-        pending = list(doc["pending"])
-        task = pending.pop(0) if pending else _by_type(event.agent_type, state)
+        now = time.time()
+        pending = [p for p in doc["pending"] if now - p[1] <= PENDING_S]
+        task = pending.pop(0)[0] if pending else _by_type(event.agent_type, state)
         found[:] = [task] if task else []
         if task is None:
             return doc
@@ -105,7 +109,14 @@ def _parse(data: bytes | None) -> dict[str, Any]:
     except (ValueError, RecursionError):
         doc = {}
     doc = doc if isinstance(doc, dict) else {}
-    pending = [t for t in doc.get("pending") or [] if isinstance(t, str)]
+    pending = [
+        [p[0], float(p[1])]
+        for p in doc.get("pending") or []
+        if isinstance(p, list)
+        and len(p) == 2
+        and isinstance(p[0], str)
+        and isinstance(p[1], int | float)
+    ]
     bound = doc.get("bound")
     bound = (
         {str(k): v for k, v in bound.items() if isinstance(v, str)}
