@@ -7,6 +7,14 @@
   to an N-entry log, median wall time against the same hook on a 10-entry log (target at most
   3x): it reads only the appended bytes, from its persisted cursor. Each folder gets one
   unmeasured hook call first, which reads its whole log once and persists the fold.
+- success hook: `selfcorrect hook claude-code post-tool-use DIR` for a call the gate's state does
+  not list (nearly every call), on the same folder as the gate, p95 against the p95 of
+  `python -c "import json"` (target at most 2x): it reads gate.json alone.
+- failure hook alone: the failure hook on a 10-entry log, p95 against the p95 of
+  `python -c "import json"` (target at most 5x).
+- failure hooks together: 8 failure hooks started at once on one 10-entry folder, their p95
+  against one alone (our slowdown), beside 8 bare `python -c "import json"` started at once
+  against one alone (the machine's slowdown): ours within 1x more than the machine's.
 """
 
 from __future__ import annotations
@@ -24,6 +32,16 @@ from bench import generate
 
 GATE_RUNS = 40
 FAILURE_RUNS = 10
+PARALLEL = 8  # hooks started together: parallel subagents failing in one burst
+BURSTS = 3
+SUCCESS = {
+    "session_id": "bench",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "ls src", "description": "List"},
+    "tool_response": {"stdout": "app.py", "stderr": "", "interrupted": False},
+    "tool_use_id": "toolu_bench_ok",
+}
 CALL = {
     "session_id": "bench",
     "hook_event_name": "PreToolUse",
@@ -39,6 +57,7 @@ def _failure(number: int) -> dict[str, object]:
         "agent_id": "bench-agent",
         "tool_name": "Bash",
         "tool_input": {"command": f"make step-{number}"},
+        "tool_use_id": f"toolu_bench_{number}",
         "error": f"make: *** No rule to make target 'step-{number}'. Stop.",
     }
 
@@ -67,23 +86,86 @@ def _folder(workdir: Path, name: str, entries: int) -> Path:
 
 def gate_times(
     workdir: Path, entries: int, me: list[str], env: dict[str, str]
-) -> tuple[float, float]:
-    """p95 seconds of the gate on an N-entry folder, and of `python -c "import json"`."""
-    import sys
-
+) -> dict[str, tuple[float, float]]:
+    """p95 seconds of the gate and of the success hook (a call not listed) on an N-entry
+    folder, each beside the p95 of `python -c "import json"` run interleaved with it."""
     folder = _folder(workdir, "gate", entries)
     subprocess.run([*me, "run", str(folder), "-q"], capture_output=True, env=env, check=False)
     if not (folder / ".selfcorrect" / "gate.json").is_file():
         raise SystemExit("bench: the run wrote no gate state")
-    gate = [*me, "hook", "claude-code", "pre-tool-use", str(folder)]
+    found = {}
+    for name, event in (("pre-tool-use", CALL), ("post-tool-use", SUCCESS)):
+        hook = [*me, "hook", "claude-code", name, str(folder)]
+        found[name] = _against_anchor(hook, json.dumps(event), env, GATE_RUNS)
+    return found
+
+
+def _against_anchor(
+    command: list[str], event: str, env: dict[str, str], runs: int
+) -> tuple[float, float]:
+    """p95 of `command` and of `python -c "import json"`, interleaved."""
+    import sys
+
     anchor = [sys.executable, "-c", "import json"]
-    event = json.dumps(CALL)
     ours, theirs = [], []
-    _timed(gate, event, env), _timed(anchor, "", env)  # warm the page cache; not counted
-    for _ in range(GATE_RUNS):
-        ours.append(_timed(gate, event, env))
+    _timed(command, event, env), _timed(anchor, "", env)  # warm the page cache; not counted
+    for _ in range(runs):
+        ours.append(_timed(command, event, env))
         theirs.append(_timed(anchor, "", env))
     return percentile(ours, 0.95), percentile(theirs, 0.95)
+
+
+def failure_alone_and_together(
+    workdir: Path, me: list[str], env: dict[str, str]
+) -> dict[str, float]:
+    """The failure hook on a 10-entry log: p95 alone (beside the anchor's p95), and the p95
+    slowdown of PARALLEL hooks started together (beside the anchor's own slowdown)."""
+    import sys
+
+    folder = _folder(workdir, "failure-burst", 10)
+    hook = [*me, "hook", "claude-code", "post-tool-use-failure", str(folder)]
+    anchor = [sys.executable, "-c", "import json"]
+    numbers = iter(range(10_000))
+    _timed(hook, json.dumps(_failure(next(numbers))), env)  # the first reads the log once
+    alone, anchor_alone = [], []
+    for _ in range(FAILURE_RUNS):
+        alone.append(_timed(hook, json.dumps(_failure(next(numbers))), env))
+        anchor_alone.append(_timed(anchor, "", env))
+    together, anchor_together = [], []
+    for _ in range(BURSTS):
+        together += _burst(
+            [(hook, json.dumps(_failure(next(numbers)))) for _ in range(PARALLEL)], env
+        )
+        anchor_together += _burst([(anchor, "")] * PARALLEL, env)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+    return {
+        "alone_p95": percentile(alone, 0.95),
+        "anchor_p95": percentile(anchor_alone, 0.95),
+        "slowdown": percentile(together, 0.95) / statistics.median(alone),
+        "anchor_slowdown": percentile(anchor_together, 0.95) / statistics.median(anchor_alone),
+    }
+
+
+def _burst(calls: list[tuple[list[str], str]], env: dict[str, str]) -> list[float]:
+    """Start every call at once; each one's wall time from the common start to its exit."""
+    start = time.perf_counter()
+    running = [
+        (subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env), stdin)
+        for command, stdin in calls
+    ]  # fmt: skip
+    for process, stdin in running:
+        assert process.stdin is not None
+        process.stdin.write(stdin)
+        process.stdin.close()
+    times = []
+    for process, _ in running:
+        process.wait()
+        times.append(time.perf_counter() - start)
+        error = process.stderr.read() if process.stderr else ""
+        if process.returncode != 0 or error:
+            raise SystemExit(f"bench: a hook of the burst exited {process.returncode}:\n{error}")
+    return times
 
 
 def failure_times(

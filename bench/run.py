@@ -46,6 +46,9 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "memory_dialect": ("peak memory, dialect (streamed)", 0.25, True),
     "hook_gate_p95": ("hook gate (pre-tool-use), p95 vs python -c 'import json'", 2.0, False),
     "hook_failure": ("failure hook: N-entry vs 10-entry log", 3.0, False),
+    "hook_success_p95": ("success hook (not listed), p95 vs python -c 'import json'", 2.0, False),
+    "hook_failure_p95": ("failure hook, 10-entry log, p95 vs python -c 'import json'", 5.0, False),
+    "hook_failure_burst": ("8 failure hooks at once: slowdown vs the machine's + 1", 1.0, False),
     "rerun_appended": ("run --shadow after 10 appended, vs first full run", 0.1, False),
     "rerun_unchanged": ("run --shadow, nothing appended, vs first full run", 0.1, False),
 }
@@ -166,11 +169,19 @@ def hook_rows(workdir: Path, entries: int) -> list[Row]:
     """The agent-hook figures (rules §18): the gate against Python's start-up with json, and
     the failure hook on a big log against a 10-entry one."""
     me, env = _selfcorrect(), hooks.environment()
-    _progress(f"hook gate, {hooks.GATE_RUNS} calls on a folder with a {entries:,}-entry log")
-    gate, anchor = hooks.gate_times(workdir, entries, me, env)
+    _progress(f"hook gate and success hook, {hooks.GATE_RUNS} calls each, {entries:,}-entry log")
+    quick = hooks.gate_times(workdir, entries, me, env)
     _progress(f"failure hook, {hooks.FAILURE_RUNS} calls on {entries:,}- and 10-entry logs")
     big, small = hooks.failure_times(workdir, entries, me, env)
-    return [_row("hook_gate_p95", gate, anchor, "s"), _row("hook_failure", big, small, "s")]
+    _progress(f"failure hook alone, and {hooks.PARALLEL} at once, on a 10-entry log")
+    burst = hooks.failure_alone_and_together(workdir, me, env)
+    return [
+        _row("hook_gate_p95", *quick["pre-tool-use"], "s"),
+        _row("hook_failure", big, small, "s"),
+        _row("hook_success_p95", *quick["post-tool-use"], "s"),
+        _row("hook_failure_p95", burst["alone_p95"], burst["anchor_p95"], "s"),
+        _row("hook_failure_burst", burst["slowdown"], burst["anchor_slowdown"] + 1, "x"),
+    ]
 
 
 def rerun_rows(workdir: Path, entries: int) -> list[Row]:
@@ -254,6 +265,8 @@ def read_rows(
 
 
 def _amount(value: float, unit: str) -> str:
+    if unit == "x":  # a ratio already: a slowdown against the same command alone
+        return f"{value:.2f}x"
     return f"{value:.3f} s" if unit == "s" else f"{value / 1024:,.0f} MB"
 
 

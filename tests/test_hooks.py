@@ -8,6 +8,7 @@ Nothing of the host is imitated inside selfcorrect: these tests play the host.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -27,6 +28,9 @@ WAIT_S = 120
 SCHEMA = REPO / "schemas" / "claude_code_hooks.schema.json"  # read by the tests, not on import
 HOST_EVENT = {  # our event name -> the host's
     "post-tool-use-failure": "PostToolUseFailure",
+    "post-tool-use": "PostToolUse",
+    "post-tool-batch": "PostToolBatch",
+    "subagent-start": "SubagentStart",
     "pre-tool-use": "PreToolUse",
     "pre-compact": "PreCompact",
     "subagent-stop": "SubagentStop",
@@ -58,6 +62,10 @@ implementation_tasks:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project with an initialised workflow folder and two tasks, each with its agent."""
+    return make_project(tmp_path, COORDINATION)
+
+
+def make_project(tmp_path: Path, coordination: str) -> Path:
     root = tmp_path / "project"
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("print('app')\n", encoding="utf-8")
@@ -72,7 +80,7 @@ def project(tmp_path: Path) -> Path:
     folder = root / "workflow"
     with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
         policy.write("\n" + POLICY)
-    (folder / "coordination_log.yaml").write_text(COORDINATION, encoding="utf-8")
+    (folder / "coordination_log.yaml").write_text(coordination, encoding="utf-8")
     return root
 
 
@@ -88,6 +96,9 @@ def event(name: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+CALLS = itertools.count(1)  # each call its own tool_use_id, as the host gives it
+
+
 def failure(agent: str, tool: str, tool_input: dict[str, Any], error: str) -> dict[str, Any]:
     return event(
         "post-tool-use-failure",
@@ -95,7 +106,7 @@ def failure(agent: str, tool: str, tool_input: dict[str, Any], error: str) -> di
         agent_type="general-purpose",
         tool_name=tool,
         tool_input=tool_input,
-        tool_use_id="toolu_01",
+        tool_use_id=f"toolu_{next(CALLS):02d}",
         error=error,
         is_interrupt=False,
     )
@@ -335,6 +346,20 @@ def test_pre_compact_writes_a_waypoint_check_reads(project: Path) -> None:
 
 NORMAL = {
     "post-tool-use-failure": failure("agent-1", "Bash", MAKE, MAKE_ERROR),
+    "post-tool-use": event(
+        "post-tool-use",
+        tool_name="Bash",
+        tool_input=MAKE,
+        tool_response={"stdout": "", "stderr": "", "interrupted": False},
+        tool_use_id="toolu_ok",
+    ),
+    "post-tool-batch": event(
+        "post-tool-batch",
+        tool_calls=[
+            {"tool_name": "Bash", "tool_input": MAKE, "tool_use_id": "t", "tool_response": "ok"}
+        ],
+    ),
+    "subagent-start": event("subagent-start", agent_id="a0123456789abcdef", agent_type="x"),
     "pre-tool-use": call("agent-1", "Bash", MAKE),
     "pre-compact": event("pre-compact", trigger="manual", custom_instructions="keep it short"),
     "subagent-stop": event("subagent-stop", agent_id="agent-1", stop_hook_active=False),
@@ -342,6 +367,9 @@ NORMAL = {
 }
 MISSING = {  # the field each event's answer depends on most, left out
     "post-tool-use-failure": "tool_name",
+    "post-tool-use": "tool_input",
+    "post-tool-batch": "tool_calls",
+    "subagent-start": "agent_id",
     "pre-tool-use": "tool_input",
     "pre-compact": "trigger",
     "subagent-stop": "agent_id",
@@ -508,8 +536,9 @@ def test_a_persons_reset_lifts_the_gate_at_once(project: Path) -> None:
 
 
 def test_repeated_calls_list_what_a_plain_count_would() -> None:
-    """The fold keeps the calls that failed more than once apart, for speed: it must list
-    exactly what counting every call would, in the order they last failed, saved or not."""
+    """The fold indexes its calls, for speed: it must list exactly what counting every call
+    would (per agent, call and error; cleared by a success of the call, or an agent's successful
+    edit), in the order they last failed, saved or not."""
     import random
 
     from selfcorrect.core.model import Failure, Outcome
@@ -518,25 +547,31 @@ def test_repeated_calls_list_what_a_plain_count_would() -> None:
     rng = random.Random(7)
     fold, counts = RepeatedCalls(), {}
     for index in range(3 * KEEP):
-        call = ("Bash", f"d{rng.randrange(KEEP + 200)}")
+        agent, tool = rng.choice(["a", "b"]), rng.choice(["Bash", "Bash", "Edit"])
+        digest, error = f"d{rng.randrange(KEEP // 2)}", rng.choice(["e1", "e2 /x/1"])
         outcome = rng.choice([Outcome.FAILURE] * 6 + [Outcome.SUCCESS, Outcome.PARTIAL])
         fold.feed(
-            Failure(str(index), index, call[0], "e", "t", input_digest=call[1], outcome=outcome),
+            Failure(str(index), index, tool, error, "t", agent_id=agent, input_digest=digest,
+                    outcome=outcome),
             "S",
-        )
+        )  # fmt: skip
+        key = (agent, tool, digest, error.split()[0])
         if outcome is Outcome.SUCCESS:
-            counts.pop(call, None)
+            for call in list(counts):
+                if call[1:3] == (tool, digest) or (tool == "Edit" and call[0] == agent):
+                    del counts[call]
         elif outcome is Outcome.FAILURE:
-            counts[call] = counts.pop(call, 0) + 1
+            counts[key] = counts.pop(key, 0) + 1
             if len(counts) > KEEP:
                 counts.pop(next(iter(counts)))
     restored = RepeatedCalls.from_state(json.loads(json.dumps(fold.to_state())))
     for threshold in (1, 2, 3):
-        expected = [(t, d, n) for (t, d), n in counts.items() if n >= threshold]
+        expected = [(a, t, d, n) for (a, t, d, _), n in counts.items() if n >= threshold]
         for listed in (fold, restored):
-            assert [(r.tool, r.input_digest, r.failures) for r in listed.at_least(threshold)] == (
-                expected
-            )
+            found = [
+                (r.agent, r.tool, r.input_digest, r.failures) for r in listed.at_least(threshold)
+            ]
+            assert found == expected
 
 
 # --- the failure log's append (docs/hooks.md "The failure log") ---------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -22,13 +23,17 @@ from hypothesis import strategies as st
 from selfcorrect.commands import install as installer
 
 REPO = Path(__file__).resolve().parents[1]
-PREFIX = "selfcorrect hook claude-code "
-EVENTS = {  # Claude Code's event: (selfcorrect's hook name, has a matcher)
-    "PostToolUseFailure": ("post-tool-use-failure", True),
-    "PreToolUse": ("pre-tool-use", True),
-    "PreCompact": ("pre-compact", False),
-    "SubagentStop": ("subagent-stop", False),
-    "Stop": ("stop", False),
+# Install writes the selfcorrect that runs it by absolute path: here `python -m selfcorrect`.
+PREFIX = f"{shlex.quote(sys.executable)} -m selfcorrect hook claude-code "
+EVENTS = {  # Claude Code's event: (selfcorrect's hook name, has a matcher, timeout)
+    "PostToolUseFailure": ("post-tool-use-failure", True, 60),
+    "PostToolUse": ("post-tool-use", True, 60),
+    "PostToolBatch": ("post-tool-batch", False, 60),
+    "PreToolUse": ("pre-tool-use", True, 10),
+    "PreCompact": ("pre-compact", False, 60),
+    "SubagentStart": ("subagent-start", False, 60),
+    "SubagentStop": ("subagent-stop", False, 60),
+    "Stop": ("stop", False, 60),
 }
 SETTINGS = Path(".claude") / "settings.json"
 
@@ -71,7 +76,7 @@ def assert_claude_code_shape(settings: dict[str, Any], folder_word: str = "") ->
     """Each event holds, among its matcher groups, exactly one of ours, as Claude Code reads
     it: {"matcher": "*", "hooks": [{"type": "command", "command": ...}]} (no matcher for the
     events without one)."""
-    for event, (_, has_matcher) in EVENTS.items():
+    for event, (_, has_matcher, timeout) in EVENTS.items():
         groups = settings["hooks"][event]
         assert isinstance(groups, list)
         ours = [
@@ -80,7 +85,9 @@ def assert_claude_code_shape(settings: dict[str, Any], folder_word: str = "") ->
             if any(h.get("command", "").startswith(PREFIX) for h in group["hooks"])
         ]
         expected: dict[str, Any] = {
-            "hooks": [{"type": "command", "command": command(event, folder_word)}]
+            "hooks": [
+                {"type": "command", "command": command(event, folder_word), "timeout": timeout}
+            ]
         }
         if has_matcher:
             expected = {"matcher": "*", **expected}
@@ -91,9 +98,11 @@ def with_our_groups(settings: dict[str, Any], folder_word: str = "") -> dict[str
     """`settings` as install should leave it: one group per event appended."""
     expected = json.loads(json.dumps(settings))
     hooks = expected.setdefault("hooks", {})
-    for event, (_, has_matcher) in EVENTS.items():
+    for event, (_, has_matcher, timeout) in EVENTS.items():
         group: dict[str, Any] = {"matcher": "*"} if has_matcher else {}
-        group["hooks"] = [{"type": "command", "command": command(event, folder_word)}]
+        group["hooks"] = [
+            {"type": "command", "command": command(event, folder_word), "timeout": timeout}
+        ]
         hooks.setdefault(event, []).append(group)
     return expected
 
@@ -557,3 +566,46 @@ def test_any_formatting_keeps_its_bytes_and_comes_back_whole(
     assert installer._install(installed, commands, "settings.json")[0] is None  # idempotent
     removed, _ = installer._uninstall(installed, "settings.json")
     assert removed == text
+
+
+def test_the_hooks_run_on_a_path_without_selfcorrect(project: Path) -> None:
+    """Install writes the selfcorrect that ran it by absolute path, so Claude Code's PATH need
+    not hold it: each written command runs (exit 0, nothing on stderr) with PATH=/usr/bin:/bin."""
+    script = Path(sys.executable).parent / "selfcorrect"
+    done = subprocess.run(
+        [str(script), "install", "claude-code", "-q"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(project.parent / "home")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((project / SETTINGS).read_text("utf-8"))
+    for event, (name, _, timeout) in EVENTS.items():
+        (group,) = settings["hooks"][event]
+        (entry,) = group["hooks"]
+        assert entry["command"] == f"{shlex.quote(str(script))} hook claude-code {name}"
+        assert entry["timeout"] == timeout
+        ran = subprocess.run(
+            ["/bin/sh", "-c", entry["command"]],
+            cwd=project, input="{}", capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project)},
+        )  # fmt: skip
+        assert ran.returncode == 0, (event, ran.stderr)
+        assert "not found" not in ran.stderr, (event, ran.stderr)
+
+
+def test_install_notes_the_claude_code_it_finds(project: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '2.0.1 (Claude Code)'\n", encoding="utf-8")
+    claude.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "install", "claude-code", "-q"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+        env={**env, "HOME": str(project.parent / "home")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Claude Code 2.0.1 found" in done.stderr and "tested with 2.1.332" in done.stderr
+    assert "PostToolBatch" in done.stderr
+    assert "Claude Code" not in cli(project, "install", "claude-code", "--uninstall").stderr

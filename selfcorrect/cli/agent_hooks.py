@@ -6,22 +6,23 @@ when options are given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from selfcorrect.cli.options import common_options, make_common
 from selfcorrect.errors import ExitCode
+from selfcorrect.hooks.dispatch import EVENTS, HOSTS
+from selfcorrect.hooks.gemini import EVENTS as GEMINI_EVENTS
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.command(name="hook")
-@click.argument("host", type=click.Choice(["claude-code"]))
-@click.argument(
-    "event",
-    type=click.Choice(
-        ["post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop"]
-    ),
-)
+@click.argument("host", type=click.Choice(HOSTS))
+@click.argument("event", type=click.Choice([*EVENTS, *GEMINI_EVENTS]))
 @click.argument("folder", metavar="[DIR]", required=False)
 def hook_command(host: str, event: str, folder: str | None) -> int:
     """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
@@ -31,12 +32,24 @@ def hook_command(host: str, event: str, folder: str | None) -> int:
                            (no fixer, no validator), and tell the agent when it
                            is stuck (the advisory and the prompt to read) or
                            blocked (stop working on it)
-    pre-tool-use           the gate: deny an edit of a file whose work item is
-                           blocked, and a call that has failed gate.repeat_threshold
-                           times unchanged; allow everything else silently
+    post-tool-use          log a success, only for a call the gate's state
+                           awaits (a repeat, an edit after one, a task on the
+                           recovery ladder); otherwise read one file, write none
+    post-tool-batch        log the calls the host rejected before they ran
+                           (<tool_use_error>), which no other hook sees
+    pre-tool-use           the gate: deny an edit of the person's files or of a
+                           file whose work item is blocked, and a call that has
+                           failed gate.repeat_threshold times for that agent
+                           unchanged; allow everything else silently
     pre-compact            write a waypoint (repeated compaction is a signal)
+    subagent-start         bind the subagent to the task the lead's Agent call
+                           named (else to the one task assigned to its type)
     subagent-stop, stop    keep an agent working while its micro-tasks or an open
                            directive are out, once per directive
+    \b
+    Gemini CLI (`hook gemini EVENT`): before-tool is the gate, after-tool the
+    failure hook (an error in tool_response) or the success hook, after-agent
+    the stop hook, pre-compress the waypoint.
     \b
     DIR defaults to workflow/ under $CLAUDE_PROJECT_DIR. A hook never breaks the
     agent: bad stdin, a missing folder or an internal error exits 0 with one line
@@ -56,41 +69,117 @@ def install_group(ctx: click.Context) -> None:
     \b
     Hosts:
       claude-code  Claude Code: .claude/settings.json (or ~/.claude/ with --user)
+      gemini       Gemini CLI: .gemini/settings.json (or ~/.gemini/ with --user)
     """
     # `selfcorrect -q install claude-code`: the global options reach the host's command too.
     if ctx.default_map:
         ctx.default_map = {name: dict(ctx.default_map) for name in install_group.commands}
 
 
+def _install_options(settings: str, variable: str) -> Callable[[F], F]:
+    """The options every host's install takes; `settings` is its settings folder."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(
+            [
+                click.option(
+                    "--user",
+                    is_flag=True,
+                    help=f"Install in ~/{settings}/settings.json (every project of this "
+                    f"user) instead of the project's {settings}/settings.json.",
+                ),
+                click.option(
+                    "--project",
+                    type=click.Path(path_type=Path, file_okay=False, exists=True),
+                    default=Path("."),
+                    show_default=True,
+                    help=f"The project's root folder: its {settings}/settings.json is the "
+                    "one changed.",
+                ),
+                click.option(
+                    "--folder",
+                    metavar="DIR",
+                    help="The workflow folder, relative to the project root; each hook gets "
+                    f'"${variable}"/DIR as its last argument. Default: none (the hooks use '
+                    f"workflow/ under ${variable}).",
+                ),
+                click.option(
+                    "--dry-run",
+                    is_flag=True,
+                    help="Print the change as a unified diff; write nothing.",
+                ),
+                click.option(
+                    "--uninstall",
+                    is_flag=True,
+                    help="Remove selfcorrect's hooks (whatever their --folder), and nothing else.",
+                ),
+                common_options,
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 @install_group.command(name="claude-code", short_help="Claude Code's .claude/settings.json.")
-@click.option(
-    "--user",
-    is_flag=True,
-    help="Install in ~/.claude/settings.json (every project of this user) instead of the "
-    "project's .claude/settings.json.",
-)
-@click.option(
-    "--project",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    default=Path("."),
-    show_default=True,
-    help="The project's root folder: its .claude/settings.json is the one changed.",
-)
-@click.option(
-    "--folder",
-    metavar="DIR",
-    help="The workflow folder, relative to the project root; each hook gets "
-    '"$CLAUDE_PROJECT_DIR"/DIR as its last argument. Default: none (the hooks use '
-    "workflow/ under $CLAUDE_PROJECT_DIR).",
-)
-@click.option("--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing.")
-@click.option(
-    "--uninstall",
-    is_flag=True,
-    help="Remove selfcorrect's hooks (whatever their --folder), and nothing else.",
-)
-@common_options
-def install_claude_code(
+@_install_options(".claude", "CLAUDE_PROJECT_DIR")
+def install_claude_code(**options: Any) -> int:
+    """Add selfcorrect's hooks to Claude Code's settings (or remove them).
+
+    \b
+    One matcher group per event, each running `SELFCORRECT hook claude-code EVENT`
+    with a timeout (the gate 10 s, the others 60 s):
+      PostToolUseFailure  post-tool-use-failure  (matcher "*")
+      PostToolUse         post-tool-use          (matcher "*")
+      PostToolBatch       post-tool-batch
+      PreToolUse          pre-tool-use           (matcher "*")
+      PreCompact          pre-compact
+      SubagentStart       subagent-start
+      SubagentStop        subagent-stop
+      Stop                stop
+    SELFCORRECT is the absolute path of the selfcorrect running install (Claude
+    Code's PATH may lack it). A hook is selfcorrect's when its command runs
+    `selfcorrect hook claude-code` by any path. Other settings and hooks are
+    kept byte for byte, formatting included: the file is edited in place, never
+    rewritten from scratch, and written atomically with its mode kept. A
+    missing file (and .claude/) is created. Installing twice writes nothing the
+    second time; --uninstall removes exactly what install added. When `claude
+    --version` answers, install notes the version the hooks were tested with.
+
+    \b
+    Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
+    a symlinked settings file or .claude/, or a bad --folder: nothing written.
+    """
+    return _install_host("claude-code", **options)
+
+
+@install_group.command(name="gemini", short_help="Gemini CLI's .gemini/settings.json.")
+@_install_options(".gemini", "GEMINI_PROJECT_DIR")
+def install_gemini(**options: Any) -> int:
+    """Add selfcorrect's hooks to Gemini CLI's settings (or remove them).
+
+    \b
+    One group per event, each running `SELFCORRECT hook gemini EVENT` with a
+    timeout in milliseconds (the gate 10,000, the others 60,000):
+      BeforeTool   before-tool   (matcher ".*")
+      AfterTool    after-tool    (matcher ".*")
+      AfterAgent   after-agent
+      PreCompress  pre-compress
+    Everything else is as for claude-code: the absolute command, other settings
+    kept byte for byte, --uninstall removing exactly what install added. The
+    folder's last argument, with --folder, is "$GEMINI_PROJECT_DIR"/DIR.
+
+    \b
+    Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
+    a symlinked settings file or .gemini/, or a bad --folder: nothing written.
+    """
+    return _install_host("gemini", **options)
+
+
+def _install_host(
+    host: str,
+    *,
     user: bool,
     project: Path,
     folder: str | None,
@@ -101,37 +190,20 @@ def install_claude_code(
     verbose: int,
     quiet: bool,
 ) -> int:
-    """Add selfcorrect's hooks to Claude Code's settings (or remove them).
-
-    \b
-    One matcher group per event, each running `selfcorrect hook claude-code EVENT`:
-      PostToolUseFailure  post-tool-use-failure  (matcher "*")
-      PreToolUse          pre-tool-use           (matcher "*")
-      PreCompact          pre-compact
-      SubagentStop        subagent-stop
-      Stop                stop
-    A hook is selfcorrect's when its command starts with `selfcorrect hook
-    claude-code `. Other settings and hooks are kept byte for byte, formatting
-    included: the file is edited in place, never rewritten from scratch, and
-    written atomically with its mode kept. A missing file (and .claude/) is
-    created. Installing twice writes nothing the second time; --uninstall
-    removes exactly what install added. `selfcorrect` must be on the PATH
-    Claude Code runs hooks with.
-
-    \b
-    Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
-    a symlinked settings file or .claude/, or a bad --folder: nothing written.
-    """
     from selfcorrect.cli.install_report import show_install
-    from selfcorrect.commands.install import hook_commands, install, settings_path
+    from selfcorrect.commands.install import hook_commands, host_notes, install, settings_path
 
     common = make_common(policy, color, verbose, quiet)
+
     if user and project != Path("."):
         raise click.UsageError("give --user or --project, not both")
     try:
-        commands = hook_commands(None if uninstall else folder)
+        commands = hook_commands(None if uninstall else folder, host=host)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--folder") from exc
-    result = install(settings_path(project, user), commands, uninstall=uninstall, dry_run=dry_run)
+    path = settings_path(project, user, host)
+    result = install(path, commands, uninstall=uninstall, dry_run=dry_run)
+    if not uninstall and host == "claude-code":
+        result.warnings += host_notes()
     show_install(result, common)
     return ExitCode.PASS

@@ -17,6 +17,8 @@ import posixpath
 import re
 import shlex
 import stat
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,18 +28,39 @@ from selfcorrect.io.documents import display_path
 from selfcorrect.io.json_spans import Node, Style
 from selfcorrect.io.safe_paths import ensure_dir, environment, refuse_link
 
-PREFIX = "selfcorrect hook claude-code "  # every command selfcorrect installs starts so
-# Claude Code's event, the hook's name on selfcorrect's command line, and whether the event
-# takes a tool matcher (the others reject a "matcher" key as meaningless).
-EVENTS = (
-    ("PostToolUseFailure", "post-tool-use-failure", True),
-    ("PreToolUse", "pre-tool-use", True),
-    ("PreCompact", "pre-compact", False),
-    ("SubagentStop", "subagent-stop", False),
-    ("Stop", "stop", False),
+PREFIX = "selfcorrect hook claude-code "  # what every command selfcorrect installs runs
+# A command is selfcorrect's when it runs `selfcorrect hook claude-code …` by any path (the
+# absolute path install writes, a bare name written by an older version, `python -m`).
+_OURS = re.compile(r"""(?:^|[/\\\s'"])selfcorrect['"]?\s+hook\s+(?:claude-code|gemini)(?:\s|$)""")
+# The host's event, the hook's name on selfcorrect's command line, the matcher for every tool
+# when the event takes one (the others reject a "matcher" key as meaningless), and the hook's
+# timeout: the gate answers in milliseconds, the others may wait for the folder's lock.
+# Claude Code's timeouts are in seconds, its matcher a tool name or "*".
+EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("PostToolUseFailure", "post-tool-use-failure", "*", 60),
+    ("PostToolUse", "post-tool-use", "*", 60),
+    ("PostToolBatch", "post-tool-batch", None, 60),
+    ("PreToolUse", "pre-tool-use", "*", 10),
+    ("PreCompact", "pre-compact", None, 60),
+    ("SubagentStart", "subagent-start", None, 60),
+    ("SubagentStop", "subagent-stop", None, 60),
+    ("Stop", "stop", None, 60),
 )
+# Gemini CLI's (its hooks reference): timeouts in milliseconds, matchers regular expressions.
+GEMINI_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("BeforeTool", "before-tool", ".*", 10_000),
+    ("AfterTool", "after-tool", ".*", 60_000),
+    ("AfterAgent", "after-agent", None, 60_000),
+    ("PreCompress", "pre-compress", None, 60_000),
+)
+HOST_EVENTS = {"claude-code": EVENTS, "gemini": GEMINI_EVENTS}
+SETTINGS_FOLDER = {"claude-code": ".claude", "gemini": ".gemini"}
+_ALL_EVENTS = EVENTS + GEMINI_EVENTS  # the names differ: an event names its host
+# The Claude Code version the hooks were tested with, and the events older versions may lack.
+TESTED_WITH = "2.1.332"
+NEWER_EVENTS = ("PostToolUseFailure", "PostToolBatch", "SubagentStart")
 # Another PostToolUseFailure hook that writes tool_failures.yaml too (cAgents' own logger).
-_OTHER_LOGGER = re.compile(r"cagents|tool_failures", re.IGNORECASE)
+_OTHER_LOGGER = re.compile(r"cagents|tool_failures|tool-failure-tracker", re.IGNORECASE)
 _UNSAFE = frozenset('"\\$`')  # a quote, and what the shell expands inside double quotes
 
 
@@ -62,7 +85,7 @@ class InstallResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def folder_word(folder: str) -> str:
+def folder_word(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> str:
     """The workflow folder as the hook's last argument, `"$CLAUDE_PROJECT_DIR"/DIR`: found
     from the project root wherever Claude Code runs the hook. Raises ValueError (a usage error)
     for a folder outside the project, or one the shell would read as more than a path."""
@@ -79,19 +102,66 @@ def folder_word(folder: str) -> str:
             f"{folder!r} contains {shown}, which the shell Claude Code runs hooks in would "
             "interpret: rename the folder or give it without those characters"
         )
-    return '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(posixpath.normpath(folder))
+    return f'"${variable}"/' + shlex.quote(posixpath.normpath(folder))
 
 
-def hook_commands(folder: str | None) -> dict[str, str]:
-    """Each event's command; `folder` (checked by `folder_word`) becomes the last argument."""
-    tail = f" {folder_word(folder)}" if folder is not None else ""
-    return {event: f"{PREFIX}{name}{tail}" for event, name, _ in EVENTS}
+def hook_commands(
+    folder: str | None, program: str | None = None, host: str = "claude-code"
+) -> dict[str, str]:
+    """Each event's command; `folder` (checked by `folder_word`) becomes the last argument,
+    `program` (default: the selfcorrect running now, by absolute path) the first."""
+    variable = "GEMINI_PROJECT_DIR" if host == "gemini" else "CLAUDE_PROJECT_DIR"
+    tail = f" {folder_word(folder, variable)}" if folder is not None else ""
+    head = self_command() if program is None else program
+    return {event: f"{head} hook {host} {name}{tail}" for event, name, _, _ in HOST_EVENTS[host]}
 
 
-def settings_path(project: Path, user: bool) -> Path:
+def self_command() -> str:
+    """The selfcorrect running now, by absolute path: Claude Code runs hooks with its own PATH,
+    where a bare `selfcorrect` may be missing (exit 127 on every call: a silent gate)."""
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) == "selfcorrect" and os.path.isfile(script):
+        return shlex.quote(os.path.abspath(script))
+    return f"{shlex.quote(sys.executable)} -m selfcorrect"
+
+
+def is_ours(command: str) -> bool:
+    return _OURS.search(command) is not None
+
+
+def host_notes(version_of: Callable[[], str | None] | None = None) -> list[str]:
+    """What install says about the Claude Code it finds (`claude --version`), if any."""
+    found = (version_of or _claude_version)()
+    if found is None:
+        return []
+    return [
+        f"note: Claude Code {found} found; selfcorrect's hooks were tested with {TESTED_WITH}. "
+        f"{', '.join(NEWER_EVENTS)} need a version that has them (2.1 does); an older one "
+        "skips those hooks: no validation-phase failures, no subagent attribution."
+    ]
+
+
+def _claude_version() -> str | None:
+    import shutil
+    import subprocess
+
+    claude = shutil.which("claude")
+    if claude is None:
+        return None
+    try:
+        done = subprocess.run(
+            [claude, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.match(r"\s*(\d+\.\d+\.\d+)", done.stdout)
+    return match.group(1) if done.returncode == 0 and match else None
+
+
+def settings_path(project: Path, user: bool, host: str = "claude-code") -> Path:
     if user:
-        return Path.home() / ".claude" / "settings.json"
-    return project / ".claude" / "settings.json"
+        return Path.home() / SETTINGS_FOLDER[host] / "settings.json"
+    return project / SETTINGS_FOLDER[host] / "settings.json"
 
 
 def install(
@@ -109,7 +179,7 @@ def install(
     def transform(current: bytes | None) -> bytes | None:
         text = None if current is None else _decode(current, display)
         new, result.changes = (
-            _uninstall(text, display) if uninstall else _install(text, commands, display)
+            _uninstall_exactly(text, display) if uninstall else _install(text, commands, display)
         )
         return None if new is None else new.encode("utf-8")
 
@@ -135,7 +205,7 @@ def install(
 def _commands(removed: list[Change]) -> dict[str, str]:
     """What install would have been given to add the hooks uninstall removed, in EVENTS order
     (empty when install could not have added them: an event it does not know)."""
-    known = [event for event, _, _ in EVENTS]
+    known = [event for event, *_ in _ALL_EVENTS]
     if any(change.event not in known for change in removed):
         return {}
     found = {change.event: change.command for change in removed}
@@ -174,9 +244,9 @@ def _refuse_links(path: Path) -> None:
 
 
 def _group(event: str, command: str) -> dict[str, object]:
-    matcher = next(takes for name, _, takes in EVENTS if name == event)
-    hook = {"type": "command", "command": command}
-    return {"matcher": "*", "hooks": [hook]} if matcher else {"hooks": [hook]}
+    matcher, timeout = next((m, t) for name, _, m, t in _ALL_EVENTS if name == event)
+    hook = {"type": "command", "command": command, "timeout": timeout}
+    return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
 
 
 def _install(
@@ -214,7 +284,27 @@ def _install(
     return (None if text == original else text), changes
 
 
-def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]]:
+def _uninstall_exactly(text: str | None, display: str) -> tuple[str | None, list[Change]]:
+    """Uninstall; an event whose list install found empty (`"Stop": []`) keeps its empty
+    list, when installing again into that gives back the very file we started from."""
+    new, changes = _uninstall(text, display)
+    commands = _commands(changes)
+    if new is None or text is None or not commands or _install(new, commands, display)[0] == text:
+        return new, changes
+    # Install appends the events it adds after the ones it found, so the events it found
+    # come first: keep the first k of them, for the k that gives the file back.
+    hooks = _hooks(_load(text, display), text, display)
+    ours = [key.text for key in (hooks.keys if hooks is not None else []) if key.text in commands]
+    for k in range(1, len(ours) + 1):
+        kept, _ = _uninstall(text, display, keep_empty=frozenset(ours[:k]))
+        if kept is not None and _install(kept, commands, display)[0] == text:
+            return kept, changes
+    return new, changes
+
+
+def _uninstall(
+    text: str | None, display: str, *, keep_empty: frozenset[str] = frozenset()
+) -> tuple[str | None, list[Change]]:
     """The text without selfcorrect's hooks: each entry, a matcher group left holding nothing
     else, an event install added that is left with no group (`_drop_added_events`); `hooks`
     itself only when it would be left empty and installing again would give back the very
@@ -245,12 +335,14 @@ def _uninstall(text: str | None, display: str) -> tuple[str | None, list[Change]
         keys = {key.text for key in group.keys}
         if len(entries.items) > 1 or not keys <= {"matcher", "hooks"}:
             text = json_spans.remove(text, entries, entry_index)
+        elif len(groups.items) > 1 or event in keep_empty:
+            text = json_spans.remove(text, groups, group_index)
         else:
             text = json_spans.remove(text, groups, group_index)
             if len(groups.items) == 1:
                 emptied.append(event)
         root = _load(text, display)
-    order = [event for event, _, _ in EVENTS]
+    order = [event for event, *_ in _ALL_EVENTS]
     changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
     text = _drop_added_events(text, emptied, display)
     root = _load(text, display)
@@ -271,7 +363,7 @@ def _drop_added_events(text: str, emptied: list[str], display: str) -> str:
     appends the events it adds after all others, in EVENTS order: so, of the emptied lists in
     file order, the longest tail in that order is install's, and a list before it was there
     before (a person's `"Stop": []` stays)."""
-    order = [event for event, _, _ in EVENTS]
+    order = [event for event, *_ in _ALL_EVENTS]
     hooks = _hooks(_load(text, display), text, display)
     listed = [key.text for key in hooks.keys if key.text in emptied] if hooks is not None else []
     added: list[str] = []
@@ -296,40 +388,54 @@ def _ours(groups: Node, event: str) -> list[tuple[int, int, Node]]:
     an entry exactly as install writes it for that event (any folder), nothing more. A hook a
     person wrote that merely starts like ours (another event's, extra arguments, extra keys)
     is theirs: install never updates it and uninstall never removes it."""
-    name = next((name for host, name, _ in EVENTS if host == event), None)
+    spec = next(((name, t) for host, name, _, t in _ALL_EVENTS if host == event), None)
     found = []
     for g, group in enumerate(groups.items):
         entries = group.member("hooks") if group.kind == "object" else None
-        if name is None or entries is None or entries.kind != "array":
+        if spec is None or entries is None or entries.kind != "array":
             continue
         for e, entry in enumerate(entries.items):
             command = entry.member("command") if entry.kind == "object" else None
-            if command is not None and _installed_entry(entry, command.value, name):
+            if command is not None and _installed_entry(entry, command.value, *spec):
                 found.append((g, e, command))
     return found
 
 
-def _installed_entry(entry: Node, command: str | None, name: str) -> bool:
-    if {key.text for key in entry.keys} != {"type", "command"}:
+def _installed_entry(entry: Node, command: str | None, name: str, timeout: int) -> bool:
+    """Is `entry` exactly what install writes for the hook `name`: `type` and `command` (any
+    path to selfcorrect, the hook's name, at most the folder argument), and the hook's own
+    `timeout` when there is one (an older install wrote none)?"""
+    keys = {key.text for key in entry.keys}
+    if keys not in ({"type", "command"}, {"type", "command", "timeout"}):
         return False
-    kind = entry.member("type")
-    if kind is None or kind.value != "command" or command is None:
+    kind, given_timeout = entry.member("type"), entry.member("timeout")
+    if kind is None or kind.value != "command" or command is None or not is_ours(command):
         return False
-    if command == f"{PREFIX}{name}":
+    if given_timeout is not None and given_timeout.value != timeout:
+        return False
+    found = _HOOK_WORDS.search(command)
+    if found is None or found.group(2) != name:
+        return False
+    rest = found.group(3).strip()
+    if not rest:
         return True
-    head, _, folder = command.partition(f"{PREFIX}{name} ")
-    if head or not folder.startswith('"$CLAUDE_PROJECT_DIR"/'):
+    variable = "GEMINI_PROJECT_DIR" if found.group(1) == "gemini" else "CLAUDE_PROJECT_DIR"
+    prefix = f'"${variable}"/'
+    if not rest.startswith(prefix):
         return False
     try:
-        given = shlex.split(folder.removeprefix('"$CLAUDE_PROJECT_DIR"/'))
+        given = shlex.split(rest.removeprefix(prefix))
     except ValueError:
         return False
-    return len(given) == 1 and _folder_word_or_none(given[0]) == folder
+    return len(given) == 1 and _folder_word_or_none(given[0], variable) == rest
 
 
-def _folder_word_or_none(folder: str) -> str | None:
+_HOOK_WORDS = re.compile(r"\bhook\s+(claude-code|gemini)\s+(\S+)(.*)$")
+
+
+def _folder_word_or_none(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> str | None:
     try:
-        return folder_word(folder)
+        return folder_word(folder, variable)
     except ValueError:
         return None
 
@@ -345,19 +451,27 @@ def _double_logging(data: bytes | None, display: str) -> list[str]:
         entries = group.get("hooks") if isinstance(group, dict) else None
         for entry in entries if isinstance(entries, list) else []:
             command = entry.get("command") if isinstance(entry, dict) else None
-            if (
-                isinstance(command, str)
-                and not command.startswith(PREFIX)
-                and _OTHER_LOGGER.search(command)
-            ):
-                warnings.append(
-                    f"warning: {display} also has a PostToolUseFailure hook that logs tool "
-                    f"failures ({command}); with selfcorrect's, each failure is written to "
-                    "tool_failures.yaml twice and counts twice against its retry budget: "
-                    "remove one of them (`selfcorrect install claude-code --uninstall` "
-                    "removes selfcorrect's)"
-                )
+            if isinstance(command, str) and not is_ours(command) and _OTHER_LOGGER.search(command):
+                warnings.append(_other_logger(display, command))
     return warnings
+
+
+def _other_logger(display: str, command: str) -> str:
+    from selfcorrect.hooks.companion import CAGENTS_LOGGER
+
+    if CAGENTS_LOGGER.search(command):  # the real cAgents logger: companion mode
+        return (
+            f"note: {display} also runs cAgents' failure logger ({command}): selfcorrect's "
+            "failure hook runs beside it in companion mode, appending no second entry and "
+            'deciding from that one (docs/hooks.md, "Beside the cAgents hook")'
+        )
+    return (
+        f"warning: {display} also has a PostToolUseFailure hook that logs tool "
+        f"failures ({command}); with selfcorrect's, each failure is written to "
+        "tool_failures.yaml twice and counts twice against its retry budget: "
+        "remove one of them (`selfcorrect install claude-code --uninstall` "
+        "removes selfcorrect's)"
+    )
 
 
 # --- reading the file --------------------------------------------------------------------------
@@ -469,11 +583,14 @@ def _diff(before: bytes | None, after: bytes | None, display: str) -> list[str]:
 
 __all__ = [
     "EVENTS",
+    "GEMINI_EVENTS",
     "PREFIX",
     "Change",
     "InstallResult",
     "folder_word",
     "hook_commands",
+    "host_notes",
     "install",
+    "is_ours",
     "settings_path",
 ]

@@ -8,6 +8,11 @@ so the gate answers in the time Python takes to start. It holds:
   since its last success, with the prompt to read instead; the gate refuses it.
 - `tasks`: each task's agents, its open directive (the prompt to read) and its pending
   micro-tasks; the stop hooks keep an agent at work while these are out.
+- `live`: each live task's `assigned_to` (or null): the ids a lead's `Agent` call may name, and
+  the agent types a subagent is matched by (the subagent binding, hooks/binding.py).
+- `protected`: the person's files (the policy, the escalations, selfcorrect's state): the gate
+  refuses agents' edits of them.
+- `volatile_keys`: the input keys a digest leaves out, for the hooks that compute digests.
 Pure: paths are placed in the project by the decisions' `place`, and nothing is read here.
 """
 
@@ -19,11 +24,19 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.journal_records import RESET
 from selfcorrect.core.model import EscalationStatus, FinalStatus
 from selfcorrect.core.outputs import Plan
+from selfcorrect.core.repeated_calls import Repeat
 from selfcorrect.layout import work_item_file
 
 FORMAT = 1
+# The calls listed (every call failing since its last success, the latest first kept): the
+# success hook logs a success only for these, and the gate refuses those at the threshold.
+MAX_REPEATS = 256
+FINISHED = ("completed", "done", "cancelled", "blocked")
+# The person's files in the workflow folder: an agent edits none of them (docs/hooks.md).
+PROTECTED = (layout.POLICY, layout.ESCALATIONS, layout.STATE)
 
 
 def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any]:
@@ -43,17 +56,47 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
         "repeat_threshold": policy.gate.repeat_threshold,
         "edit_tools": sorted(policy.stuck.edit_tools),
         "blocked": _blocked(decisions, plan, workflow) if policy.gate.deny_blocked_files else {},
-        "repeats": [
+        # A PASS clears every count: the work the calls were for is done (docs/hooks.md).
+        "repeats": []
+        if plan.result.value == "PASS"
+        else [
             {
+                "agent": r.agent,
                 "tool": r.tool,
                 "input_digest": r.input_digest,
                 "failures": r.failures,
                 "subject": r.subject,
                 "prompt": prompt_of(_item_of(decisions, r.subject)),
             }
-            for r in decisions.inputs.log.repeats
+            for r in _not_reset(decisions, decisions.inputs.log.repeats)[-MAX_REPEATS:]
         ],
         "tasks": _tasks(decisions, plan, workflow),
+        "live": _live(decisions),
+        "protected": [f"{workflow}/{name}" for name in PROTECTED],
+        "volatile_keys": list(policy.gate.volatile_keys),
+    }
+
+
+def _not_reset(decisions: Decisions, repeats: tuple[Repeat, ...]) -> list[Repeat]:
+    """The repeats no person's reset came after: a reset of their subject clears them."""
+    reset_at: dict[str, int] = {}
+    for record in decisions.history:
+        if record.get("event") != RESET:
+            continue
+        for baseline in record.get("subjects") or []:
+            if isinstance(baseline, dict) and isinstance(baseline.get("log_position"), int):
+                subject = str(baseline.get("subject"))
+                reset_at[subject] = max(reset_at.get(subject, -1), baseline["log_position"])
+    return [r for r in repeats if r.last > reset_at.get(r.subject, -1)]
+
+
+def _live(decisions: Decisions) -> dict[str, str | None]:
+    """Each task not finished, with the agent type it is assigned to."""
+    coordination = decisions.coordination
+    return {
+        task.task_id: task.assigned_to
+        for task in (coordination.tasks if coordination is not None else ())
+        if (task.status or "") not in FINISHED
     }
 
 

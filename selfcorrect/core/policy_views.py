@@ -73,13 +73,17 @@ class Gate:
 
     repeat_threshold: int
     deny_blocked_files: bool
+    # Input keys that do not change what a call does (its input digest leaves them out).
+    volatile_keys: tuple[str, ...] = ("description", "timeout", "run_in_background")
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Gate:
         section = data.get("gate") or {}
+        volatile = section.get("volatile_keys")
         return cls(
             int(section.get("repeat_threshold", 3)),
             bool(section.get("deny_blocked_files", True)),
+            *([tuple(str(k) for k in volatile)] if isinstance(volatile, list) else []),
         )
 
 

@@ -20,8 +20,17 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-HOSTS = ("claude-code",)
-EVENTS = ("post-tool-use-failure", "pre-tool-use", "pre-compact", "subagent-stop", "stop")
+HOSTS = ("claude-code", "gemini")
+EVENTS = (
+    "post-tool-use-failure",
+    "post-tool-use",
+    "post-tool-batch",
+    "pre-tool-use",
+    "pre-compact",
+    "subagent-start",
+    "subagent-stop",
+    "stop",
+)
 DEFAULT_FOLDER = "workflow"
 LOCK_WAIT_S = 10.0  # the longest a hook waits for any lock (docs/hooks.md)
 
@@ -29,16 +38,24 @@ LOCK_WAIT_S = 10.0  # the longest a hook waits for any lock (docs/hooks.md)
 def run_hook(argv: list[str]) -> int:
     """Answer one hook event; always 0 (see the module's docstring)."""
     try:
-        if len(argv) not in (2, 3) or argv[0] not in HOSTS or argv[1] not in EVENTS:
+        gemini = len(argv) > 1 and argv[0] == "gemini"
+        events = _gemini_events() if gemini else EVENTS
+        if len(argv) not in (2, 3) or argv[0] not in HOSTS or argv[1] not in events:
             answers.note(
-                f"usage: selfcorrect hook {{{','.join(HOSTS)}}} {{{','.join(EVENTS)}}} [DIR]; "
-                f"got {' '.join(argv)!r}: nothing done"
+                f"usage: selfcorrect hook {argv[0] if gemini else 'claude-code'} "
+                f"{{{','.join(events)}}} [DIR]; got {' '.join(argv)!r}: nothing done"
             )
             return 0
         event = read_event(sys.stdin)
         folder = _folder(event, argv[2] if len(argv) == 3 else None)
         if not os.path.isdir(folder):
             answers.note(f"{folder}: no workflow folder here; nothing checked (see docs/hooks.md)")
+            return 0
+        if gemini:  # Gemini CLI's events, answered by the same hooks (hooks/gemini.py)
+            from selfcorrect.hooks import gemini as host
+
+            name, event = host.translate(argv[1], event)
+            answers.say(host.answer(argv[1], _handler(name)(event, folder)))
             return 0
         answers.say(_handler(argv[1])(event, folder))
     except BadEvent as exc:
@@ -48,6 +65,12 @@ def run_hook(argv: list[str]) -> int:
     except Exception as exc:  # a hook must never break the agent
         answers.note(_describe(exc))
     return 0
+
+
+def _gemini_events() -> tuple[str, ...]:
+    from selfcorrect.hooks.gemini import EVENTS as GEMINI
+
+    return GEMINI
 
 
 def _folder(event: HookEvent, given: str | None) -> str:
@@ -61,6 +84,14 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
         from selfcorrect.hooks.gate import answer
 
         return answer
+    if name == "post-tool-use":  # on every successful call: as lean as the gate
+        from selfcorrect.hooks.success import answer as success
+
+        return success
+    if name == "subagent-start":
+        from selfcorrect.hooks.binding import answer_start
+
+        return answer_start
     from pathlib import Path
 
     from selfcorrect.io.atomic import lock_waits
@@ -92,6 +123,10 @@ def _slow_handler(name: str) -> Callable[[HookEvent, Path], dict[str, Any] | Non
         from selfcorrect.hooks.compact import answer
 
         return answer
+    if name == "post-tool-batch":
+        from selfcorrect.hooks.batch import answer as batch
+
+        return batch
     from selfcorrect.hooks.stop import answer_lead, answer_subagent
 
     return answer_subagent if name == "subagent-stop" else answer_lead

@@ -19,6 +19,17 @@ if TYPE_CHECKING:
 MAX_EVENT = 8 * 1024 * 1024  # bytes of stdin read; an event is a few KiB
 # The tool-input keys that name the file a call works on (Edit, Write, NotebookEdit, Read).
 PATH_KEYS = ("file_path", "notebook_path", "path")
+# The call, not its wording (docs/hooks.md, "The input digest"): the keys that make each
+# tool's call what it is. Any other tool: its whole input without the volatile keys.
+DIGEST_KEYS = {
+    "Bash": ("command",),
+    "Edit": ("file_path", "old_string", "new_string", "replace_all"),
+    "Write": ("file_path", "content"),
+    "Read": ("file_path", "offset", "limit"),
+}
+VOLATILE_KEYS = ("description", "timeout", "run_in_background")
+# Defaults the host fills into tool_input: the same call with and without them is one call.
+DEFAULTS = {"replace_all": False}
 
 
 class BadEvent(Exception):
@@ -57,8 +68,27 @@ class HookEvent:
 
     @property
     def agent_id(self) -> str | None:
-        """The subagent's id when a subagent made the call, else the session's."""
-        return self.text("agent_id") or self.text("session_id")
+        """The subagent's id when a subagent made the call, else the session's (Cursor's
+        `conversation_id` when it sends no session id)."""
+        return self.text("agent_id") or self.text("session_id") or self.text("conversation_id")
+
+    @property
+    def subagent(self) -> str | None:
+        """The subagent's own id: None for the lead agent."""
+        return self.text("agent_id")
+
+    @property
+    def agent_type(self) -> str | None:
+        return self.text("agent_type")
+
+    @property
+    def tool_use_id(self) -> str | None:
+        return self.text("tool_use_id")
+
+    @property
+    def interrupted(self) -> bool:
+        """The person stopped the call: not the agent's failure (docs/hooks.md)."""
+        return self.data.get("is_interrupt") is True
 
     @property
     def stop_hook_active(self) -> bool:
@@ -66,7 +96,7 @@ class HookEvent:
 
     @property
     def input_digest(self) -> str:
-        return input_digest(self.tool_input)
+        return input_digest(self.tool_input, self.tool or "")
 
     @property
     def error(self) -> str:
@@ -78,11 +108,26 @@ class HookEvent:
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def input_digest(tool_input: dict[str, Any]) -> str:
+def canonical_input(
+    tool_input: dict[str, Any], tool: str, volatile: Any = VOLATILE_KEYS
+) -> dict[str, Any]:
+    """The part of a call's input that makes it the call it is: a reworded `description`, a
+    different `timeout` or a default the host filled in is the same call (docs/hooks.md)."""
+    keys = DIGEST_KEYS.get(tool)
+    if keys is not None:
+        kept = {k: tool_input[k] for k in keys if k in tool_input}
+    else:
+        drop = set(volatile) if isinstance(volatile, list | tuple) else set(VOLATILE_KEYS)
+        kept = {k: v for k, v in tool_input.items() if k not in drop}
+    return {k: v for k, v in kept.items() if not (k in DEFAULTS and v is DEFAULTS[k])}
+
+
+def input_digest(tool_input: dict[str, Any], tool: str = "", volatile: Any = VOLATILE_KEYS) -> str:
     """The call's identity: the same tool with the same digest is the same call repeated."""
     import hashlib  # only when a digest is needed: OpenSSL's load is a fifth of the gate's time
 
-    text = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = canonical_input(tool_input, tool, volatile)
+    text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -104,8 +149,12 @@ def read_event(stream: Any) -> HookEvent:
 
 
 def project_dir(event: HookEvent) -> str:
-    """The project the host runs in: $CLAUDE_PROJECT_DIR, else the event's cwd, else ours."""
-    return os.environ.get("CLAUDE_PROJECT_DIR") or event.text("cwd") or os.getcwd()
+    """The project the host runs in: $CLAUDE_PROJECT_DIR (Gemini CLI: $GEMINI_PROJECT_DIR),
+    else the event's cwd (Cursor: its first workspace root), else ours."""
+    roots = event.data.get("workspace_roots")
+    root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
+    given = os.environ.get("CLAUDE_PROJECT_DIR") or os.environ.get("GEMINI_PROJECT_DIR")
+    return given or event.text("cwd") or root or os.getcwd()
 
 
 def placed(path: str, project: str | Path) -> str:

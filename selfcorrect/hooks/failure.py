@@ -28,29 +28,50 @@ _STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subje
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    from selfcorrect.hooks.companion import cagents_logs, wait_for_entry
+
+    fields = entry(event, folder)
+    companion = cagents_logs(event)  # the cAgents hook logs the call: we only decide
+    if "outcome" in fields:  # a probe's answer or an interruption: logged, counts nothing
+        if not companion:
+            _append(folder, fields)
+        return None
+    if companion:
+        wait_for_entry(folder / layout.FAILURE_LOG, fields)
+    else:
+        _append(folder, fields)
+    return respond(fields, folder)
+
+
+def _append(folder: Path, fields: dict[str, str]) -> None:
+    """Append the entry; a refusal (a full log, a hard link, a list it would not read back)
+    is said on stderr, nothing written, and the decision on the log as it is still made."""
     from selfcorrect.io.failure_append import LogRefused, append_failure
 
-    fields = _entry(event, folder)
     try:
         append_failure(folder / layout.FAILURE_LOG, fields, max_bytes=_max_bytes(folder))
     except LogRefused as exc:
-        # Refused, nothing written (a full log, a hard link, a list it would not read back):
-        # said on stderr, and the decision on the log as it is still made.
         note(f"{exc}; the agent was not stopped")
-    if "outcome" in fields:  # a probe's answer or an interruption counts nothing: no decision
-        return None
-    outcome = _decide(folder)
+
+
+def respond(fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
+    """Decide, then tell the agent what fired for this entry's subject (or nothing)."""
+    outcome = decide(folder)
     if outcome is None:
         return None
     text = _context(outcome, fields, folder)
     return failure_context(text) if text else None
 
 
-def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
-    """The log entry for this failure, keys in the canonical order."""
+def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str, str]:
+    """The log entry for this call, keys in the canonical order."""
+    from selfcorrect.hooks.events import VOLATILE_KEYS, input_digest
+    from selfcorrect.hooks.gate import read_state
+
+    state = read_state(folder)
     fields: dict[str, str] = {
         "tool": event.tool or "unknown",
-        "error": event.error,
+        "error": event.error if error is None else error,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if event.file_path:
@@ -58,8 +79,11 @@ def _entry(event: HookEvent, folder: Path) -> dict[str, str]:
     agent = event.agent_id
     if agent:
         fields["agent_id"] = agent
-    fields["input_digest"] = event.input_digest
-    task = task_of(agent, folder)
+    volatile = (state or {}).get("volatile_keys") or VOLATILE_KEYS
+    fields["input_digest"] = input_digest(event.tool_input, event.tool or "", volatile)
+    if event.tool_use_id:
+        fields["tool_use_id"] = event.tool_use_id
+    task = task_of(agent, folder, state)
     if task:
         fields["task_id"] = task
     uncounted = _uncounted(event, folder)
@@ -102,17 +126,23 @@ def _max_bytes(folder: Path) -> int:
         return DEFAULT_MAX_BYTES
 
 
-def task_of(agent: str | None, folder: Path) -> str | None:
-    """The one task this agent works on: as the last run's gate state says, else as the
-    coordination log records it (before any run); None when unknown or ambiguous."""
+def task_of(agent: str | None, folder: Path, state: Any = False) -> str | None:
+    """The one task this agent works on: the task its subagent was bound to
+    (hooks/binding.py), else as the last run's gate state says, else as the coordination log
+    records it (before any run); None when unknown or ambiguous."""
+    from selfcorrect.hooks.binding import bound_task
     from selfcorrect.hooks.gate import NotRegular, read_state
 
     if not agent:
         return None
-    try:
-        state = read_state(folder)
-    except NotRegular:
-        state = None  # the failure is logged all the same; the run's check names the file
+    bound = bound_task(agent, str(folder))
+    if bound:
+        return bound
+    if state is False:
+        try:
+            state = read_state(folder)
+        except NotRegular:
+            state = None  # the failure is logged all the same; the run's check names the file
     tasks = state.get("tasks") if state else None
     if isinstance(tasks, dict):
         owned = [
@@ -138,7 +168,7 @@ def _owners(folder: Path) -> dict[str, str]:
     return task_owners(normalise_coordination(data).tasks) if data else {}
 
 
-def _decide(folder: Path) -> Any:
+def decide(folder: Path) -> Any:
     """Decide under the folder's lock, reading on from the fold the last hook persisted."""
     from selfcorrect.commands.run import decide_and_write
     from selfcorrect.io import folder_lock, safe_paths

@@ -1,10 +1,14 @@
 """`pre-tool-use`: the gate (docs/hooks.md, "The gate").
 
-It refuses two kinds of call and allows every other one silently:
-- an edit (a tool in the policy's `stuck.edit_tools`) of a file whose work item is blocked on a
-  person: the reason names the escalation to read;
-- a call that repeats exactly (same tool, same input digest) one that has failed
-  `gate.repeat_threshold` times since it last succeeded: the reason names the prompt to read.
+It refuses three kinds of call and allows every other one silently:
+- an edit (a tool in the policy's `stuck.edit_tools`) of the person's files (the policy, the
+  escalations, selfcorrect's state), compared as real paths: a link or another spelling too;
+- an edit of a file whose work item is blocked on a person: the reason names the escalation;
+- a call by an agent that repeats exactly (same tool, same canonical input digest) one that
+  failed `gate.repeat_threshold` times for that agent with the same error since it was
+  cleared: the reason names the prompt to read.
+A lead's `Agent` (or `Task`) call that names one task is remembered for the subagent it starts
+(hooks/binding.py).
 It reads `.selfcorrect/gate.json` and nothing else, with the standard library alone: it runs
 before every tool call, so it must cost no more than Python's own start-up. A missing or
 unreadable state file allows (the gate never stops an agent on a guess); one that is not a
@@ -18,7 +22,7 @@ import json
 import os
 import stat  # free: `os` imports it
 
-from selfcorrect.hooks.events import HookEvent, placed, project_dir
+from selfcorrect.hooks.events import VOLATILE_KEYS, HookEvent, input_digest, placed, project_dir
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs the gate 8 ms
 if TYPE_CHECKING:
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
 
 STATE = os.path.join(".selfcorrect", "gate.json")  # os.path, not pathlib: start-up counts
 MAX_STATE = 16 * 1024 * 1024
+SUBAGENT_TOOLS = ("Agent", "Task")  # Claude Code 2.1 calls it Agent; earlier versions Task
 
 
 class NotRegular(OSError):
@@ -65,17 +70,48 @@ def decide(event: HookEvent, state: dict[str, Any]) -> str | None:
     tool = event.tool
     if tool is None:
         return None
-    reason = _blocked_file(event, state, tool)
+    reason = _protected(event, state, tool) or _blocked_file(event, state, tool)
     return reason if reason is not None else _repeated(event, state, tool)
 
 
-def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
+def _edits(state: dict[str, Any], tool: str) -> bool:
     edit_tools = state.get("edit_tools")
+    return isinstance(edit_tools, list) and tool.casefold() in {
+        str(t).casefold() for t in edit_tools
+    }
+
+
+def _protected(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
+    """The person's files, by real path: a symlink, `..` or a hard link to them is them."""
+    protected, path = state.get("protected"), event.file_path
+    if path is None or not isinstance(protected, list) or not _edits(state, tool):
+        return None
+    here = project_dir(event)
+    target = os.path.realpath(os.path.join(here, path))
+    for root in dict.fromkeys([str(state.get("project") or here), here]):
+        for name in protected:
+            kept = os.path.realpath(os.path.join(root, str(name)))
+            if target == kept or target.startswith(kept + os.sep) or _same_file(target, kept):
+                return (
+                    f"selfcorrect: {_text(name)} is the person's (selfcorrect's policy, its "
+                    "escalations or its state): an agent does not edit it. Say what you need "
+                    "in your report, or ask a person."
+                )
+    return None
+
+
+def _same_file(one: str, other: str) -> bool:
+    try:
+        a, b = os.stat(one), os.stat(other)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
     blocked = state.get("blocked")
     path = event.file_path
-    if path is None or not isinstance(blocked, dict) or not isinstance(edit_tools, list):
-        return None
-    if tool.casefold() not in {str(t).casefold() for t in edit_tools}:
+    if path is None or not isinstance(blocked, dict) or not _edits(state, tool):
         return None  # reading a blocked file is how an agent learns about it
     roots = [str(state.get("project") or ""), project_dir(event)]
     for root in roots:
@@ -99,10 +135,19 @@ def _repeated(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
     threshold = state.get("repeat_threshold")
     if not isinstance(repeats, list) or not isinstance(threshold, int):
         return None
-    same_tool = [r for r in repeats if isinstance(r, dict) and r.get("tool") == tool]
+    agent = event.agent_id
+    same_tool = [
+        r
+        for r in repeats
+        if isinstance(r, dict)
+        and r.get("tool") == tool
+        and r.get("agent") in (None, "", agent)  # another agent's repeats are its own
+        and isinstance(r.get("failures"), int)
+        and r["failures"] >= threshold
+    ]
     if not same_tool:
         return None  # the digest (and OpenSSL's load) only when it can matter
-    digest = event.input_digest
+    digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
     for repeat in same_tool:
         failures = repeat.get("failures")
         if (
@@ -136,5 +181,9 @@ def answer(event: HookEvent, folder: str | Path) -> dict[str, Any] | None:
         return None
     if state is None:
         return None
+    if event.tool in SUBAGENT_TOOLS:
+        from selfcorrect.hooks.binding import note_call
+
+        note_call(event, str(folder), state)
     reason = decide(event, state)
     return deny(reason) if reason is not None else None

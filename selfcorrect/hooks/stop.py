@@ -31,18 +31,27 @@ def answer_lead(event: HookEvent, folder: Path) -> dict[str, Any] | None:
 
 
 def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] | None:
+    from selfcorrect.hooks.batch import from_transcript
+
+    if from_transcript(event, folder):  # a host with no PostToolBatch: its rejected calls
+        from selfcorrect.hooks.failure import decide
+
+        decide(folder)
     if event.stop_hook_active:
         return None  # the host is already continuing because of a stop hook: no loops
     state = read_state(folder)
     tasks = state.get("tasks") if state else None
     if not isinstance(tasks, dict):
         return None
+    from selfcorrect.hooks.binding import bound_task
+
     agent = event.text("agent_id")
+    bound = bound_task(agent, str(folder)) if subagent else None
     open_work: list[tuple[str, str]] = []  # (hold key, what to do)
     for task, facts in sorted(tasks.items()):
         if not isinstance(facts, dict):
             continue
-        if subagent and agent not in (facts.get("agents") or []):
+        if subagent and agent not in (facts.get("agents") or []) and task != bound:
             continue
         open_work += _open_work(str(task), facts)
     fresh = _hold_once(folder, open_work)

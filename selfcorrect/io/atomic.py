@@ -60,7 +60,10 @@ def read_or_none(path: Path) -> bytes | None:
 
 
 def sidecar_lock_path(path: Path) -> Path:
-    """The lock for rewriting `path`: in its folder's `.selfcorrect/locks/`, out of `git status`."""
+    """The lock for rewriting `path`: in its folder's `.selfcorrect/locks/`, out of `git status`
+    (for a file of `.selfcorrect/` itself, its own `locks/`: never `.selfcorrect/.selfcorrect/`)."""
+    if path.parent.name == layout.STATE:
+        return path.parent / layout.SIDECAR_LOCKS.name / f"{path.name}.lock"
     return path.parent / layout.sidecar_lock(path.name)
 
 

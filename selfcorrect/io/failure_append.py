@@ -39,6 +39,7 @@ from selfcorrect.io.safe_paths import open_nofollow, refuse_shared
 HEAD = 4 * 1024
 TAIL = 64 * 1024
 MAX_VALUE = 2000  # characters of one value; the error text of a failed build can be megabytes
+KEEP_END = 1000  # of which the last: build tools print the decisive line last
 CANONICAL_HEADER = "# Tool failure log (docs/rules.md §2.1), appended by agent hooks.\nfailures:\n"
 _NO_ENTRIES = re.compile(r"(?m)^failures:[ \t]*(\[\s*\]|null|~)?[ \t]*(#.*)?$")
 _ITEM = re.compile(r"(?m)^( *)- ")
@@ -50,10 +51,12 @@ class LogRefused(InputError):
 
 
 def one_line(value: object) -> str:
-    """Agent text as one printable line, capped."""
+    """Agent text as one printable line, capped: its first and last KEEP_END characters, the
+    elision marked between them (docs/hooks.md, "Error text keeps its end")."""
     text = "".join(c if c.isprintable() else " " for c in str(value))
     if len(text) > MAX_VALUE:
-        text = text[:MAX_VALUE] + f" … {len(text) - MAX_VALUE} more characters"
+        head, tail = text[: MAX_VALUE - KEEP_END], text[-KEEP_END:]
+        text = f"{head} … [{len(text) - MAX_VALUE} characters elided] … {tail}"
     return text
 
 

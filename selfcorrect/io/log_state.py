@@ -84,7 +84,7 @@ from selfcorrect.io.safe_paths import ensure_dir
 from selfcorrect.io.workflow_inputs import LogCache, fresh_fold, policy_version
 
 FORMAT = "selfcorrect-log-cache"
-VERSION = 3  # 2: tool-only subjects per agent, probes count nothing; 3: sealed, bounded by the log
+VERSION = 4  # 2: per-agent subjects, probes; 3: sealed, bounded; 4: repeats per agent, error
 MAX_STATE = 64 << 20  # far above what a real log's subjects need; beyond it, start afresh
 # A fold may be this big whatever the log's size: a small log's fold is often larger than the
 # log (a subject's record, window and runs each keep its texts), and worth saving all the same.
@@ -214,7 +214,9 @@ def _restore(folder: Path, policy_path: Path | None, document: Any) -> LogCache:
         taxonomy=taxonomy,
         ledger=ledger,
         detector=detector,
-        repeated=RepeatedCalls.from_state(data["repeated"]),  # ValueError when it does not read
+        repeated=RepeatedCalls.from_state(
+            data["repeated"], policy.stuck.edit_tools
+        ),  # ValueError when it does not read
         entries=saved.integer(data["entries"]),
         warnings=[diagnostic_of(d) for d in saved.items(data["warnings"])],
     )

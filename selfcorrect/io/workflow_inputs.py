@@ -208,7 +208,7 @@ def _fold_log(
 ) -> LogFold:
     if cache is None:
         taxonomy, ledger, detector = fresh_fold(policy)
-        repeated = RepeatedCalls()
+        repeated = RepeatedCalls(policy.stuck.edit_tools)
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
@@ -220,7 +220,8 @@ def _fold_log(
         )
     records = dict(ledger.records)
     firing = {s: detector.firing(s) for s in records}
-    return LogFold(records, firing, entries, repeated.at_least(policy.gate.repeat_threshold))
+    # Every call failing since it was cleared: the success hook watches them all (docs/hooks.md).
+    return LogFold(records, firing, entries, repeated.at_least(1))
 
 
 def fresh_fold(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
@@ -251,6 +252,8 @@ def _feed(
         failure = attributed(normalise_failure(raw.data, raw.index), owners)
         if not probes.counted(failure):
             continue
+        if not repeated.first_sight(failure):
+            continue  # one call logged twice counts once (docs/hooks.md)
         failure_type = taxonomy.classify(failure).failure_type
         subject = subject_of(failure, failure_type)
         ledger.feed(failure, failure_type)
@@ -290,7 +293,7 @@ def _read_on(
         or cache.repeated is None
     ):
         cache.taxonomy, cache.ledger, cache.detector = fresh_fold(policy)
-        cache.repeated = RepeatedCalls()
+        cache.repeated = RepeatedCalls(policy.stuck.edit_tools)
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
     probes = Probes(policy.probe_commands)

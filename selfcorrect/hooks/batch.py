@@ -1,0 +1,157 @@
+"""`post-tool-batch`: the failures no other hook sees (docs/hooks.md).
+
+Claude Code rejects some calls while validating their input ("String to replace not found",
+"File has not been read yet", an Edit of a missing file): neither PreToolUse nor
+PostToolUseFailure fires for them, and they are most of `stale_context`. PostToolBatch lists
+every call of the batch with its result, these as `<tool_use_error>…</tool_use_error>`: each
+such result whose `tool_use_id` is not in the log yet is appended, then one decision is made.
+
+Where a host has no PostToolBatch (Claude Code before it had one), the stop hooks read the same
+results from the transcript instead (`from_transcript`): the lines added since the last look
+(`transcript_path`, a subagent's `agent_transcript_path`), at most MAX_TRANSCRIPT bytes, from
+an offset kept in `.selfcorrect/transcripts.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from selfcorrect import layout
+from selfcorrect.hooks.events import HookEvent
+
+ERROR_OPEN, ERROR_CLOSE = "<tool_use_error>", "</tool_use_error>"
+TAIL = 256 * 1024  # bytes of the log searched for a call already logged
+MAX_CALLS = 100  # calls of one batch looked at
+OFFSETS = os.path.join(".selfcorrect", "transcripts.json")  # how far each transcript was read
+MAX_TRANSCRIPT = 4 * 1024 * 1024  # bytes of a transcript read at one stop
+MAX_TRANSCRIPTS = 200  # offsets kept, the oldest forgotten first
+
+
+def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
+    if log_rejected(rejected(event), folder):
+        from selfcorrect.hooks.failure import decide
+
+        decide(folder)
+    return None
+
+
+def log_rejected(calls: list[HookEvent], folder: Path) -> int:
+    """Append each rejected call not logged yet; how many were appended."""
+    from selfcorrect.hooks.failure import entry
+    from selfcorrect.io.failure_append import append_failure
+
+    log = folder / layout.FAILURE_LOG
+    appended = 0
+    for call in calls[:MAX_CALLS]:
+        ident = call.tool_use_id
+        if ident is not None and _logged(log, ident):
+            continue
+        append_failure(log, entry(call, folder, error=_error_of(call)))
+        appended += 1
+    return appended
+
+
+def from_transcript(event: HookEvent, folder: Path) -> int:
+    """The stop hooks' fallback: the rejected calls in the transcript's new lines, logged."""
+    path = event.text("agent_transcript_path") or event.text("transcript_path")
+    if path is None:
+        return 0
+    lines = _new_lines(Path(path), folder)
+    uses: dict[str, dict[str, Any]] = {}
+    calls = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        message = record.get("message") if isinstance(record, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                uses[block["id"]] = block
+            elif block.get("type") == "tool_result" and block.get("is_error") is True:
+                use = uses.get(str(block.get("tool_use_id")), {})
+                shared = {k: v for k, v in event.data.items() if k != "tool_input"}
+                call = {
+                    **shared,
+                    "tool_name": use.get("name"),
+                    "tool_input": use.get("input"),
+                    "tool_use_id": block.get("tool_use_id"),
+                    "tool_response": block.get("content"),
+                }
+                if _error_text(call["tool_response"]) is not None:
+                    calls.append(HookEvent(call))
+    return log_rejected(calls, folder)
+
+
+def _new_lines(path: Path, folder: Path) -> list[str]:
+    """The transcript's whole lines after the offset kept for it, which moves on."""
+    from selfcorrect.io import atomic
+    from selfcorrect.io.safe_paths import ensure_dir
+
+    offsets_path = folder / OFFSETS
+    try:
+        offsets = json.loads(atomic.read_or_none(offsets_path) or b"{}")
+    except (ValueError, RecursionError):
+        offsets = {}
+    offsets = offsets if isinstance(offsets, dict) else {}
+    start = offsets.get(str(path))
+    start = start if isinstance(start, int) and start >= 0 else 0
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return []
+            start = 0 if size < start else start  # a new or rewritten transcript: read afresh
+            handle.seek(start)
+            data = handle.read(MAX_TRANSCRIPT)
+    except OSError:
+        return []
+    whole = data[: data.rfind(b"\n") + 1]
+    kept = {k: v for k, v in offsets.items() if k != str(path)}
+    kept[str(path)] = start + len(whole)
+    ensure_dir(offsets_path.parent)
+    body = json.dumps(dict(list(kept.items())[-MAX_TRANSCRIPTS:]), ensure_ascii=False)
+    atomic.replace_file(offsets_path, (body + "\n").encode("utf-8"))
+    return whole.decode("utf-8", "replace").splitlines()
+
+
+def rejected(event: HookEvent) -> list[HookEvent]:
+    """The batch's calls whose result is a `<tool_use_error>`, each as its own event (the
+    batch's agent and session ids, the call's tool, input and id)."""
+    calls = event.data.get("tool_calls")
+    found = []
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict) and _error_text(call.get("tool_response")) is not None:
+            shared = {k: v for k, v in event.data.items() if k != "tool_calls"}
+            found.append(HookEvent({**shared, **call}))
+    return found
+
+
+def _error_text(response: Any) -> str | None:
+    if isinstance(response, list):  # content blocks
+        response = " ".join(str(b.get("text", "")) for b in response if isinstance(b, dict))
+    if not isinstance(response, str) or not response.lstrip().startswith(ERROR_OPEN):
+        return None
+    text = response.strip()[len(ERROR_OPEN) :]
+    return text[: -len(ERROR_CLOSE)] if text.endswith(ERROR_CLOSE) else text
+
+
+def _error_of(call: HookEvent) -> str:
+    return _error_text(call.data.get("tool_response")) or ""
+
+
+def _logged(log: Path, ident: str) -> bool:
+    """Whether an entry of the log's tail already carries this `tool_use_id`."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(os.fstat(handle.fileno()).st_size - TAIL, 0))
+            return ident.encode("utf-8") in handle.read()
+    except OSError:
+        return False

@@ -1,0 +1,77 @@
+"""`post-tool-use`: log a success, only where one is awaited (docs/hooks.md).
+
+Claude Code runs it after every successful call, so its fast path reads `.selfcorrect/gate.json`
+alone with `json`, `os` and `sys`, and writes nothing: nearly every call is not listed. A call is
+listed when the gate's state is waiting for it to work:
+- it is a call that failed since it was last cleared (`repeats`), by any agent;
+- it is an edit (`edit_tools`) by an agent with such calls: it changed something;
+- its agent's task is on the recovery ladder or skipped (`tasks`), and the call does something
+  (a read, a search or a delegation that worked says nothing about the task's work).
+Then it appends `outcome: success` for the call and decides as the failure hook does, so the
+gate's state (the repeat counts, the subject's status) follows at once.
+"""
+
+from __future__ import annotations
+
+from selfcorrect.hooks.events import VOLATILE_KEYS, HookEvent, input_digest
+from selfcorrect.hooks.gate import _edits, read_state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+AWAITING = ("recovering", "skipped")  # a task status that a success may lift
+# Calls whose success is no progress on a task: reads and searches (as the ledger's read-only
+# tools), and handing work to a subagent.
+NO_PROGRESS = frozenset(
+    {"read", "grep", "glob", "ls", "webfetch", "websearch", "toolsearch", "agent", "task"}
+)
+
+
+def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
+    state = read_state(folder)
+    if state is None or event.tool is None or not listed(event, state, folder):
+        return None
+    from pathlib import Path
+
+    from selfcorrect import layout
+    from selfcorrect.hooks.failure import decide, entry
+    from selfcorrect.io.failure_append import append_failure
+
+    fields = entry(event, Path(folder), error="")
+    fields["outcome"] = "success"
+    append_failure(Path(folder) / layout.FAILURE_LOG, fields)
+    decide(Path(folder))
+    return None
+
+
+def listed(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
+    """Whether the gate's state awaits this call's success (see the module's docstring)."""
+    tool, agent = event.tool or "", event.agent_id
+    listed = state.get("repeats")
+    repeats = [r for r in (listed if isinstance(listed, list) else []) if isinstance(r, dict)]
+    if _edits(state, tool) and any(r.get("agent") in (None, "", agent) for r in repeats):
+        return True  # an edit by an agent with failing calls: its next try is a new one
+    same = [r for r in repeats if r.get("tool") == tool]  # by any agent: the call works now
+    if same:
+        digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
+        if any(r.get("input_digest") == digest for r in same):
+            return True
+    return tool.casefold() not in NO_PROGRESS and _awaited_task(event, state, folder)
+
+
+def _awaited_task(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
+    tasks = state.get("tasks")
+    awaiting = {
+        str(task): facts
+        for task, facts in (tasks.items() if isinstance(tasks, dict) else ())
+        if isinstance(facts, dict) and facts.get("status") in AWAITING
+    }
+    if not awaiting:
+        return False
+    agent = event.agent_id
+    if any(agent in (facts.get("agents") or []) for facts in awaiting.values()):
+        return True
+    from selfcorrect.hooks.binding import bound_task
+
+    return bound_task(event.subagent, folder) in awaiting

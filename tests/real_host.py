@@ -1,0 +1,294 @@
+"""The real Claude Code CLI against a scripted model on loopback (docs/hooks.md, "Tested under
+the real host").
+
+`ModelServer` speaks the Anthropic Messages API on 127.0.0.1: each request is answered with
+the next turn of the conversation it belongs to (found by a marker in its first user message),
+streamed as server-sent events (message_start, content_block_start/delta/stop, message_delta,
+message_stop); a conversation whose script is spent ends its turn with text. It records every
+request, so a test reads what the model was sent: the tool results, the hook's context, the
+deny reasons. `run_session` runs `claude -p` headless in a project with the server as its
+endpoint, bounded by a timeout, and kills its whole process group after.
+
+The CLI is the pinned npm package, installed by `.ci/run` (see CLAUDE_CODE_VERSION).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLAUDE_CODE_VERSION = "2.1.332"
+CACHE = Path.home() / ".cache" / "selfcorrect-test" / "claude-code"
+INSTALL = (
+    f"npm install --prefix {CACHE} --no-audit --no-fund "
+    f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
+)
+SESSION_S = 180  # one scripted session; each takes a few seconds
+
+Block = dict[str, Any]
+Turn = list[Block] | Callable[[dict[str, Any]], list[Block]]
+
+
+def claude_binary() -> Path:
+    """The pinned CLI, or a skip that says how to install it (a failure under CI=true)."""
+    # The real home: conftest points HOME at a temporary folder for every test.
+    home = Path(os.environ.get("SELFCORRECT_REAL_HOME") or _real_home())
+    found = Path(
+        os.environ.get("SELFCORRECT_CLAUDE")
+        or home / ".cache/selfcorrect-test/claude-code/node_modules/.bin/claude"
+    )
+    if found.is_file() and os.access(found, os.X_OK):
+        return found
+    why = (
+        f"the Claude Code CLI {CLAUDE_CODE_VERSION} is not installed at {found}: install it "
+        f"with `{INSTALL.replace(str(CACHE), str(found.parents[2]))}` (Node.js and npm), or "
+        "set SELFCORRECT_CLAUDE to its `claude`"
+    )
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def _real_home() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_dir
+
+
+def tool_use(ident: str, name: str, **tool_input: Any) -> Block:
+    return {"type": "tool_use", "id": ident, "name": name, "input": tool_input}
+
+
+def text(words: str) -> Block:
+    return {"type": "text", "text": words}
+
+
+class ModelServer:
+    """The scripted model: {marker: [turn, ...]} (see the module's docstring)."""
+
+    def __init__(self, script: dict[str, list[Turn]]) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        self._next: dict[str, int] = {}
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(size) or b"{}")
+                if "count_tokens" in self.path:
+                    self._send(b'{"input_tokens": 10}', "application/json")
+                    return
+                blocks = server.answer(body)
+                self._send(*_response(body, blocks))
+
+            def do_GET(self) -> None:
+                self.send_response(404)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def _send(self, data: bytes, kind: str) -> None:
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def answer(self, body: dict[str, Any]) -> list[Block]:
+        with self._lock:
+            self.requests.append(body)
+            if not body.get("tools"):
+                return [text("ok")]  # a side request (a title, a summary): not the agent's turn
+            first = _first_user_text(body)
+            for marker, turns in self.script.items():
+                if marker in first:
+                    at = self._next.get(marker, 0)
+                    self._next[marker] = at + 1
+                    if at < len(turns):
+                        turn = turns[at]
+                        return turn(body) if callable(turn) else turn
+                    break
+            return [text("Done.")]
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[ModelServer]:
+        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            thread.join(timeout=10)
+
+    # --- what the model was sent ---------------------------------------------------------------
+
+    def conversation(self, marker: str) -> list[dict[str, Any]]:
+        """The agent requests of one conversation, in order."""
+        return [r for r in self.requests if r.get("tools") and marker in _first_user_text(r)]
+
+    def tool_result(self, ident: str) -> tuple[str, bool]:
+        """The result the model was sent for one call: its text, and whether it is an error."""
+        for request in self.requests:
+            for message in request.get("messages", []):
+                for block in _blocks(message):
+                    if block.get("type") == "tool_result" and block.get("tool_use_id") == ident:
+                        return _flat(block.get("content")), block.get("is_error") is True
+        raise AssertionError(f"the model was never sent a result for {ident}")
+
+    def sent_after(self, ident: str) -> str:
+        """Everything in the first request that carries the result of `ident`, from that result
+        on: the result and whatever the host added beside it (a hook's context)."""
+        for request in self.requests:
+            messages = json.dumps(request.get("messages", []), ensure_ascii=False)
+            at = messages.find(f'"tool_use_id": "{ident}"')
+            if at >= 0:
+                return messages[at:]
+        raise AssertionError(f"the model was never sent a result for {ident}")
+
+
+def _response(body: dict[str, Any], blocks: list[Block]) -> tuple[bytes, str]:
+    model = body.get("model", "scripted")
+    stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    if not body.get("stream"):
+        message = {
+            "id": "msg_scripted",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        return json.dumps(message).encode("utf-8"), "application/json"
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_scripted",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            },
+        )
+    ]
+    for index, block in enumerate(blocks):
+        if block["type"] == "text":
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [
+            ("content_block_start", {"type": "content_block_start", "index": index,
+                                     "content_block": start}),
+            ("content_block_delta", {"type": "content_block_delta", "index": index,
+                                     "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]  # fmt: skip
+    events += [
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    data = "".join(f"event: {name}\ndata: {json.dumps(d)}\n\n" for name, d in events)
+    return data.encode("utf-8"), "text/event-stream"
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _flat(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict))
+
+
+def _first_user_text(body: dict[str, Any]) -> str:
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else _flat(content)
+    return ""
+
+
+def run_session(
+    claude: Path, project: Path, prompt: str, server: ModelServer, home: Path
+) -> subprocess.CompletedProcess[str]:
+    """`claude -p PROMPT` in `project` against `server`, within SESSION_S; its whole process
+    group (the CLI, its hooks, their children) is killed afterwards, whatever happened."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "IS_SANDBOX": "1",  # lets the CLI skip permission prompts as root
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-scripted-model",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
+    }
+    argv = [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--output-format", "json"]
+    process = subprocess.Popen(
+        argv,
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=SESSION_S)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(process.pid)
+        out, err = process.communicate()
+        raise AssertionError(
+            f"the session did not end within {SESSION_S} s: {err[-2000:]}"
+        ) from exc
+    finally:
+        _kill_group(process.pid)
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
