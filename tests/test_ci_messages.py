@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, copy_session
+from tests.conftest import copy_example, copy_session
 from tests.helpers import prompt_body
 
 OASIS_ID = (
@@ -106,7 +105,7 @@ def test_json_rows_carry_description_prompt_and_escalation(session: Path, run_li
 
 def example_with_lines(tmp_path: Path) -> Path:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     report = folder / "validation_report.yaml"
     text = report.read_text(encoding="utf-8")
     text = text.replace(

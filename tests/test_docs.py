@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import copy_session
+from tests.conftest import copy_example, copy_session
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -186,7 +186,7 @@ def _fits(segment: list[str], actual: list[str], start: int) -> bool:
 
 def workspace(root: Path) -> Path:
     """A git repository with the example folder and the real cAgents session, as docs assume."""
-    shutil.copytree(REPO / "workflow", root / "workflow")
+    copy_example(root / "workflow")
     shutil.copy(REPO / ".gitignore", root / ".gitignore")
     copy_session(root / SESSION)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):

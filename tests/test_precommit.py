@@ -3,7 +3,6 @@ runs it, fails a commit on BLOCKED or invalid input and lets PENDING through (do
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_example
 from tests.test_policy_ergonomics import WAIT_S, cli, syntax_errors
 
 # --- pre-commit: PENDING passes, BLOCKED and invalid input fail --------------------------------
@@ -55,7 +54,7 @@ def test_the_run_hook_lets_a_pending_folder_through_and_writes_nothing(
 def test_the_run_hook_fails_on_blocked_and_on_invalid_input(
     tmp_path: Path, hooks: dict[str, dict]
 ) -> None:
-    shutil.copytree(REPO / "workflow", tmp_path / "workflow")
+    copy_example(tmp_path / "workflow")
     assert run_hook(hooks["selfcorrect-run"], tmp_path).returncode == 1  # the example: BLOCKED
     (tmp_path / "workflow" / "escalations.yaml").write_text("escalations: 5\n", encoding="utf-8")
     bad = run_hook(hooks["selfcorrect-run"], tmp_path)

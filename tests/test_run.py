@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import tree_digest
+from tests.conftest import copy_example, tree_digest
 from tests.helpers import example, load, prompt_body
 
 COORDINATION = """\
@@ -449,12 +449,9 @@ def test_a_stuck_subject_that_succeeds_is_marked_recovered(tmp_path: Path, run_l
 
 
 def test_the_shipped_example_runs_as_the_readme_says(tmp_path: Path, run_line) -> None:
-    import shutil
-
-    from tests.conftest import REPO
 
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     result = run_line(["run", folder, "--format", "json"])
     assert result.exit_code == 1
     report = json.loads(result.stdout)
