@@ -51,11 +51,13 @@ def check_result(result: CheckResult, fmt: str, common: Common) -> None:
 
 
 def init_result(created: list[Path], skipped: list[Path], common: Common) -> None:
+    if common.verbosity < 0:  # -q: nothing but errors
+        return
     for path in created:
         click.echo(f"created {path}")
     for path in skipped:
         click.echo(f"skipped {path} (exists; left as it is)")
-    if common.verbosity >= 0 and created:
+    if created:
         click.echo(
             "Next: edit selfcorrect.yaml if the defaults do not suit, then run "
             "`selfcorrect check` on the folder.",

@@ -60,7 +60,7 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="selfcorrect")
+@click.version_option(__version__, "--version", "-V", prog_name="selfcorrect")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @common_options
 @click.pass_context
@@ -153,9 +153,12 @@ def _make_init() -> click.Command:
     def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
         """Create DIR with a commented policy and empty but valid inputs.
 
-        Writes selfcorrect.yaml (every default, and why), tool_failures.yaml,
-        coordination_log.yaml, validation_report.yaml (no verdict yet) and
-        escalations.yaml. Never overwrites an existing file: it says which it skipped.
+        Writes a short selfcorrect.yaml (what users usually change, commented out:
+        the built-in defaults apply until you uncomment a key), tool_failures.yaml,
+        coordination_log.yaml, validation_report.yaml (no verdict yet),
+        escalations.yaml, a .gitignore for the folder's outputs, and the editor
+        schemas in .selfcorrect/schemas/. Never overwrites an existing file: it says
+        which it skipped. -q prints nothing but errors.
         """
         from selfcorrect.commands.init import init_folder
 
@@ -689,6 +692,7 @@ def _make_reset_command() -> click.Command:
         The same happens when a person edits escalations.yaml by hand (status:
         resolved, evidence:, resolved_by:, optionally retry: true) or moves a
         failed_items entry's final_status out of blocked.
+        -q prints nothing but errors.
         Exit codes: 0 done, 2 invalid input or usage (nothing written).
         """
         import json
@@ -696,7 +700,7 @@ def _make_reset_command() -> click.Command:
         from selfcorrect.commands.reset import default_actor, reset
         from selfcorrect.core.human_control import ResetRequest, UnknownTarget
 
-        make_common(policy, color, verbose, quiet)
+        common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
         chosen = [
             (k, v)
@@ -728,6 +732,8 @@ def _make_reset_command() -> click.Command:
             click.echo(
                 json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
             )
+            return ExitCode.PASS
+        if common.verbosity < 0:  # -q: the exit code says it was done
             return ExitCode.PASS
 
         record = outcome.record

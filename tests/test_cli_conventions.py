@@ -1,0 +1,68 @@
+"""Command-line conventions people expect (rules §16): -q quiets every command, -V prints the
+version, TERM=dumb means no colour, plurals agree with their numbers."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+from selfcorrect import __version__
+from tests.helpers import example
+
+
+def on_a_terminal(args: list[str], cwd: Path, **env: str) -> bytes:
+    """What `selfcorrect ARGS` prints to a real terminal (a pty) with `env` set."""
+    master, slave = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "selfcorrect", *args],
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env={**os.environ, **env},
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30.0)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    process.wait(timeout=60)
+    os.close(master)
+    return out
+
+
+def test_quiet_init_and_reset_print_nothing(tmp_path: Path, run_line) -> None:
+    init = run_line(["init", "-q", tmp_path / "new"])
+    assert init.exit_code == 0 and (tmp_path / "new" / "selfcorrect.yaml").is_file()
+    assert init.stdout == "" and init.stderr == ""
+    folder = example(tmp_path)
+    assert run_line(["run", folder]).exit_code == 1
+    reset = run_line(["reset", folder, "-q", "--subject", "WI-3", "--evidence", "fixed upstream"])
+    assert reset.exit_code == 0, reset.stderr
+    assert reset.stdout == "" and reset.stderr == ""
+    assert "status: resolved" in (folder / "escalations.yaml").read_text()  # it did reset
+
+
+def test_dash_capital_v_prints_the_version(run_line) -> None:
+    for flag in ("-V", "--version"):
+        result = run_line([flag])
+        assert result.exit_code == 0
+        assert result.stdout == f"selfcorrect, version {__version__}\n"
+
+
+def test_a_dumb_terminal_gets_no_colour(tmp_path: Path) -> None:
+    example(tmp_path)
+    coloured = on_a_terminal(["run", "--shadow", "workflow"], tmp_path, TERM="xterm-256color")
+    assert b"\x1b[" in coloured  # a colour terminal gets colour...
+    dumb = on_a_terminal(["run", "--shadow", "workflow"], tmp_path, TERM="dumb")
+    assert b"\x1b[" not in dumb and b"WI-3" in dumb  # ...a dumb one none
