@@ -4,41 +4,16 @@ version, TERM=dumb means no colour, plurals agree with their numbers."""
 from __future__ import annotations
 
 import os
-import select
-import subprocess
-import sys
 from pathlib import Path
 
 from selfcorrect import __version__
 from tests.helpers import example
+from tests.test_progress import run_on_a_terminal
 
 
-def on_a_terminal(args: list[str], cwd: Path, **env: str) -> bytes:
+def on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
     """What `selfcorrect ARGS` prints to a real terminal (a pty) with `env` set."""
-    master, slave = os.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "selfcorrect", *args],
-        stdout=slave,
-        stderr=slave,
-        cwd=cwd,
-        env={**os.environ, **env},
-    )
-    os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 30.0)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    process.wait(timeout=60)
-    os.close(master)
-    return out
+    return run_on_a_terminal(args, {**os.environ, **env}, cwd, stdout_too=True)[2]
 
 
 def test_quiet_init_and_reset_print_nothing(tmp_path: Path, run_line) -> None:
@@ -63,6 +38,6 @@ def test_dash_capital_v_prints_the_version(run_line) -> None:
 def test_a_dumb_terminal_gets_no_colour(tmp_path: Path) -> None:
     example(tmp_path)
     coloured = on_a_terminal(["run", "--shadow", "workflow"], tmp_path, TERM="xterm-256color")
-    assert b"\x1b[" in coloured  # a colour terminal gets colour...
+    assert "\x1b[" in coloured  # a colour terminal gets colour...
     dumb = on_a_terminal(["run", "--shadow", "workflow"], tmp_path, TERM="dumb")
-    assert b"\x1b[" not in dumb and b"WI-3" in dumb  # ...a dumb one none
+    assert "\x1b[" not in dumb and "WI-3" in dumb  # ...a dumb one none

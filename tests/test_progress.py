@@ -32,14 +32,18 @@ def big_log(folder: Path, entries: int = 5000) -> None:
     (folder / "tool_failures.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    """Run selfcorrect with stderr on a pseudo-terminal and stdout on a pipe."""
+def run_on_a_terminal(
+    args: list[str], env: dict[str, str], cwd: Path | None = None, stdout_too: bool = False
+) -> tuple[int, str, str]:
+    """Run selfcorrect with stderr on a pseudo-terminal and stdout on a pipe (on the terminal
+    too with `stdout_too`, then the returned stdout is empty)."""
     master, slave = os.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "selfcorrect", *args],
-        stdout=subprocess.PIPE,
+        stdout=slave if stdout_too else subprocess.PIPE,
         stderr=slave,
         env=env,
+        cwd=cwd,
     )
     os.close(slave)
     terminal = b""
@@ -56,9 +60,10 @@ def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, s
         elif process.poll() is not None:
             break
     os.close(master)
-    assert process.stdout is not None
-    with process.stdout:
-        stdout = process.stdout.read().decode()
+    stdout = ""
+    if process.stdout is not None:
+        with process.stdout:
+            stdout = process.stdout.read().decode()
     return process.wait(), stdout, terminal.decode(errors="replace")
 
 
