@@ -67,11 +67,18 @@ def test_cagents_sarif_is_valid_and_every_result_names_what_is_wrong(
     for text in criteria:  # type, status and the directive to read, once each
         assert "(acceptance_criterion_unmet, pending: strategy targeted_fix;" in text
         assert text.count("pending") == 1 and "FIXABLE" not in text
-        assert re.search(r"Read workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$", text)
+        # --shadow wrote no prompt: the message says where a run would write it
+        assert re.search(
+            r"A run would write its prompt to "
+            r"workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$",
+            text,
+        )
     # A skipped subject says why, and where its status is written for the agents.
     (skipped,) = [m for m in messages if m.startswith("Bash · external_dependency: ")]
     assert "(external_dependency, skipped: non retryable;" in skipped
-    assert re.search(r"Read workflow/recovery/Bash_external_dependency-\w+\.md\.$", skipped)
+    assert re.search(
+        r"would write its prompt to workflow/recovery/Bash_external_dependency-\w+\.md\.$", skipped
+    )
     assert not (session / "workflow" / "escalations.yaml").exists()  # nobody is paged
     # No target in this report names a line: no result pretends one.
     assert all("region" not in r["locations"][0]["physicalLocation"] for r in results)
@@ -150,7 +157,7 @@ def test_a_target_with_a_line_pins_every_format_to_it(
         t.startswith("V-5: handler.ts never dereferences an undefined req.user") for t in texts
     )
     assert all(
-        "Read workflow/recovery/" in t or "escalation ESC-" in t
+        "would write its prompt to workflow/recovery/" in t or "escalation ESC-" in t
         for t in texts
         if t.startswith("V-")
     )

@@ -41,3 +41,14 @@ def test_a_dumb_terminal_gets_no_colour(tmp_path: Path) -> None:
     assert "\x1b[" in coloured  # a colour terminal gets colour...
     dumb = on_a_terminal(["run", "--shadow", "workflow"], tmp_path, TERM="dumb")
     assert "\x1b[" not in dumb and "WI-3" in dumb  # ...a dumb one none
+
+
+def test_counts_agree_with_their_nouns(tmp_path: Path, run_line) -> None:
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "tool_failures.yaml").write_text(
+        'failures:\n  - {tool: Bash, error: "E404", timestamp: "2026-11-29T10:00:00Z"}\n'
+    )
+    shown = run_line(["run", folder, "--shadow", "-v"]).stdout
+    assert "Subjects (1 log entry, 1 shown):" in shown
+    assert "1 log entries" not in shown and "(1 records)" not in shown

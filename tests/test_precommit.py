@@ -47,7 +47,7 @@ def test_the_run_hook_lets_a_pending_folder_through_and_writes_nothing(
     before = sorted(p for p in folder.rglob("*"))
     done = run_hook(hooks["selfcorrect-run"], tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "::warning" in done.stdout  # still reported
+    assert "PENDING" in done.stdout  # still reported, for a person
     assert sorted(p for p in folder.rglob("*")) == before
 
 
@@ -55,7 +55,18 @@ def test_the_run_hook_fails_on_blocked_and_on_invalid_input(
     tmp_path: Path, hooks: dict[str, dict]
 ) -> None:
     copy_example(tmp_path / "workflow")
-    assert run_hook(hooks["selfcorrect-run"], tmp_path).returncode == 1  # the example: BLOCKED
+    blocked = run_hook(hooks["selfcorrect-run"], tmp_path)
+    assert blocked.returncode == 1  # the example: BLOCKED
+    # ...told to the person at the terminal, not as GitHub workflow commands (rules §16), and
+    # never pointing at a file the --shadow run did not write
+    assert blocked.stdout.startswith("BLOCKED")
+    assert not [line for line in blocked.stdout.splitlines() if line.startswith("::")]
+    assert "%25" not in blocked.stdout
+    assert "ESC-da5aeb28 would be added to workflow/escalations.yaml" in blocked.stdout
+    assert "ESC-da5aeb28 in workflow/" not in blocked.stdout and "prompt: " not in blocked.stdout
+    would = blocked.stdout.split("Would write:\n", 1)[1].split("\n\n", 1)[0]
+    assert "  workflow/escalations.yaml (1 new escalation)" in would.splitlines()
+    assert not (tmp_path / "workflow" / "escalations.yaml").exists()
     (tmp_path / "workflow" / "escalations.yaml").write_text("escalations: 5\n", encoding="utf-8")
     bad = run_hook(hooks["selfcorrect-run"], tmp_path)
     assert bad.returncode == 2

@@ -120,9 +120,12 @@ def advisories(outcome: RunOutcome) -> list[Advisory]:
     return found
 
 
-def advisory_lines(found: Sequence[Advisory], folder: str, *, verbose: bool = False) -> list[str]:
+def advisory_lines(
+    found: Sequence[Advisory], folder: str, *, verbose: bool = False, shadow: bool = False
+) -> list[str]:
     """One hook-shaped block per stuck subject (new detections only unless `verbose`, at most
-    MAX_BLOCKS unless `verbose`); agent text is escaped, paths are the folder's."""
+    MAX_BLOCKS unless `verbose`); agent text is escaped, paths are the folder's. Under
+    `shadow` nothing was written, so the paths are named as what a run would write."""
     subjects: dict[str, list[Advisory]] = {}
     for advisory in found:
         subjects.setdefault(advisory.subject, []).append(advisory)
@@ -131,7 +134,7 @@ def advisory_lines(found: Sequence[Advisory], folder: str, *, verbose: bool = Fa
     more = 0 if verbose else max(0, len(shown) - MAX_BLOCKS)
     lines: list[str] = []
     for group in shown[: len(shown) - more]:
-        lines += _block(group, folder)
+        lines += _block(group, folder, shadow=shadow)
     notes = []
     if more:
         notes.append(f"{more} more stuck subject(s) detected now: see the table above")
@@ -143,14 +146,24 @@ def advisory_lines(found: Sequence[Advisory], folder: str, *, verbose: bool = Fa
 
 
 def _block(
-    group: Sequence[Advisory], folder: str, style: Callable[..., str] = click.style
+    group: Sequence[Advisory],
+    folder: str,
+    style: Callable[..., str] = click.style,
+    *,
+    shadow: bool = False,
 ) -> list[str]:
     first = group[0]
     where = []
+    # --shadow wrote nothing: never point at a file as if it held this run's words
     if first.prompt:
-        where.append(f"prompt: {folder}/{first.prompt}")
+        where.append(
+            f"{'a run would write its prompt to' if shadow else 'prompt:'} {folder}/{first.prompt}"
+        )
     if first.escalation:
-        where.append(f"{first.escalation} in {folder}/{layout.ESCALATIONS}")
+        where.append(
+            f"{first.escalation} {'would be added to' if shadow else 'in'} "
+            f"{folder}/{layout.ESCALATIONS}"
+        )
     recovery = first.recovery + (f" ({', '.join(where)})" if where else "")
     lines = [
         style(HEADER, fg="yellow", bold=True),

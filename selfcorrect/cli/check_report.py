@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.words import printable
+from selfcorrect.cli.words import count, printable
 
 if TYPE_CHECKING:
     from selfcorrect.commands.check import CheckResult
@@ -42,10 +42,10 @@ def check_result(result: CheckResult, fmt: str, common: Common) -> None:
         message = click.style(printable(diag.message), fg="red" if not tag else None)
         click.echo(f"{where} {tag}{message}", color=common.color)
     if common.verbosity >= 0:
-        entries = _count(result.failure_entries, "failure entry", "failure entries")
+        entries = count(result.failure_entries, "failure entry", "failure entries")
         summary = (
-            f"{_count(len(result.checked), 'file')} checked, {entries} read: "
-            f"{_count(len(result.errors), 'error')}, {_count(len(result.warnings), 'warning')}"
+            f"{count(len(result.checked), 'file')} checked, {entries} read: "
+            f"{count(len(result.errors), 'error')}, {count(len(result.warnings), 'warning')}"
         )
         click.echo(summary, err=True)
 
@@ -63,7 +63,3 @@ def init_result(created: list[Path], skipped: list[Path], common: Common) -> Non
             "`selfcorrect check` on the folder.",
             err=True,
         )
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"

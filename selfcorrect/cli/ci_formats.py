@@ -87,15 +87,19 @@ class Finding:
         return f"selfcorrect {self.kind} ({self.status})"
 
 
-def _read(item: Mapping[str, Any], home: str | None) -> str:
-    """What to open next: the recovery prompt, or the escalation a person decides."""
+def _read(item: Mapping[str, Any], home: str | None, shadow: bool = False) -> str:
+    """What to open next: the recovery prompt, or the escalation a person decides. Under
+    --shadow nothing was written: the paths are what a run would write, never "read X"."""
     where = f"{home}/" if home else ""
     if item.get("escalation"):
+        verb = "would be added to" if shadow else "in"
         return (
-            f" A person decides: escalation {_text(item['escalation'])} in "
+            f" A person decides: escalation {_text(item['escalation'])} {verb} "
             f"{where}{layout.ESCALATIONS}."
         )
     if item.get("prompt"):
+        if shadow:
+            return f" A run would write its prompt to {where}{_text(item['prompt'])}."
         return f" Read {where}{_text(item['prompt'])}."
     return ""
 
@@ -105,7 +109,7 @@ def _state(item: Mapping[str, Any], fallback: str) -> str:
     return _text(item.get("status"), _text(item.get("classification"), fallback))
 
 
-def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
+def _issue(issue: Mapping[str, Any], home: str | None, shadow: bool = False) -> Finding:
     kind = _text(issue.get("type"), "unclassified")
     verdict, status = _text(issue.get("classification")), _state(issue, "unknown")
     label = _text(issue.get("id"))
@@ -118,7 +122,7 @@ def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
         how += f": {_text(issue['detail'])}"
     how += f"; attempts {attempts_text(issue.get('attempts'), issue.get('retries'))}"
     how += "".join(f"; {key} {issue[key]}" for key in ("target", "task_id") if issue.get(key))
-    message = f"{label + ': ' if label else ''}{what} ({how}).{_read(issue, home)}"
+    message = f"{label + ': ' if label else ''}{what} ({how}).{_read(issue, home, shadow)}"
     name = _text(issue.get("fingerprint"), label or "issue")
     file, line = split_target(issue.get("target"))
     return Finding(
@@ -154,7 +158,7 @@ def _subject_level(status: str, stuck: bool) -> str | None:
     return None if status in ("ok", "recovered") else "note"
 
 
-def _subject(subject: Mapping[str, Any], home: str | None) -> Finding:
+def _subject(subject: Mapping[str, Any], home: str | None, shadow: bool = False) -> Finding:
     kind, status = _text(subject.get("failure_type"), "unknown"), _state(subject, "unknown")
     name = _text(subject.get("subject"), "?")
     what = _text(subject.get("description"), "no error text")
@@ -178,7 +182,7 @@ def _subject(subject: Mapping[str, Any], home: str | None) -> Finding:
         level=_subject_level(status, bool(signals)),
         status=status,
         kind=kind,
-        message=f"{name}: {what} ({how}).{_read(subject, home)}",
+        message=f"{name}: {what} ({how}).{_read(subject, home, shadow)}",
         file=file,
         line=line,
         source=layout.FAILURE_LOG,
@@ -210,9 +214,10 @@ def findings(
     """Every issue, then every subject that needs something (or all of them), with agent text
     made visible. `home` is the workflow folder as the user named it: prompt and escalation
     paths are shown under it (relative to it when None)."""
-    found = [_issue(issue, home) for issue in run.get("issues") or []]
+    shadow = bool(run.get("shadow"))
+    found = [_issue(issue, home, shadow) for issue in run.get("issues") or []]
     for subject in run.get("subjects") or []:
-        finding = _subject(subject, home)
+        finding = _subject(subject, home, shadow)
         if finding.level or all_subjects:
             found.append(finding)
     return [_shown(item) for item in found]

@@ -16,7 +16,7 @@ from selfcorrect import layout
 from selfcorrect.cli import cells
 from selfcorrect.cli.advisory import advisories, advisory_lines
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.words import attempts_text, printable
+from selfcorrect.cli.words import attempts_text, count, printable
 from selfcorrect.errors import result_exit_code
 from selfcorrect.layout import work_item_file
 
@@ -240,7 +240,10 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     ]
     found = advisories(outcome)
     lines += _body(
-        decisions, plan, common, advisory_lines(found, folder, verbose=common.verbosity > 0)
+        decisions,
+        plan,
+        common,
+        advisory_lines(found, folder, verbose=common.verbosity > 0, shadow=outcome.shadow),
     )
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
@@ -253,10 +256,12 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     if outcome.shadow:
         would = [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
         if plan.failed_items:
-            entries = f"({len(plan.failed_items)} entries)"
+            entries = f"({count(len(plan.failed_items), 'entry', 'entries')})"
             would.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
+        if changes := _escalation_changes(outcome):
+            would.append(f"  {folder}/{layout.ESCALATIONS} ({changes})")
         if plan.journal:
-            would.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
+            would.append(f"  {folder}/{layout.JOURNAL} ({count(len(plan.journal), 'record')})")
         lines += ["", "Would write:", *would] if would else ["", "Nothing to write."]
     elif outcome.written:
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
@@ -266,6 +271,17 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     if common.verbosity < 0:
         lines = lines[:1]
     click.echo("\n".join(lines), color=common.color)
+
+
+def _escalation_changes(outcome: RunOutcome) -> str:
+    """What a run would change in escalations.yaml: the entries it adds (each is written once)
+    and the ones it settles; "" when nothing."""
+    known = {e.id for e in outcome.decisions.escalations}
+    new = sum(e["id"] not in known for e in outcome.plan.escalations)
+    settled = len(outcome.plan.resolutions)
+    parts = [count(new, "new escalation")] if new else []
+    parts += [f"{count(settled, 'escalation')} settled"] if settled else []
+    return ", ".join(parts)
 
 
 def _waiting_for_validator(outcome: RunOutcome, folder: str) -> str | None:
@@ -291,7 +307,8 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
     lines: list[str] = []
     failing = [d for d in decisions.subjects if d.status.value != "ok" or common.verbosity > 0]
     if failing:
-        lines += ["", f"Subjects ({decisions.log_entries} log entries, {len(failing)} shown):"]
+        entries = count(decisions.log_entries, "log entry", "log entries")
+        lines += ["", f"Subjects ({entries}, {len(failing)} shown):"]
         rows = [["SUBJECT", "TYPE", "ATTEMPTS", "STATUS", "STEP", "SIGNALS"]]
         rows += [
             [
