@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -119,7 +120,7 @@ def _lazy(name: str) -> Callable[[Callable[[], click.Command]], Callable[[], cli
 def _make_check() -> click.Command:
     @click.command()
     @folder_argument
-    @format_option("text", "json")
+    @format_option("text", "json", "github", "sarif")
     @common_options
     def check(
         folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
@@ -131,10 +132,13 @@ def _make_check() -> click.Command:
         escalations.yaml, microtasks/*.yaml) must be valid: any error exits 2. Hook logs
         (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
         is a warning, and the rest is read. Exits 0 when there is no error.
+        --format github prints GitHub annotations, --format sarif a SARIF log; under
+        GitHub Actions (GITHUB_ACTIONS=true) the default is github.
         """
         from selfcorrect.cli.progress import failure_log_progress
         from selfcorrect.commands.check import check_folder
 
+        fmt = _check_format(fmt)
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
         with failure_log_progress(common.verbosity):
@@ -253,7 +257,7 @@ def _make_run() -> click.Command:
                 validate_first=validate_first,
                 wait=wait,
             )
-        show_run(outcome, fmt, common, documents_display(folder))
+        show_run(outcome, fmt, common, documents_display(folder), folder)
         return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
 
     return run
@@ -858,6 +862,8 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("\n".join(printable(line) for line in lines), err=True)
         if as_json:
             _json_failure(_errors_of(exc), invalid=exc.exit_code == ExitCode.INVALID)
+        elif _format_requested(args) == "github":
+            _github_failure(exc)
         return int(exc.exit_code)
     except OSError as exc:
         # The environment said no (permissions, a read-only or full disk) somewhere the write
@@ -874,6 +880,31 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # an internal error: never exit 0, never a bare traceback
         return _internal(exc, debug, as_json)
     return int(code) if isinstance(code, int) else 0
+
+
+def _check_format(fmt: str) -> str:
+    """check's --format as given; when not given, github under GitHub Actions (as yamllint)."""
+    source = click.get_current_context().get_parameter_source("fmt")
+    if source is click.core.ParameterSource.DEFAULT and _in_github_actions():
+        return "github"
+    return fmt
+
+
+def _in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _format_requested(args: list[str]) -> str | None:
+    """The --format a failure must still honour, even before the options are parsed: the
+    one on the line, or check's default under GitHub Actions."""
+    from itertools import pairwise
+
+    given = [a.partition("=")[2] for a in args if a.startswith("--format=")]
+    given += [value for flag, value in pairwise(args) if flag == "--format"]
+    if given:
+        return given[-1]
+    command = next((a for a in args if a in cli.names()), None)
+    return "github" if command == "check" and _in_github_actions() else None
 
 
 def _json_requested(args: list[str]) -> bool:
@@ -895,6 +926,20 @@ def _errors_of(exc: SelfcorrectError) -> list[dict[str, object]]:
         ]
     lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
     return [{"message": line} for line in lines]
+
+
+def _github_failure(exc: SelfcorrectError) -> None:
+    """What stopped the command, as annotations on stdout: a CI log shows an invalid policy
+    at its line as it shows any other problem (docs/ci.md)."""
+    from selfcorrect.cli.check_report import ci_diagnostics
+
+    if isinstance(exc, InputError) and exc.diagnostics:
+        click.echo(ci_diagnostics(exc.diagnostics, "github"), nl=False)
+        return
+    from selfcorrect.cli.ci_formats import escape_data
+
+    lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
+    click.echo(f"::error title=selfcorrect::{escape_data(chr(10).join(lines))}")
 
 
 def _json_failure(errors: list[dict[str, object]], *, invalid: bool = True) -> None:

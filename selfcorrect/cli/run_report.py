@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -142,19 +143,51 @@ def add_what_to_read(
         row["escalation"] = escalation_of(work_item)
 
 
+def add_positions(
+    outcome: RunOutcome, folder: Path, issues: list[dict[str, Any]], subjects: list[dict[str, Any]]
+) -> str | None:
+    """Adds `line` to each row (the issue's line in validation_report.yaml, the subject's
+    latest failure's in tool_failures.yaml; null when unknown) and `file` to each subject (the
+    file that failure names, or null); returns the folder relative to the repository root, which
+    CI formats print every path relative to (docs/ci.md, "Lines")."""
+    from selfcorrect.io import positions
+
+    decisions = outcome.decisions
+    max_bytes = decisions.policy.limits.max_bytes
+    issue_lines = positions.issue_lines(folder, [d.issue for d in decisions.issues], max_bytes)
+    for row, line in zip(issues, issue_lines, strict=True):
+        row["line"] = line
+    latest = {
+        d.subject: record.latest_position
+        for d in decisions.subjects
+        if (record := decisions.records.get(d.subject)) is not None
+    }
+    entries = positions.failure_entries(folder, latest, max_bytes)
+    for row in subjects:
+        entry = entries.get(row["subject"])
+        row["line"] = entry.line if entry else None
+        row["file"] = entry.file if entry else None
+    return positions.folder_in_repository(folder)
+
+
 def prompt_path(outcome: RunOutcome, work_item: str) -> str | None:
     """`recovery/<file>` when this run rendered a prompt for the work item, else None."""
     name = work_item_file(work_item)
     return f"{layout.RECOVERY}/{name}" if name in outcome.rendered else None
 
 
-def run_json(outcome: RunOutcome) -> dict[str, Any]:
-    """The documented, stable `--format json` object (rules §16; README "JSON output")."""
+def run_json(outcome: RunOutcome, folder: Path | None = None) -> dict[str, Any]:
+    """The documented, stable `--format json` object (rules §16; README "JSON output"). With
+    the workflow `folder`, rows also say where they stand in their files (add_positions)."""
     plan = outcome.plan
     issues = issue_rows(outcome.decisions, plan)
     subjects = subject_rows(outcome.decisions, plan)
     add_what_to_read(outcome, issues, subjects)
+    where: dict[str, Any] = {}
+    if folder is not None:
+        where["workflow_dir"] = add_positions(outcome, folder, issues, subjects)
     return {
+        **where,
         "result": plan.result.value,
         "cycles": outcome.cycles,
         "shadow": outcome.shadow,
@@ -214,16 +247,20 @@ def _steps(step: int | None) -> str:
     return "-" if step is None else str(step)
 
 
-def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None:
+def show_run(
+    outcome: RunOutcome, fmt: str, common: Common, folder: str, path: Path | None = None
+) -> None:
+    """`folder` as the user typed it; `path` the folder itself, for the machine formats'
+    positions (without it, they carry none)."""
     for warning in outcome.decisions.warnings:
         click.echo(printable(str(warning)), err=True)
     if fmt == "json":
-        click.echo(json.dumps(run_json(outcome), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(run_json(outcome, path), indent=2, ensure_ascii=False))
         return
     if fmt in ("github", "sarif", "junit"):
         from selfcorrect.cli import ci_formats
 
-        data = run_json(outcome)
+        data = run_json(outcome, path)
         text = {
             "github": lambda: ci_formats.render_github(data, workflow_dir=folder),
             "sarif": lambda: ci_formats.render_sarif(data, workflow_dir=folder),
