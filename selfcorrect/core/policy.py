@@ -392,7 +392,7 @@ def _unknown_type(section: str, name: str, known: Mapping[str, list[str]]) -> st
 
 
 def _problems(
-    policy: Mapping[str, Any], shipped: set[Any], known: Mapping[str, list[str]]
+    policy: Mapping[str, Any], shipped: set[Any], defined: Mapping[str, list[str]]
 ) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """(key path, message) for each problem the schema cannot express."""
     mode = policy.get("mode", "active")
@@ -404,7 +404,7 @@ def _problems(
         if not (entry or {}).get("strategy"):
             yield (
                 ("issue_types", name),
-                _unknown_type("issue_types", name, known)
+                _unknown_type("issue_types", name, defined)
                 or f"issue_types.{name}: no strategy (set `strategy:`, e.g. targeted_fix)",
             )
     for section, entries in (("issue_types", issue_types), ("failure_types", failure_types)):
@@ -417,7 +417,7 @@ def _problems(
                 )
     for name, entry in failure_types.items():
         missing = [key for key in ("retries", "at_limit") if key not in (entry or {})]
-        if missing and (typo := _unknown_type("failure_types", name, known)):
+        if missing and (typo := _unknown_type("failure_types", name, defined)):
             yield ("failure_types", name), typo
             continue
         for key in missing:
