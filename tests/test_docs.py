@@ -443,11 +443,11 @@ def condition(expression: str, outputs: dict[str, dict[str, str]]) -> bool:
     if listed:
         return value(listed[2]) in json.loads(listed[1])
     terms = [
-        re.fullmatch(r"(steps\.\w+\.outputs\.\w+) != '(\w*)'", t.strip())
+        re.fullmatch(r"(steps\.\w+\.outputs\.\w+) (!=|==) '(\w*)'", t.strip())
         for t in expression.split("&&")
     ]
     assert all(terms), f"tests/test_docs.py cannot evaluate `if: {expression}`: teach it"
-    return all(value(t[1]) != t[2] for t in terms if t)
+    return all((value(t[1]) == t[3]) == (t[2] == "==") for t in terms if t)
 
 
 def test_the_github_actions_steps_in_ci_md_run_and_fail_the_job_when_blocked(
