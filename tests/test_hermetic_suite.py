@@ -31,9 +31,11 @@ def sh_blocks(markdown: str) -> list[str]:
 
 
 def readme_commands() -> tuple[str, str]:
-    """The README's two commands: a run on the shipped example, then the whole test suite."""
+    """The README's two commands: a run on the shipped example, then the whole test suite
+    (without the `# exit N` comment a command may end with)."""
     blocks = sh_blocks((REPO / "README.md").read_text(encoding="utf-8"))
-    return blocks[0].strip(), blocks[1].strip()
+    first, second = (re.sub(r"\s+#[^'\"]*$", "", b.strip()) for b in blocks[:2])
+    return first, second
 
 
 def test_ci_runs_exactly_the_readme_commands_in_order() -> None:
