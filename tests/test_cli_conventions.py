@@ -4,9 +4,12 @@ version, TERM=dumb means no colour, plurals agree with their numbers."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from selfcorrect import __version__
+from tests.conftest import REPO
 from tests.helpers import example
 from tests.test_progress import run_on_a_terminal
 
@@ -52,3 +55,66 @@ def test_counts_agree_with_their_nouns(tmp_path: Path, run_line) -> None:
     shown = run_line(["run", folder, "--shadow", "-v"]).stdout
     assert "Subjects (1 log entry, 1 shown):" in shown
     assert "1 log entries" not in shown and "(1 records)" not in shown
+
+
+def test_status_exits_as_a_run_would_and_says_so_in_its_help(tmp_path: Path, run_line) -> None:
+    folder = example(tmp_path)
+    assert run_line(["run", folder]).exit_code == 1
+    blocked = run_line(["status", folder])
+    assert blocked.exit_code == 1 and blocked.stdout.startswith("Now: BLOCKED")
+    # an issue held with its blocked or skipped task says why, not "no decision recorded yet"
+    held = [line for line in blocked.stdout.splitlines() if line.startswith("  V-")]
+    assert len(held) == 4 and all("held with its task: " in line for line in held), held
+    assert run_line(["reset", folder, "-q", "--subject", "WI-3", "--evidence", "ok"]).exit_code == 0
+    assert run_line(["status", folder]).exit_code == 3  # PENDING: handed back to the agent
+    help_text = " ".join(run_line(["status", "--help"]).stdout.split())
+    assert "1 BLOCKED" in help_text and "3 PENDING" in help_text and "0 PASS" in help_text
+
+
+def test_after_a_reset_the_run_names_only_what_it_handed_out_and_why_signals_are_gone(
+    tmp_path: Path, run_line
+) -> None:
+    folder = example(tmp_path)
+    first = run_line(["run", folder])
+    assert "(1 stuck subject already" not in first.stdout  # nothing was reported before
+    again = run_line(["run", folder])
+    assert "(1 stuck subject already reported by an earlier run;" in again.stdout
+    run_line(["reset", folder, "-q", "--subject", "WI-3", "--evidence", "fixed upstream"])
+    after = run_line(["run", folder])
+    assert after.exit_code == 3
+    # WI-4 is skipped: never named as handed to an agent
+    assert after.stdout.rstrip().splitlines()[-1] == "Why: handed to agents: WI-3"
+    prompt = (folder / "recovery" / "WI-3.md").read_text()
+    signals = prompt.split("## Signals that fired\n", 1)[1].split("\n\n", 1)[0]
+    assert signals.startswith("none since a person's reset, which cleared the signals")
+
+
+def test_shell_completion_is_documented_and_works(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for shell in ("bash", "zsh", "fish"):
+        assert f"_SELFCORRECT_COMPLETE={shell}_source selfcorrect" in readme
+        script = subprocess.run(
+            [sys.executable, "-m", "selfcorrect"],
+            env={**os.environ, "_SELFCORRECT_COMPLETE": f"{shell}_source"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert script.returncode == 0 and "_SELFCORRECT_COMPLETE" in script.stdout, shell
+    offered = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'eval "$(_SELFCORRECT_COMPLETE=bash_source selfcorrect)"; '
+            "COMP_WORDS=(selfcorrect st); COMP_CWORD=1; _selfcorrect_completion selfcorrect; "
+            'printf "%s\\n" "${COMPREPLY[@]}"',
+        ],
+        env={
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    assert offered == ["stats", "status"], offered

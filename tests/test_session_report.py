@@ -132,7 +132,7 @@ def session(tmp_path: Path) -> Path:
 
 def status_of(workflow: Path, cwd: Path) -> dict[str, Any]:
     done = cli("status", workflow, "--format", "json", cwd=cwd)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in (0, 1, 3), done.stderr  # exits as a run would
     data: dict[str, Any] = json.loads(done.stdout)
     return data
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from selfcorrect import layout
-from selfcorrect.cli.words import printable
+from selfcorrect.cli.words import count, printable
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, ladder_step
 from selfcorrect.layout import work_item_file
 
@@ -137,9 +137,9 @@ def advisory_lines(
         lines += _block(group, folder, shadow=shadow)
     notes = []
     if more:
-        notes.append(f"{more} more stuck subject(s) detected now: see the table above")
+        notes.append(f"{count(more, 'more stuck subject')} detected now: see the table above")
     if seen:
-        notes.append(f"{seen} stuck subject(s) already reported by an earlier run")
+        notes.append(f"{count(seen, 'stuck subject')} already reported by an earlier run")
     if notes:
         lines.append("  (" + "; ".join(notes) + "; -v shows every one)")
     return lines

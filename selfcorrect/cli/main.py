@@ -274,7 +274,15 @@ def _make_status() -> click.Command:
     ) -> int:
         """Show every subject and issue: classification, attempts against the cap,
         ladder step and last decision, plus the open escalations and open circuits.
-        Writes nothing."""
+        Writes nothing.
+
+        \b
+        Exit codes, as a run's would be now:
+          0  PASS
+          1  BLOCKED: a person is needed (see the open escalations)
+          2  invalid input or usage
+          3  PENDING: work handed to agents
+        """
         from selfcorrect.cli.progress import failure_log_progress
         from selfcorrect.cli.status_report import show_status
         from selfcorrect.commands.status import folder_status
@@ -284,7 +292,7 @@ def _make_status() -> click.Command:
         with failure_log_progress(common.verbosity):
             found = folder_status(folder, policy)
         show_status(found, fmt, common, documents_display(folder))
-        return ExitCode.PASS
+        return result_exit_code(found.outcome.plan.result.value)
 
     return status
 

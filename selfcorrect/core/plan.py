@@ -65,6 +65,11 @@ def build_plan(run: Decisions) -> Plan:
     return plan
 
 
+def _handed(plan: Plan, work_item: str) -> bool:
+    item = plan.work_items.get(work_item)
+    return item is None or item.final_status not in ("skipped", "blocked")
+
+
 def _supersede(plan: Plan, run: Decisions) -> None:
     """An open escalation for a subject this plan escalates anew (another reason, another
     epoch) is closed as superseded: a person reads one open entry per work item, never a
@@ -496,6 +501,8 @@ def _result(plan: Plan, run: Decisions) -> Result:
     ]
     pending += [d.work_item for d in run.issues if d.acts]
     pending += plan.work_pending
+    # Only what an agent was handed: a skipped or blocked work item's issues are not
+    pending = [p for p in pending if _handed(plan, p)]
     if pending:
         plan.reasons.append("handed to agents: " + ", ".join(dict.fromkeys(pending)))
         return Result.PENDING
