@@ -142,3 +142,13 @@ def test_the_fix_line_waits_for_the_delay_and_is_erased() -> None:
     assert stream.getvalue().endswith("running fix 2 of 2: slow")
     fixes(2, 2, "")
     assert stream.getvalue().endswith(ERASE)
+
+
+def test_report_shows_the_read_progress_on_a_terminal(tmp_path: Path, env: dict[str, str]) -> None:
+    """A big log's report used to be silent for seconds: it shows the read as run does."""
+    big_log(tmp_path / "workflow")
+    code, stdout, terminal = run_on_a_terminal(["report", str(tmp_path / "workflow")], env)
+    assert "reading" not in stdout  # never in what a tool reads
+    assert code == 0, terminal
+    assert SHOWN.search(terminal), terminal
+    assert (tmp_path / "workflow" / "report.html").is_file()

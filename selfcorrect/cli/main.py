@@ -612,27 +612,32 @@ def _make_report_command() -> click.Command:
         """Write the session as one self-contained HTML page (docs/report.md).
 
         \b
-        Summary counts first (work items by status, failures by type, ladder
-        steps, fixes verified and undone, resets), then the open escalations,
-        then one timeline per work item, worst status first: its failures,
+        Summary counts first (work items by status, failures and issues by type,
+        ladder steps, fixes verified and undone, resets), then the open escalations,
+        then what needs you, what is being worked and what is done: each work item
+        with its status, last error and next step in view, then its failures,
         ladder steps, fixes, escalations and resets (the last 12 events and the
         latest of each kind, with the older ones counted). The same decisions as `selfcorrect status`;
         nothing but the page is written. The page loads nothing (inline CSS,
         no script) and prints one status group per page.
         Exit codes: 0 written, 2 invalid input (nothing written).
         """  # noqa: E501 (a \b block: click prints these lines as they are)
+        from selfcorrect.cli.progress import failure_log_progress
+        from selfcorrect.cli.words import count
         from selfcorrect.commands.report import session_report
 
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
-        result = session_report(folder, output, policy_path=policy)
+        with failure_log_progress(common.verbosity):  # a big log: progress on a terminal
+            result = session_report(folder, output, policy_path=policy)
         if common.verbosity >= 0:
             items = result.report.items
+            escalations = len(result.report.open_escalations)
             click.echo(
                 printable(
                     f"wrote {documents_display(result.path)} ({result.size:,} bytes): "
-                    f"{len(items)} work items, {len(result.report.open_escalations)} open "
-                    f"escalations, now {result.report.result}"
+                    f"{count(len(items), 'work item')}, "
+                    f"{count(escalations, 'open escalation')}, now {result.report.result}"
                 )
             )
         return ExitCode.PASS
