@@ -118,3 +118,15 @@ def test_shell_completion_is_documented_and_works(tmp_path: Path) -> None:
         check=False,
     ).stdout.split()
     assert offered == ["stats", "status"], offered
+
+
+def test_a_blocked_task_keeps_saying_why_and_never_blocked_earlier(
+    tmp_path: Path, run_line
+) -> None:
+    from tests.helpers import edits, folder_with
+
+    folder = folder_with(tmp_path, edits(30), continuations=5)  # over max_microtasks
+    for _ in range(2):  # the run that escalates, and the one after it
+        shown = run_line(["run", folder]).stdout
+        assert "over continuation.max_microtasks (20)" in shown
+        assert "blocked earlier" not in shown

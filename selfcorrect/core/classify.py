@@ -240,7 +240,8 @@ class IssueClassifier:
             return out(
                 blocked,
                 IssueReason(prior.reason or "FIX_FAILED"),
-                "blocked earlier; a person must act (see escalations.yaml)",
+                f"{prior.reason.lower().replace('_', ' ')}: blocked until a person acts "
+                "(see escalations.yaml)",
                 prior.attempts,
                 False,
             )
