@@ -67,6 +67,7 @@ def test_status_exits_as_a_run_would_and_says_so_in_its_help(tmp_path: Path, run
     assert len(held) == 4 and all("held with its task: " in line for line in held), held
     assert run_line(["reset", folder, "-q", "--subject", "WI-3", "--evidence", "ok"]).exit_code == 0
     assert run_line(["status", folder]).exit_code == 3  # PENDING: handed back to the agent
+    assert run_line(["status", "-q", folder]).stdout == "Now: PENDING\n"  # -q: the verdict
     help_text = " ".join(run_line(["status", "--help"]).stdout.split())
     assert "1 BLOCKED" in help_text and "3 PENDING" in help_text and "0 PASS" in help_text
 

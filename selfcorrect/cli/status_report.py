@@ -101,6 +101,8 @@ def show_status(status: FolderStatus, fmt: str, common: Common, folder: str = "D
     if data["next_steps"]:
         lines += ["", "Next (after doing what each asks):"]
         lines += [f"  {step}" for step in data["next_steps"]]
+    if common.verbosity < 0:  # -q: the verdict line alone, as `run -q` (the exit code says it too)
+        lines = lines[:1]
     # Every field here may come from an agent's file or a hand-edited journal: escape all.
     click.echo("\n".join(printable(line) for line in lines), color=common.color)
 
