@@ -480,7 +480,11 @@ def test_each_item_shows_its_status_last_error_and_next_step_at_a_glance(
     # The three questions, in order, each item under its answer
     sections = [a["id"] for a, _ in dom.find("section", **{"class": ""}) if a["class"] == "answer"]
     assert sections == ["needs-you", "being-worked", "done"]
-    # Reasons in words, times relative: nothing a person must decode
+    # Reasons in words (an issue held with its blocked task says so), times relative: nothing a
+    # person must decode
+    (wi3,) = [t for a, t in dom.find("article", **{"data-item": ""}) if a["data-item"] == "WI-3"]
+    assert "held with its task, which is blocked" in wi3
+    assert "handed to an agent" not in wi3
     shown = " ".join(text for _, text in dom.find("main"))
     for code in ("NON_RETRYABLE", "AWAITING_AGENT", "MAXIMUM_ATTEMPTS_REACHED"):
         assert code not in shown, code

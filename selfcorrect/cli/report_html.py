@@ -84,6 +84,8 @@ class ItemView:
     section: str
     last_error: str
     next_step: str
+    tool_failures: int  # the failure log's, apart from the validation issues
+    issues: int
 
 
 def render_report(report: SessionReport) -> str:
@@ -164,6 +166,7 @@ def _environment() -> Environment:
     env.filters["thousands"] = _thousands
     env.filters["reason"] = reason_text
     env.filters["words"] = in_words
+    env.filters["why"] = part_why
     env.filters["ago"] = _ago
     env.filters["local"] = _local
     return env
@@ -192,7 +195,18 @@ def reason_text(code: object) -> str:
 
 def _view(work: WorkItem, folder: str) -> ItemView:
     section = next(key for key, _, statuses in SECTIONS if work.status in statuses or key == "done")
-    return ItemView(work, section, _last_error(work), _next_step(work, folder))
+    issues = sum(part.kind == "issue" for part in work.parts)
+    failures = max(sum(work.failures.values()) - issues, 0)
+    return ItemView(work, section, _last_error(work), _next_step(work, folder), failures, issues)
+
+
+def part_why(part: Any) -> str:
+    """Why a subject or issue stands as it does, in words. An issue of a task that is blocked
+    or skipped is held with it: its own FIXABLE verdict is not what happens to it."""
+    held = part.kind == "issue" and part.status in ("blocked", "skipped")
+    if held and part.reason in ("FIXABLE", "AWAITING_AGENT"):
+        return f"held with its task, which is {part.status}"
+    return reason_text(part.reason)
 
 
 def _last_error(work: WorkItem) -> str:
