@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
 import os
 import shutil
 import stat
+import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +159,50 @@ def copy_session(target: Path) -> None:
     shutil.copytree(CORPUS, target, ignore=shutil.ignore_patterns(LABELS))
     for place in (target, *target.rglob("*")):
         place.chmod(place.stat().st_mode | 0o200)
+
+
+@functools.cache
+def tracked_example() -> dict[str, bytes]:
+    """The shipped example folder as committed: the files git tracks under workflow/, with the
+    content staged in the index. The README's first command runs on that folder, leaving its
+    outputs beside the inputs and rewriting coordination_log.yaml's failed_items; a test that
+    copied the folder as it is would start from that run's state. Outside a git checkout (an
+    unpacked archive) the folder's files are taken as they are."""
+    if not (REPO / ".git").exists():
+        return {p.name: p.read_bytes() for p in sorted((REPO / "workflow").glob("*.yaml"))}
+    listing = subprocess.run(
+        ["git", "ls-files", "-s", "-z", "--", "workflow/"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    files: dict[str, bytes] = {}
+    for row in filter(None, listing.split("\0")):
+        meta, _, path = row.partition("\t")
+        blob = meta.split()[1]
+        content = subprocess.run(
+            ["git", "cat-file", "blob", blob], cwd=REPO, capture_output=True, check=True
+        ).stdout
+        files[path.removeprefix("workflow/")] = content
+    return files
+
+
+@functools.cache
+def shipped_example() -> Path:
+    """A read-only tests' copy of the shipped example (tracked files only, as committed), made
+    once per session in a temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="selfcorrect-example-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return copy_example(folder)
+
+
+def copy_example(target: Path) -> Path:
+    """Write the shipped example (tracked files only, as committed) into the folder `target`;
+    returns `target`."""
+    for name, content in tracked_example().items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_bytes(content)
+    return target
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

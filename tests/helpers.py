@@ -7,7 +7,6 @@ without its fixtures must still collect); every path is opened when a test calls
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.io.policy_file import default_policy_data
 from selfcorrect.io.yaml_nodes import FastLoader
-from tests.conftest import REPO
+from tests.conftest import copy_example
 
 # --------------------------------------------------------------------------- reading results
 
@@ -50,7 +49,7 @@ def journal(repo: Path) -> list[dict[str, Any]]:
 def example(tmp_path: Path) -> Path:
     """A private copy of the shipped example workflow/ folder."""
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     return folder
 
 

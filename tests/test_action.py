@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import subprocess
 import sys
-import venv
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -65,30 +64,39 @@ def play_action(
     temp.mkdir()
     outputs: dict[str, dict[str, str]] = {}
     ran: list[tuple[str, int, str]] = []
-    extra: dict[str, str] = {}
     for step in action()["runs"]["steps"]:
         name = step.get("name", step.get("uses", ""))
         if "if" in step and not condition(step["if"], outputs):
             continue
         uses = step.get("uses", "")
-        if "setup-python" in uses:
+        if "setup-python" in uses:  # this interpreter, never put on the job's PATH
             assert expand(step["with"]["python-version"], inputs, outputs, temp)
+            assert step["with"]["update-environment"] is False
+            outputs[step["id"]] = {"python-path": sys.executable}
+            continue
+        if "actions/cache" in uses:  # what it would cache: pip's folder, under a versioned key
+            assert Path(expand(step["with"]["path"], inputs, outputs, temp)).is_absolute()
+            assert expand(step["with"]["key"], inputs, outputs, temp).startswith(
+                "selfcorrect-pip-Linux-"
+            )
             continue
         if "upload-sarif" in uses:
             sarif = Path(expand(step["with"]["sarif_file"], inputs, outputs, temp))
             log = json.loads(sarif.read_text(encoding="utf-8"))
             assert log["version"] == "2.1.0" and log["runs"][0]["tool"]["driver"]["name"]
-            ran.append((name, 0, ""))
+            ran.append((name, 0, expand(step["with"]["category"], inputs, outputs, temp)))
             continue
         assert step["shell"] == "bash" and not uses, step
         installing = "pip install" in step["run"]
-        if installing and install is None:
+        if installing and install is None:  # the checkout's selfcorrect, beside this python
+            outputs[step["id"]] = {"bin": str(Path(sys.executable).parent)}
             continue
         github_output = temp / "github_output"
         github_output.write_text("", encoding="utf-8")
-        env = environment() | extra | (install if installing else {})
+        env = environment() | (install if installing else {})
         env |= {"GITHUB_OUTPUT": str(github_output), "GITHUB_ACTION_PATH": str(REPO)}
-        env["RUNNER_TEMP"] = str(temp)
+        env |= {"GITHUB_PATH": str(temp / "github_path"), "GITHUB_ENV": str(temp / "github_env")}
+        env |= {"RUNNER_TEMP": str(temp), "RUNNER_OS": "Linux"}
         for key, raw in step.get("env", {}).items():
             env[key] = expand(str(raw), inputs, outputs, temp)
         assert "${{" not in step["run"], "inputs reach a script through env:, never pasted in"
@@ -103,10 +111,10 @@ def play_action(
         lines = github_output.read_text(encoding="utf-8").splitlines()
         outputs[step.get("id", "")] = dict(line.split("=", 1) for line in lines)
         ran.append((name, done.returncode, done.stdout + done.stderr))
-        if installing and install is not None:
-            extra = install  # what setup-python's PATH gives every later step
         if done.returncode:
             break
+    # The job's own Python and PATH are the caller's: no step changed them for later steps
+    assert not (temp / "github_path").exists() and not (temp / "github_env").exists()
     return ran, outputs
 
 
@@ -116,13 +124,13 @@ def test_the_action_installs_from_its_checkout_uploads_sarif_and_fails_when_bloc
     """Every step for real, the install included: the `python` that setup-python would put first
     on PATH is a fresh venv's, and pip builds selfcorrect into it from the action's own folder
     ($GITHUB_ACTION_PATH); the later steps run what it installed."""
-    venv.create(tmp_path / "venv", with_pip=True)
-    bin_dir = tmp_path / "venv" / "bin"
-    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-    install = {"PATH": path, "PIP_CACHE_DIR": str(PIP_CACHE), "PYTHONPATH": ""}
+    install = {"PIP_CACHE_DIR": str(PIP_CACHE), "PYTHONPATH": ""}
     root = workspace(tmp_path / "repo")
     ran, outputs = play_action(root, {}, install)
+    bin_dir = Path(outputs["install"]["bin"])
+    assert bin_dir == tmp_path / "repo-runner-temp" / "selfcorrect-venv" / "bin"
     assert [(name, code) for name, code, _ in ran] == [
+        ("Pip cache key", 0),
         ("Install selfcorrect", 0),
         ("Correction run", 0),
         ("Upload SARIF", 0),
@@ -135,7 +143,7 @@ def test_the_action_installs_from_its_checkout_uploads_sarif_and_fails_when_bloc
         check=True,
         cwd=tmp_path,
     ).stdout
-    assert Path(where).is_relative_to(tmp_path / "venv")  # installed, not this checkout
+    assert Path(where).is_relative_to(bin_dir.parent)  # installed, not this checkout
     assert outputs["selfcorrect"]["exit"] == "1"
     assert "::error::selfcorrect run exited 1" in ran[-1][2]
     assert "workflow/escalations.yaml" in ran[-1][2]
@@ -165,15 +173,21 @@ def test_a_pending_folder_passes_the_job_and_args_reach_the_run(tmp_path: Path) 
     root = workspace(tmp_path / "repo")
     pending_folder(root, "agents/wf")
     ran, outputs = play_action(root, {"folder": "agents/wf", "args": "--shadow --max-cycles 1"})
-    assert [(name, code) for name, code, _ in ran] == [("Correction run", 0), ("Upload SARIF", 0)]
+    assert [(name, code) for name, code, _ in ran] == [
+        ("Pip cache key", 0),
+        ("Correction run", 0),
+        ("Upload SARIF", 0),
+    ]
     assert outputs["selfcorrect"]["exit"] == "3"  # PENDING: agents are at work, not a failure
     assert not (root / "agents" / "wf" / "recovery").exists()  # --shadow reached the run
+    assert ran[-1][2] == "selfcorrect/agents/wf"  # the upload's category is the folder's
 
 
 def test_invalid_input_fails_the_job_without_an_upload(tmp_path: Path) -> None:
     root = workspace(tmp_path / "repo")
     ran, outputs = play_action(root, {"args": "--no-such-option"})
     assert [(name, code) for name, code, _ in ran] == [
+        ("Pip cache key", 0),
         ("Correction run", 0),
         ("Fail unless PASS or PENDING", 1),
     ]
@@ -197,8 +211,56 @@ def test_ci_md_uses_the_action_with_inputs_it_has() -> None:
 
 def test_the_action_runs_selfcorrect_run_with_sarif() -> None:
     scripts = " ".join(step.get("run", "") for step in action()["runs"]["steps"])
-    assert 'selfcorrect run "$FOLDER" --format sarif' in scripts
+    assert '"$BIN/selfcorrect" run "$FOLDER" --format sarif' in scripts
     assert action()["runs"]["using"] == "composite"
     uses: list[Any] = [step.get("uses", "") for step in action()["runs"]["steps"]]
     assert any(u.startswith("github/codeql-action/upload-sarif@") for u in uses)
     assert any(u.startswith("actions/setup-python@") for u in uses)
+
+
+def test_upload_sarif_false_skips_the_upload_and_still_fails_when_blocked(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "repo")
+    ran, outputs = play_action(root, {"upload-sarif": "false"})
+    assert [(name, code) for name, code, _ in ran] == [
+        ("Pip cache key", 0),
+        ("Correction run", 0),
+        ("Fail unless PASS or PENDING", 1),  # no upload; the example is still BLOCKED
+    ]
+    assert outputs["selfcorrect"]["upload"] == "false"
+
+
+def test_args_are_split_as_a_shell_would_without_expanding_anything(tmp_path: Path) -> None:
+    hostile = workspace(tmp_path / "hostile")
+    ran, outputs = play_action(hostile, {"args": "--max-cycles 1 $(touch pwned)"})
+    # `$(touch pwned)` is text: two (refused) arguments, never a command
+    assert outputs["selfcorrect"]["exit"] == "2"
+    assert "unexpected extra arguments ($(touch pwned))" in ran[1][2]
+    assert not (hostile / "pwned").exists()
+    root = workspace(tmp_path / "repo")
+    (root / "ci policy.yaml").write_text("mode: shadow\n", encoding="utf-8")
+    ran, outputs = play_action(root, {"args": '--policy "ci policy.yaml" --shadow'})
+    # the quoted path reached the run whole: its policy (every rule in shadow) was read, so the
+    # example is PENDING rather than BLOCKED (split on spaces, `"ci` was no file: exit 2)
+    assert outputs["selfcorrect"]["exit"] == "3", ran
+
+
+def test_every_action_the_action_uses_is_pinned_by_commit() -> None:
+    uses = [step["uses"] for step in action()["runs"]["steps"] if "uses" in step]
+    assert {u.split("@")[0] for u in uses} == {
+        "actions/setup-python",
+        "actions/cache",
+        "github/codeql-action/upload-sarif",
+    }
+    for ref in uses:
+        assert re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", ref), ref
+    text = (REPO / "action.yml").read_text(encoding="utf-8")
+    for ref in uses:  # the tag each commit is, beside it, for a person updating them
+        assert re.search(re.escape(ref) + r" # v\d+\.\d+\.\d+\n", text), ref
+
+
+def test_ci_md_installs_from_the_repository_not_a_package_index() -> None:
+    ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    source = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Source"]
+    assert f'"selfcorrect @ git+{source}@v' in ci
+    assert "not published on a package index" in ci
+    assert not re.search(r"pip install (-\S+ )*selfcorrect\b(?! @)", ci)  # never from PyPI

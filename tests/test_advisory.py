@@ -130,7 +130,7 @@ def test_a_subject_on_the_ladder_shows_its_step_and_prompt_round_by_round(
     # the same log again: the prompt is still out; said once, so shown again only with -v
     quiet = run_line(["run", folder])
     assert blocks(quiet.stdout) == []
-    assert "1 stuck subject(s) already reported by an earlier run; -v shows every one" in (
+    assert "1 stuck subject already reported by an earlier run; -v shows every one" in (
         quiet.stdout
     )
     again = run_line(["run", folder, "-v"])
@@ -202,7 +202,7 @@ def test_one_block_per_subject_and_at_most_ten_new_ones(tmp_path: Path, run_line
     shown = blocks(result.stdout)
     assert len(shown) == 10
     assert len({b[1] for b in shown}) == 10  # one per subject
-    assert "4 more stuck subject(s) detected now: see the table above; -v shows every one" in (
+    assert "4 more stuck subjects detected now: see the table above; -v shows every one" in (
         result.stdout
     )
     assert len(blocks(run_line(["run", folder, "--shadow", "-v"]).stdout)) == 14

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from functools import cache
@@ -34,8 +33,8 @@ from selfcorrect.cli.ci_formats import (
     render_junit,
     render_sarif,
 )
+from tests.conftest import copy_example
 
-REPO = Path(__file__).resolve().parents[1]
 OASIS_ID = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
@@ -392,7 +391,7 @@ def test_junit_empty_run_passes() -> None:
 @pytest.fixture
 def real_run(tmp_path: Path, run_line: Callable[[list[str]], Any]) -> dict[str, Any]:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     result = run_line(["run", str(folder), "--format", "json", "--shadow"])
     assert result.exit_code in (0, 1, 3), result.stderr
     run: dict[str, Any] = json.loads(result.stdout)

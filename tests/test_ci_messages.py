@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, copy_session
+from tests.conftest import copy_example, copy_session
 from tests.helpers import prompt_body
 
 OASIS_ID = (
@@ -68,15 +67,29 @@ def test_cagents_sarif_is_valid_and_every_result_names_what_is_wrong(
     for text in criteria:  # type, status and the directive to read, once each
         assert "(acceptance_criterion_unmet, pending: strategy targeted_fix;" in text
         assert text.count("pending") == 1 and "FIXABLE" not in text
-        assert re.search(r"Read workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$", text)
+        # --shadow wrote no prompt: the message says where a run would write it
+        assert re.search(
+            r"A run would write its prompt to "
+            r"workflow/recovery/acceptance_criterion_unmet_\w+-\w+\.md\.$",
+            text,
+        )
     # A skipped subject says why, and where its status is written for the agents.
     # (A task-less subject is per agent: `Bash · external_dependency · <agent id>`.)
     (skipped,) = [m for m in messages if m.startswith("Bash · external_dependency · ")]
     assert "(external_dependency, skipped: non retryable;" in skipped
-    assert re.search(r"Read workflow/recovery/Bash_external_dependency_[\w-]+\.md\.$", skipped)
+    assert re.search(
+        r"would write its prompt to workflow/recovery/Bash_external_dependency_[\w-]+\.md\.$",
+        skipped,
+    )
     assert not (session / "workflow" / "escalations.yaml").exists()  # nobody is paged
-    # No target in this report names a line: no result pretends one.
-    assert all("region" not in r["locations"][0]["physicalLocation"] for r in results)
+    # No target in this report names a line, so each result stands at its own entry: the issue
+    # (or criterion) in validation_report.yaml, the subject's latest failure in tool_failures.yaml
+    for r in results:
+        where = r["locations"][0]["physicalLocation"]
+        uri, line = where["artifactLocation"]["uri"], where["region"]["startLine"]
+        assert uri in ("workflow/validation_report.yaml", "workflow/tool_failures.yaml"), uri
+        text = (session / uri).read_text(encoding="utf-8").splitlines()[line - 1]
+        assert text.lstrip().startswith("- "), (uri, line, text)  # where its entry begins
 
 
 def test_json_rows_carry_description_prompt_and_escalation(session: Path, run_line: Run) -> None:
@@ -107,7 +120,7 @@ def test_json_rows_carry_description_prompt_and_escalation(session: Path, run_li
 
 def example_with_lines(tmp_path: Path) -> Path:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     report = folder / "validation_report.yaml"
     text = report.read_text(encoding="utf-8")
     text = text.replace(
@@ -134,11 +147,30 @@ def test_a_target_with_a_line_pins_every_format_to_it(
         "artifactLocation": {"uri": "src/handler.ts"},
         "region": {"startLine": 45},
     }
-    assert located["V-2"] == {"artifactLocation": {"uri": "src/handler.ts"}}  # no line named
+    # V-2's target names no line: the result stands at V-2 in the report, and names its target
+    assert located["V-2"] == {
+        "artifactLocation": {"uri": "workflow/validation_report.yaml"},
+        "region": {"startLine": 7},
+    }
+    (v2_result,) = [r for r in sarif["runs"][0]["results"] if r["message"]["text"][:4] == "V-2:"]
+    assert v2_result["relatedLocations"] == [
+        {"id": 1, "physicalLocation": {"artifactLocation": {"uri": "src/handler.ts"}}}
+    ]
+    report_lines = (tmp_path / "workflow" / "validation_report.yaml").read_text().splitlines()
+    assert report_lines[6] == "  - id: V-2"
+    # A task's failures name the file they failed on: WI-3's annotation names it too, and its
+    # SARIF result stands at WI-3's latest failure in the log
+    assert located["WI-3"]["region"]["startLine"] == 48
+    log_lines = (tmp_path / "workflow" / "tool_failures.yaml").read_text().splitlines()
+    assert log_lines[47] == "  - id: TF-0006"
 
     github = run_line(["run", "workflow", "--shadow", "--format", "github"]).stdout
     (v5,) = [line for line in github.splitlines() if "::V-5%3A" in line or "::V-5:" in line]
     assert v5.startswith("::error file=src/handler.ts,line=45,title=")  # WI-3 is blocked
+    (wi3,) = [line for line in github.splitlines() if "::WI-3: " in line]
+    assert wi3.startswith("::error file=src/handler.ts,title=")
+    (wi4,) = [line for line in github.splitlines() if "::WI-4: " in line]
+    assert wi4.startswith("::notice file=workflow/tool_failures.yaml,line=13,title=")
     (v2,) = [line for line in github.splitlines() if "::V-2: " in line]
     assert "line=" not in v2.split("::")[1]
     assert "coverage of src/handler.ts is 61%25, below the required 80%25" in v2
@@ -152,7 +184,7 @@ def test_a_target_with_a_line_pins_every_format_to_it(
         t.startswith("V-5: handler.ts never dereferences an undefined req.user") for t in texts
     )
     assert all(
-        "Read workflow/recovery/" in t or "escalation ESC-" in t
+        "would write its prompt to workflow/recovery/" in t or "escalation ESC-" in t
         for t in texts
         if t.startswith("V-")
     )

@@ -11,7 +11,7 @@ import yaml
 
 import selfcorrect
 from selfcorrect.io.yaml_nodes import FastLoader
-from tests.conftest import REPO, tree_digest
+from tests.conftest import shipped_example, tree_digest
 
 COMMANDS = [
     "init",
@@ -66,7 +66,7 @@ def test_check_accepts_the_real_cagents_session_unmodified(corpus: Path, run_lin
 
 
 def test_check_accepts_the_shipped_example_folder(run_line) -> None:
-    result = run_line(["check", REPO / "workflow"])
+    result = run_line(["check", shipped_example()])
     assert result.exit_code == 0, result.stdout
     assert result.stdout == ""
     assert "0 errors, 0 warnings" in result.stderr

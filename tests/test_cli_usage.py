@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,14 +14,14 @@ from typing import Any
 import pytest
 
 from selfcorrect.errors import ExitCode
-from tests.conftest import REPO
+from tests.conftest import copy_example
 
 Run = Callable[[list[str]], Any]
 
 
 def example(root: Path) -> Path:
     folder = root / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     return folder
 
 

@@ -15,12 +15,11 @@ from selfcorrect.core.model import Issue, Severity
 from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.io.policy_file import default_policy_data, load_policy
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, shipped_example
 from tests.helpers import load
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION_LOG = CORPUS / "workflow" / "coordination_log.yaml"
-SHIPPED_LOG = REPO / "workflow" / "coordination_log.yaml"
 LOG = "workflow/coordination_log.yaml"
 POLICY = load_policy(None)
 
@@ -292,7 +291,7 @@ def test_the_real_session_with_a_blank_answer_and_a_cycle() -> None:
 
 
 def test_the_shipped_example_log() -> None:
-    vague, weak = check(load(SHIPPED_LOG))
+    vague, weak = check(load(shipped_example() / "coordination_log.yaml"))
     assert (vague.type, vague.severity) == ("vague_answers", "MINOR")
     assert "'Maybe'" in vague.description
     # WI-4 ("Document the 401 contract in docs/auth.md", pending) really has no step: the

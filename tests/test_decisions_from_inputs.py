@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import io
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from selfcorrect.core.inputs import Inputs, ProjectView
 from selfcorrect.core.plan import build_plan
 from selfcorrect.io.documents import load_trusted
 from selfcorrect.io.workflow_inputs import load_inputs
-from tests.conftest import CORPUS, REPO, copy_session
+from tests.conftest import CORPUS, copy_example, copy_session
 
 NOW = "2026-12-01T12:00:00Z"
 
@@ -96,7 +95,7 @@ def test_the_shipped_example_is_decided_without_the_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     inputs = offline(load_inputs(folder), tmp_path)
     with_disk = summary(decided(inputs))
 

@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import copy_session
+from tests.conftest import copy_example, copy_session, shipped_example
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -186,7 +186,7 @@ def _fits(segment: list[str], actual: list[str], start: int) -> bool:
 
 def workspace(root: Path) -> Path:
     """A git repository with the example folder and the real cAgents session, as docs assume."""
-    shutil.copytree(REPO / "workflow", root / "workflow")
+    copy_example(root / "workflow")
     shutil.copy(REPO / ".gitignore", root / ".gitignore")
     copy_session(root / SESSION)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
@@ -325,6 +325,43 @@ def test_every_command_in_the_doc_does_what_the_doc_says(doc: Path, tmp_path: Pa
     play(doc, workspace(tmp_path))
 
 
+VENV_SELFCORRECT = ".venv/bin/selfcorrect"
+
+
+def readme_steps(text: str) -> list[Step]:
+    """The README's steps as a clone runs them, once installed: an install command keeps only
+    what it runs after installing (`... && .venv/bin/selfcorrect run workflow/`), and the test
+    suite's own command is left to tests/test_readme_in_order.py."""
+    out = []
+    for step in steps(text):
+        if "pip install" in step.command:
+            after = step.command.rsplit(" && ", 1)[-1]
+            if not after.startswith(VENV_SELFCORRECT):
+                continue  # `... && .venv/bin/python -m pytest`: this very suite
+            step = command_step(after, step.line, list(step.shown or []) or None)
+        out.append(step)
+    return out
+
+
+def test_the_readme_does_what_it_says(tmp_path: Path) -> None:
+    """The README's commands, in order, on the example, outputs compared (its install commands'
+    tails, with the interpreter's installed `selfcorrect` as the venv's)."""
+    root = workspace(tmp_path)
+    venv_bin = root / VENV_SELFCORRECT
+    venv_bin.parent.mkdir(parents=True)
+    venv_bin.symlink_to(Path(sys.executable).parent / "selfcorrect")
+    found = readme_steps((REPO / "README.md").read_text(encoding="utf-8"))
+    commands = [step.command for step in found]
+    assert commands[0] == ".venv/bin/selfcorrect run workflow/   # exit 1", commands
+    assert any("stats workflow/" in c for c in commands) and any("reset" in c for c in commands)
+    for step in found:
+        code, output = run(step, root)
+        assert code == step.exit, f"README.md:{step.line}: `{step.command}` exited {code}\n{output}"
+        if step.shown is not None:
+            problem = mismatch(step.shown, output)
+            assert not problem, f"README.md:{step.line}: {problem}\n--- real output:\n{output}"
+
+
 def test_policy_reference_is_generated_from_the_schema_and_the_defaults() -> None:
     fresh = subprocess.run(
         [sys.executable, str(DOCS / "gen_policy.py")],
@@ -443,11 +480,11 @@ def condition(expression: str, outputs: dict[str, dict[str, str]]) -> bool:
     if listed:
         return value(listed[2]) in json.loads(listed[1])
     terms = [
-        re.fullmatch(r"(steps\.\w+\.outputs\.\w+) != '(\w*)'", t.strip())
+        re.fullmatch(r"(steps\.\w+\.outputs\.\w+) (!=|==) '(\w*)'", t.strip())
         for t in expression.split("&&")
     ]
     assert all(terms), f"tests/test_docs.py cannot evaluate `if: {expression}`: teach it"
-    return all(value(t[1]) != t[2] for t in terms if t)
+    return all((value(t[1]) == t[3]) == (t[2] == "==") for t in terms if t)
 
 
 def test_the_github_actions_steps_in_ci_md_run_and_fail_the_job_when_blocked(
@@ -528,3 +565,19 @@ def test_links_between_the_docs_lead_somewhere() -> None:
             if anchor and path.suffix == ".md":
                 found = headings(path.read_text(encoding="utf-8"))
                 assert anchor in found, f"{doc.name}: no heading for #{anchor} in {path.name}"
+
+
+def test_nothing_claims_init_writes_every_default(run_line) -> None:
+    """init writes a short, commented policy (rules §16): the README, `init --help` and the
+    example policy say so, and the policy's comment counts cycles per episode, as they are."""
+    help_text = run_line(["init", "--help"]).stdout
+    for text in (
+        help_text,
+        (REPO / "README.md").read_text(encoding="utf-8"),
+        (shipped_example() / "selfcorrect.yaml").read_text(encoding="utf-8"),
+    ):
+        assert "every default, and why" not in text and "every default and the reason" not in text
+        assert "full, commented default policy" not in text
+    assert "a short selfcorrect.yaml" in " ".join(help_text.split())
+    init_policy = (REPO / "templates" / "init" / "selfcorrect.yaml").read_text(encoding="utf-8")
+    assert "correction cycles per episode" in init_policy and "cycles per run" not in init_policy

@@ -30,13 +30,41 @@ def sh_blocks(markdown: str) -> list[str]:
     return re.findall(r"^```sh\n(.*?)^```$", markdown, flags=re.M | re.S)
 
 
-def test_ci_runs_exactly_the_readme_test_command() -> None:
-    readme_test_command = sh_blocks((REPO / "README.md").read_text(encoding="utf-8"))[1].strip()
-    assert "pytest" in readme_test_command
+def readme_commands() -> tuple[str, str]:
+    """The README's two commands: a run on the shipped example, then the whole test suite
+    (without the `# exit N` comment a command may end with)."""
+    blocks = sh_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    first, second = (re.sub(r"\s+#[^'\"]*$", "", b.strip()) for b in blocks[:2])
+    return first, second
+
+
+def test_ci_runs_exactly_the_readme_commands_in_order() -> None:
+    run_example, run_tests = readme_commands()
+    assert "selfcorrect run workflow/" in run_example and "pytest" in run_tests
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in ci.splitlines() if line and not line.startswith("#")]
-    assert commands[-1] == readme_test_command
+    # The first may carry `|| first=$?` (it exits 1 on purpose); its text is the README's.
+    first = next(i for i, line in enumerate(commands) if line.startswith(run_example + " "))
+    assert commands[first] == run_example + " || first=$?"
+    assert commands[-1] == run_tests and first < len(commands) - 1
     assert "git clone" in ci and "mktemp -d" in ci  # ...in a fresh clone, nothing beside it
+
+
+# Every test copies the shipped example through tests/conftest.py's copy_example (tracked files,
+# as committed), never workflow/ as it is: the README's first command leaves its outputs there.
+SHIPPED_FOLDER = re.compile(r"""(?:REPO|parents\[1\])\s*/\s*["']workflow["']""")
+
+
+def test_no_test_reads_the_example_folder_as_a_run_left_it() -> None:
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in [*(REPO / "tests").rglob("*.py"), *(REPO / "bench").rglob("*.py")]
+        if path not in (Path(__file__), REPO / "tests" / "conftest.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if SHIPPED_FOLDER.search(line)
+    ]
+    assert offenders == []
+    assert SHIPPED_FOLDER.search('shutil.copytree(REPO / "workflow", folder)')
 
 
 def test_no_test_reads_a_fixture_outside_the_repository() -> None:

@@ -14,7 +14,7 @@ from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.io import documents
 from selfcorrect.io.policy_file import default_policy_data, load_policy
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS, shipped_example
 
 POLICY: Policy = load_policy(None)
 CREATE, OBSERVE = Intent.CREATE, Intent.OBSERVE
@@ -121,7 +121,7 @@ def test_the_policy_patterns_are_the_ones_used() -> None:
 def test_the_real_logs_infer_without_error() -> None:
     for path in (
         CORPUS / "workflow" / "coordination_log.yaml",
-        REPO / "workflow" / "coordination_log.yaml",
+        shipped_example() / "coordination_log.yaml",
     ):
         log = normalise_coordination(documents.load_decision(path, "coordination_log").data)
         intents = {t.task_id: infer_intent(t, POLICY) for t in log.tasks}

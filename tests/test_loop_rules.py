@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import copy_example
 from tests.test_remediation import git, project
 
 # Lint: every file named in lint.txt that still holds "import os". Docs: docs/auth.md missing.
@@ -165,10 +165,9 @@ AGAIN = """
 def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
     tmp_path: Path, run_line
 ) -> None:
-    from tests.conftest import REPO
 
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     assert run_line(["run", folder]).exit_code == 1  # WI-3 escalated (the example's policy)
     evidence = "handler.ts:45 reads req.user before auth runs; move the route below app.use(auth)"
     reset = ["reset", folder, "--subject", "WI-3", "--evidence", evidence, "--actor", "ana"]

@@ -14,7 +14,7 @@ from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.io import documents
 from selfcorrect.io.prompts import render
 from selfcorrect.layout import work_item_file
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS, shipped_example
 
 TEMPLATE = "plan_revision.md.j2"
 
@@ -180,7 +180,7 @@ def test_the_real_logs_render() -> None:
     # repo's example, with two of its tasks blocked.
     for path, blocked in (
         (CORPUS / "workflow" / "coordination_log.yaml", {"WI-2": [], "WI-4": []}),
-        (REPO / "workflow" / "coordination_log.yaml", {"WI-3": ["input validation"], "WI-4": []}),
+        (shipped_example() / "coordination_log.yaml", {"WI-3": ["input validation"], "WI-4": []}),
     ):
         real = normalise_coordination(documents.load_decision(path, "coordination_log").data)
         context = plan_revision(real, blocked)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from selfcorrect.io import folder_lock, platform, watch_lock
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_example
 
 WAIT_S = 120  # a bound on a hung command, never a timing assertion
 
@@ -45,7 +44,7 @@ def git(root: Path, *args: str) -> str:
 
 
 def test_a_run_leaves_no_lock_file_in_git_status_and_removes_old_ones(tmp_path: Path) -> None:
-    shutil.copytree(REPO / "workflow", tmp_path / "workflow")
+    copy_example(tmp_path / "workflow")
     (tmp_path / ".gitignore").write_text(".selfcorrect/\n", encoding="utf-8")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", "-A")

@@ -3,7 +3,6 @@ runs it, fails a commit on BLOCKED or invalid input and lets PENDING through (do
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_example
 from tests.test_policy_ergonomics import WAIT_S, cli, syntax_errors
 
 # --- pre-commit: PENDING passes, BLOCKED and invalid input fail --------------------------------
@@ -48,15 +47,26 @@ def test_the_run_hook_lets_a_pending_folder_through_and_writes_nothing(
     before = sorted(p for p in folder.rglob("*"))
     done = run_hook(hooks["selfcorrect-run"], tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "::warning" in done.stdout  # still reported
+    assert "PENDING" in done.stdout  # still reported, for a person
     assert sorted(p for p in folder.rglob("*")) == before
 
 
 def test_the_run_hook_fails_on_blocked_and_on_invalid_input(
     tmp_path: Path, hooks: dict[str, dict]
 ) -> None:
-    shutil.copytree(REPO / "workflow", tmp_path / "workflow")
-    assert run_hook(hooks["selfcorrect-run"], tmp_path).returncode == 1  # the example: BLOCKED
+    copy_example(tmp_path / "workflow")
+    blocked = run_hook(hooks["selfcorrect-run"], tmp_path)
+    assert blocked.returncode == 1  # the example: BLOCKED
+    # ...told to the person at the terminal, not as GitHub workflow commands (rules §16), and
+    # never pointing at a file the --shadow run did not write
+    assert blocked.stdout.startswith("BLOCKED")
+    assert not [line for line in blocked.stdout.splitlines() if line.startswith("::")]
+    assert "%25" not in blocked.stdout
+    assert "ESC-da5aeb28 would be added to workflow/escalations.yaml" in blocked.stdout
+    assert "ESC-da5aeb28 in workflow/" not in blocked.stdout and "prompt: " not in blocked.stdout
+    would = blocked.stdout.split("Would write:\n", 1)[1].split("\n\n", 1)[0]
+    assert "  workflow/escalations.yaml (1 new escalation)" in would.splitlines()
+    assert not (tmp_path / "workflow" / "escalations.yaml").exists()
     (tmp_path / "workflow" / "escalations.yaml").write_text("escalations: 5\n", encoding="utf-8")
     bad = run_hook(hooks["selfcorrect-run"], tmp_path)
     assert bad.returncode == 2

@@ -32,14 +32,18 @@ def big_log(folder: Path, entries: int = 5000) -> None:
     (folder / "tool_failures.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    """Run selfcorrect with stderr on a pseudo-terminal and stdout on a pipe."""
+def run_on_a_terminal(
+    args: list[str], env: dict[str, str], cwd: Path | None = None, stdout_too: bool = False
+) -> tuple[int, str, str]:
+    """Run selfcorrect with stderr on a pseudo-terminal and stdout on a pipe (on the terminal
+    too with `stdout_too`, then the returned stdout is empty)."""
     master, slave = os.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "selfcorrect", *args],
-        stdout=subprocess.PIPE,
+        stdout=slave if stdout_too else subprocess.PIPE,
         stderr=slave,
         env=env,
+        cwd=cwd,
     )
     os.close(slave)
     terminal = b""
@@ -56,9 +60,10 @@ def run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, s
         elif process.poll() is not None:
             break
     os.close(master)
-    assert process.stdout is not None
-    with process.stdout:
-        stdout = process.stdout.read().decode()
+    stdout = ""
+    if process.stdout is not None:
+        with process.stdout:
+            stdout = process.stdout.read().decode()
     return process.wait(), stdout, terminal.decode(errors="replace")
 
 
@@ -137,3 +142,13 @@ def test_the_fix_line_waits_for_the_delay_and_is_erased() -> None:
     assert stream.getvalue().endswith("running fix 2 of 2: slow")
     fixes(2, 2, "")
     assert stream.getvalue().endswith(ERASE)
+
+
+def test_report_shows_the_read_progress_on_a_terminal(tmp_path: Path, env: dict[str, str]) -> None:
+    """A big log's report used to be silent for seconds: it shows the read as run does."""
+    big_log(tmp_path / "workflow")
+    code, stdout, terminal = run_on_a_terminal(["report", str(tmp_path / "workflow")], env)
+    assert "reading" not in stdout  # never in what a tool reads
+    assert code == 0, terminal
+    assert SHOWN.search(terminal), terminal
+    assert (tmp_path / "workflow" / "report.html").is_file()

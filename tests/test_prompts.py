@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,12 @@ def test_every_policy_strategy_renders_a_directive(strategy: str) -> None:
     assert "> Coverage of src/handler.ts is 61%, below the 80% threshold" in text
     assert "> coverage.json: src/handler.ts lines 40-58 uncovered" in text
     assert "> Add tests for the error paths of getUser" in text
-    assert "- src/handler.ts\n- tests/handler.test.ts\n" in text
+    # the scope, in order (add_tests says which file is the code under test)
+    assert re.search(
+        r"^- src/handler\.ts( \(the code under test[^)]*\))?\n- tests/handler\.test\.ts\n",
+        text,
+        re.M,
+    )
     last = text.rstrip("\n").splitlines()[-2:]
     assert "rerun the same verification: `selfcorrect validate workflow`" in last[0]
     assert last[1] == CLOSING
@@ -517,3 +523,20 @@ def test_an_override_reached_through_a_symlink_is_refused(tmp_path: Path, linked
 
     with pytest.raises(InputError, match="through a symbolic link"):
         render("strategies/targeted_fix.md.j2", context, overrides=overrides)
+
+
+def test_the_add_tests_directive_has_the_tests_it_asks_for_in_its_scope() -> None:
+    text = render("strategies/add_tests.md.j2", strategy_context("add_tests"))
+    scope = text.split("## Scope\n", 1)[1].split("\n\n", 1)[0]
+    assert "Add tests for its uncovered behaviour" in text
+    # never "change only src/handler.ts" while asking for tests: the tests are the scope
+    assert "Change only these files" not in scope
+    assert scope.startswith("Change only the test files that cover these files (add new test")
+    assert "- src/handler.ts (the code under test: read it; this directive does not change it)" in (
+        scope
+    )
+    assert "\n- tests/handler.test.ts\n" in scope + "\n"  # a test file in scope is to be extended
+    without = strategy_context("add_tests")
+    without["scope"] = []
+    bare = render("strategies/add_tests.md.j2", without)
+    assert "Change nothing" not in bare and "Change only the test files" in bare

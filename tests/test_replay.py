@@ -28,7 +28,7 @@ from selfcorrect.core.scoring import (
     total,
 )
 from tests.conftest import CORPUS as SESSION
-from tests.conftest import REPO, tree_digest
+from tests.conftest import REPO, tracked_example, tree_digest
 
 CORPUS = REPO / "tests" / "replay"
 BASELINE = CORPUS / "baseline.yaml"
@@ -263,8 +263,11 @@ def test_the_corpus_has_the_real_session_and_the_example(run_line) -> None:
     # The session case is the one session fixture every other test reads, and the example case
     # is the shipped example as it is today: a label can never be scored against a stale copy.
     assert SESSION == CORPUS / "cagents-session"
-    for path in (REPO / "workflow").glob("*.yaml"):
-        assert (CORPUS / "example-workflow" / path.name).read_bytes() == path.read_bytes()
+    example = tracked_example()
+    copied = {p.name for p in (CORPUS / "example-workflow").glob("*.yaml")} - {"expected.yaml"}
+    assert sorted(example) == sorted(copied)
+    for name, content in example.items():
+        assert (CORPUS / "example-workflow" / name).read_bytes() == content
 
 
 def test_a_flipped_label_fails_the_gate_and_names_the_detector(tmp_path: Path, run_line) -> None:

@@ -4,13 +4,12 @@ and `run --shadow` writes nothing at all."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from selfcorrect.layout import work_item_file
-from tests.conftest import REPO, tree_digest
+from tests.conftest import copy_example, tree_digest
 from tests.helpers import edits, journal, records
 from tests.helpers import folder_with as work_folder
 from tests.test_circuits import lint_project
@@ -98,7 +97,7 @@ def test_a_retired_rule_does_nothing(tmp_path: Path, run_line) -> None:
 
 def test_policy_mode_shadow_puts_every_rule_in_shadow(tmp_path: Path, run_line) -> None:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     policy = folder / "selfcorrect.yaml"
     policy.write_text(policy.read_text() + "\nmode: shadow\n")
     before = {
@@ -140,7 +139,7 @@ def test_run_shadow_leaves_every_byte_of_the_folder_unchanged(
     tmp_path: Path, run_line, edit_escalation: bool
 ) -> None:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     assert run_line(["run", folder]).exit_code == 1  # a journal, escalations, recovery files
     if edit_escalation:  # a pending hand edit is reported in the plan, never journaled
         path = folder / "escalations.yaml"

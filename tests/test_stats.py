@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import pytest
 
 from selfcorrect.core.stats import COUNTERS, RuleStats, rule_stats
 from selfcorrect.io import journal
-from tests.conftest import REPO, Result, tree_digest
+from tests.conftest import Result, copy_example, tree_digest
 
 LINT = "issue_type:linting_errors"
 RUNTIME = "failure_type:runtime_error"
@@ -406,7 +405,7 @@ def test_stats_on_a_missing_folder_exits_2_and_writes_nothing(
 
 def test_stats_after_a_real_run_shows_what_it_detected(tmp_path: Path, run_line: Run) -> None:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     ran = run_line(["run", folder, "--format", "json"])
     assert ran.exit_code in (1, 3), ran.stderr
     run = json.loads(ran.stdout)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from selfcorrect.commands.status import next_steps
-from tests.conftest import copy_session
+from tests.conftest import copy_example, copy_session
 from tests.helpers import ESCALATE_STALE_EDITS
 
 Run = Callable[[list[str]], Any]
@@ -53,7 +52,7 @@ def test_status_says_what_moves_each_open_escalation_and_it_works(
 
 def test_nothing_waiting_means_no_next_section(tmp_path: Path, run_line: Run) -> None:
     folder = tmp_path / "workflow"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "workflow", folder)
+    copy_example(folder)
     result = run_line(["status", folder, "--format", "json"])
     assert json.loads(result.stdout)["next_steps"] == []
     assert "Next (" not in run_line(["status", folder]).stdout

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-from tests.conftest import REPO, tree_digest
+from tests.conftest import copy_example, tree_digest
 from tests.helpers import load
 
 COORDINATION_TYPES = {
@@ -29,7 +28,7 @@ def example(tmp_path: Path) -> Path:
     replaces another validator's report (tests/test_foreign_reports.py), and these tests are
     about what it writes."""
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     (folder / "validation_report.yaml").unlink()
     return folder
 
@@ -87,7 +86,7 @@ def test_the_run_classifies_every_issue_the_validator_emits(tmp_path: Path, run_
 
 def test_output_goes_elsewhere_and_never_clobbers_the_report(tmp_path: Path, run_line) -> None:
     folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder)
+    copy_example(folder)
     before = (folder / "validation_report.yaml").read_bytes()
     out = tmp_path / "ours.yaml"
     result = run_line(["validate", folder, "--output", out])
@@ -190,7 +189,7 @@ def test_a_relative_folder_validates_the_right_report(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    shutil.copytree(REPO / "workflow", repo / "wf")
+    copy_example(repo / "wf")
     # The example's report is example-validator's, which the built-in one never replaces.
     (repo / "wf" / "validation_report.yaml").unlink()
     done = subprocess.run(

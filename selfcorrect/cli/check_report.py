@@ -8,13 +8,20 @@ from typing import TYPE_CHECKING
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.words import printable
+from selfcorrect.cli.words import count, printable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from selfcorrect.commands.check import CheckResult
+    from selfcorrect.errors import Diagnostic
 
 
 def check_result(result: CheckResult, fmt: str, common: Common) -> None:
+    if fmt in ("github", "sarif"):
+        click.echo(ci_diagnostics(result.diagnostics, fmt), nl=False)
+        _summary(result, common)
+        return
     if fmt == "json":
         import json  # only for JSON output: start-up counts (rules §18)
 
@@ -41,27 +48,44 @@ def check_result(result: CheckResult, fmt: str, common: Common) -> None:
         tag = "" if diag.severity == "error" else click.style("warning: ", fg="yellow", bold=True)
         message = click.style(printable(diag.message), fg="red" if not tag else None)
         click.echo(f"{where} {tag}{message}", color=common.color)
+    _summary(result, common)
+
+
+def _summary(result: CheckResult, common: Common) -> None:
     if common.verbosity >= 0:
-        entries = _count(result.failure_entries, "failure entry", "failure entries")
+        entries = count(result.failure_entries, "failure entry", "failure entries")
         summary = (
-            f"{_count(len(result.checked), 'file')} checked, {entries} read: "
-            f"{_count(len(result.errors), 'error')}, {_count(len(result.warnings), 'warning')}"
+            f"{count(len(result.checked), 'file')} checked, {entries} read: "
+            f"{count(len(result.errors), 'error')}, {count(len(result.warnings), 'warning')}"
         )
         click.echo(summary, err=True)
 
 
+def ci_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str) -> str:
+    """Input problems as GitHub annotations or a SARIF log, each path relative to the
+    repository root (GitHub resolves annotations from there)."""
+    from selfcorrect.cli import ci_formats
+    from selfcorrect.errors import Diagnostic as Problem
+    from selfcorrect.io.positions import in_repository
+
+    rooted = [
+        Problem(in_repository(d.path), d.line, d.col, d.message, d.severity) for d in diagnostics
+    ]
+    if fmt == "sarif":
+        return ci_formats.render_diagnostics_sarif(rooted)
+    return ci_formats.render_diagnostics_github(rooted)
+
+
 def init_result(created: list[Path], skipped: list[Path], common: Common) -> None:
+    if common.verbosity < 0:  # -q: nothing but errors
+        return
     for path in created:
         click.echo(f"created {path}")
     for path in skipped:
         click.echo(f"skipped {path} (exists; left as it is)")
-    if common.verbosity >= 0 and created:
+    if created:
         click.echo(
             "Next: edit selfcorrect.yaml if the defaults do not suit, then run "
             "`selfcorrect check` on the folder.",
             err=True,
         )
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"

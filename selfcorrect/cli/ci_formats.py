@@ -19,8 +19,31 @@ from urllib.parse import quote
 from selfcorrect import __version__, layout
 from selfcorrect.cli.words import attempts_text, printable
 
-# The package page; change it here if the project gets a home page of its own.
-INFORMATION_URI = "https://pypi.org/project/selfcorrect/"
+# The repository (pyproject's project.urls; tests/test_ci_rules.py keeps them the same): the
+# package is not on an index yet, and rules' help points at its docs/.
+INFORMATION_URI = "https://github.com/selfcorrect/selfcorrect"
+DOCS_URI = f"{INFORMATION_URI}/blob/main/docs"
+# What each kind of rule is, how selfcorrect handles it, and where the rule is stated.
+ISSUE_RULE = (
+    "A validator reported an issue of type {kind} in validation_report.yaml. selfcorrect "
+    "classifies it FIXABLE or BLOCKED; a FIXABLE one goes to its task's agent with the type's "
+    "strategy directive, under a retry budget; a spent budget sends the task up the recovery "
+    "ladder, and a blocked one to a person.",
+    "rules.md#5-when-an-attempt-is-spent",
+)
+FAILURE_RULE = (
+    "Agents' tool calls failed with errors of type {kind} (tool_failures.yaml). selfcorrect "
+    "counts them per subject against the type's retries, watches for stuck signals, climbs the "
+    "six-step recovery ladder, and escalates to a person when the ladder or the cap is spent.",
+    "rules.md#6-failure-types",
+)
+HELP = (
+    "The result's message says what is wrong, the item's status and what to read next: its "
+    "recovery prompt (recovery/<item>.md in the workflow folder, for the agent) or, when a "
+    "person is needed, the escalation in escalations.yaml. After looking at a blocked item, hand "
+    "it back with `selfcorrect reset DIR --subject ID --evidence TEXT`, or resolve the "
+    "escalation in escalations.yaml."
+)
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "selfcorrect/v1"
 GITHUB = {"error": "error", "warning": "warning", "note": "notice"}
@@ -81,21 +104,26 @@ class Finding:
     file: str | None  # a safe repo-relative path, when the item names one
     line: int | None  # the line the target names (`path:line`), when it names one
     source: str  # the workflow file it came from, for items that name no file
+    source_line: int | None = None  # where it stands in `source` (the JSON's `line`), if known
 
     @property
     def title(self) -> str:
         return f"selfcorrect {self.kind} ({self.status})"
 
 
-def _read(item: Mapping[str, Any], home: str | None) -> str:
-    """What to open next: the recovery prompt, or the escalation a person decides."""
+def _read(item: Mapping[str, Any], home: str | None, shadow: bool = False) -> str:
+    """What to open next: the recovery prompt, or the escalation a person decides. Under
+    --shadow nothing was written: the paths are what a run would write, never "read X"."""
     where = f"{home}/" if home else ""
     if item.get("escalation"):
+        verb = "would be added to" if shadow else "in"
         return (
-            f" A person decides: escalation {_text(item['escalation'])} in "
+            f" A person decides: escalation {_text(item['escalation'])} {verb} "
             f"{where}{layout.ESCALATIONS}."
         )
     if item.get("prompt"):
+        if shadow:
+            return f" A run would write its prompt to {where}{_text(item['prompt'])}."
         return f" Read {where}{_text(item['prompt'])}."
     return ""
 
@@ -105,7 +133,7 @@ def _state(item: Mapping[str, Any], fallback: str) -> str:
     return _text(item.get("status"), _text(item.get("classification"), fallback))
 
 
-def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
+def _issue(issue: Mapping[str, Any], home: str | None, shadow: bool = False) -> Finding:
     kind = _text(issue.get("type"), "unclassified")
     verdict, status = _text(issue.get("classification")), _state(issue, "unknown")
     label = _text(issue.get("id"))
@@ -118,7 +146,7 @@ def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
         how += f": {_text(issue['detail'])}"
     how += f"; attempts {attempts_text(issue.get('attempts'), issue.get('retries'))}"
     how += "".join(f"; {key} {issue[key]}" for key in ("target", "task_id") if issue.get(key))
-    message = f"{label + ': ' if label else ''}{what} ({how}).{_read(issue, home)}"
+    message = f"{label + ': ' if label else ''}{what} ({how}).{_read(issue, home, shadow)}"
     name = _text(issue.get("fingerprint"), label or "issue")
     file, line = split_target(issue.get("target"))
     return Finding(
@@ -134,6 +162,7 @@ def _issue(issue: Mapping[str, Any], home: str | None) -> Finding:
         file=file,
         line=line,
         source=layout.REPORT,
+        source_line=_line(issue.get("line")),
     )
 
 
@@ -154,7 +183,7 @@ def _subject_level(status: str, stuck: bool) -> str | None:
     return None if status in ("ok", "recovered") else "note"
 
 
-def _subject(subject: Mapping[str, Any], home: str | None) -> Finding:
+def _subject(subject: Mapping[str, Any], home: str | None, shadow: bool = False) -> Finding:
     kind, status = _text(subject.get("failure_type"), "unknown"), _state(subject, "unknown")
     name = _text(subject.get("subject"), "?")
     what = _text(subject.get("description"), "no error text")
@@ -169,6 +198,8 @@ def _subject(subject: Mapping[str, Any], home: str | None) -> Finding:
         fired = (f"{_text(s.get('signal'))} {s.get('count')}/{s.get('threshold')}" for s in signals)
         how += "; stuck: " + ", ".join(fired)
     file, line = split_target(name) if _subject_file(name) else (None, None)
+    if file is None:  # a task's failures name the file they failed on
+        file, line = split_target(subject.get("file"))
     return Finding(
         rule=f"failure/{kind}",
         rule_text=f"Tool failure of type {kind}",
@@ -178,11 +209,16 @@ def _subject(subject: Mapping[str, Any], home: str | None) -> Finding:
         level=_subject_level(status, bool(signals)),
         status=status,
         kind=kind,
-        message=f"{name}: {what} ({how}).{_read(subject, home)}",
+        message=f"{name}: {what} ({how}).{_read(subject, home, shadow)}",
         file=file,
         line=line,
         source=layout.FAILURE_LOG,
+        source_line=_line(subject.get("line")),
     )
+
+
+def _line(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def visible(text: str) -> str:
@@ -210,9 +246,10 @@ def findings(
     """Every issue, then every subject that needs something (or all of them), with agent text
     made visible. `home` is the workflow folder as the user named it: prompt and escalation
     paths are shown under it (relative to it when None)."""
-    found = [_issue(issue, home) for issue in run.get("issues") or []]
+    shadow = bool(run.get("shadow"))
+    found = [_issue(issue, home, shadow) for issue in run.get("issues") or []]
     for subject in run.get("subjects") or []:
-        finding = _subject(subject, home)
+        finding = _subject(subject, home, shadow)
         if finding.level or all_subjects:
             found.append(finding)
     return [_shown(item) for item in found]
@@ -236,9 +273,13 @@ def _command(level: str, props: Sequence[tuple[str, str]], message: str) -> str:
     return f"::{level} {joined}::{escape_data(message)}"
 
 
-def _home(workflow_dir: str | None) -> str | None:
-    """The workflow folder as shown in messages and SARIF URIs: repo-relative, never a
-    machine's absolute path (an absolute folder keeps only its name)."""
+def _home(workflow_dir: str | None, run: Mapping[str, Any] | None = None) -> str | None:
+    """The workflow folder as shown in messages, annotations and SARIF URIs: relative to the
+    repository root (the JSON's `workflow_dir`, so a monorepo package's folder and its targets
+    share one base), else as typed; never a machine's absolute path (an absolute folder keeps
+    only its name)."""
+    if run is not None and (in_repo := relative_path(run.get("workflow_dir"))):
+        return in_repo
     if workflow_dir is None:
         return None
     home = relative_path(workflow_dir)
@@ -250,12 +291,15 @@ def _home(workflow_dir: str | None) -> str | None:
 def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
     """Workflow commands: one annotation per issue and per subject that is not ok, pinned to
     the file (and line) its target names."""
-    found = findings(run, home=_home(workflow_dir))
+    home = _home(workflow_dir, run)
+    found = findings(run, home=home)
     lines = []
     for item in found:
         where = [("file", item.file)] if item.file else []
         if item.file and item.line:
             where.append(("line", str(item.line)))
+        elif not item.file and item.source_line and home:  # the entry in its workflow file
+            where = [("file", f"{home}/{item.source}"), ("line", str(item.source_line))]
         lines.append(
             _command(GITHUB[item.level or "note"], [*where, ("title", item.title)], item.message)
         )
@@ -284,33 +328,64 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
     return "\n".join(lines) + "\n"
 
 
-def _sarif_result(item: Finding, index: int, home: str) -> dict[str, Any]:
+def _location(path: str, line: int | None) -> dict[str, Any]:
     # Percent-encode all but "/": no segment can read as a scheme, a query or a fragment.
-    uri = quote(item.file or f"{home}/{item.source}", safe="/")
-    location: dict[str, Any] = {"artifactLocation": {"uri": uri}}
-    if item.file and item.line:  # a region only where the target names a line: never a guess
-        location["region"] = {"startLine": item.line}
-    return {
+    location: dict[str, Any] = {"artifactLocation": {"uri": quote(path, safe="/")}}
+    if line:  # a region only where a line is known: never a guess
+        location["region"] = {"startLine": line}
+    return {"physicalLocation": location}
+
+
+def _sarif_result(item: Finding, index: int, home: str) -> dict[str, Any]:
+    """Located at the line the target names; else at the issue's or failure's own line in its
+    workflow file, with the file it names as a related location; else at that file."""
+    source = f"{home}/{item.source}"
+    related = []
+    if item.file and item.line:
+        where = _location(item.file, item.line)
+    elif item.source_line:
+        where = _location(source, item.source_line)
+        if item.file:
+            related.append({"id": 1, **_location(item.file, None)})
+    else:
+        where = _location(item.file or source, None)
+    result = {
         "ruleId": item.rule,
         "ruleIndex": index,
         "level": item.level or "note",
         "message": {"text": item.message},
-        "locations": [{"physicalLocation": location}],
+        "locations": [where],
         "partialFingerprints": {FINGERPRINT_KEY: item.fingerprint},
+    }
+    if related:
+        result["relatedLocations"] = related
+    return result
+
+
+def _rule(rule: str, item: Finding) -> dict[str, Any]:
+    """A SARIF rule with what code scanning shows beside an alert: a full description, help
+    text and the docs/ section that states the rule."""
+    full, anchor = FAILURE_RULE if item.source == layout.FAILURE_LOG else ISSUE_RULE
+    return {
+        "id": rule,
+        "shortDescription": {"text": item.rule_text},
+        "fullDescription": {"text": full.format(kind=item.kind)},
+        "help": {"text": HELP},
+        "helpUri": f"{DOCS_URI}/{anchor}",
     }
 
 
 def render_sarif(run: Mapping[str, Any], *, workflow_dir: str) -> str:
     """A SARIF 2.1.0 log with one result per issue and per subject that is not ok."""
-    home = _home(workflow_dir) or "workflow"
+    home = _home(workflow_dir, run) or "workflow"
     found = findings(run, home=home)
-    rules = {item.rule: item.rule_text for item in sorted(found, key=lambda f: f.rule)}
+    rules = {item.rule: item for item in sorted(found, key=lambda f: f.rule)}
     index = {rule: number for number, rule in enumerate(rules)}
     driver = {
         "name": "selfcorrect",
         "version": __version__,
         "informationUri": INFORMATION_URI,
-        "rules": [{"id": rule, "shortDescription": {"text": text}} for rule, text in rules.items()],
+        "rules": [_rule(rule, item) for rule, item in rules.items()],
     }
     sarif_run = {
         "tool": {"driver": driver},
@@ -330,7 +405,7 @@ def render_junit(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> 
     suite = ET.Element("testsuite", name="selfcorrect")
     result = xml_safe(_text(run.get("result"), "UNKNOWN"))
     ET.SubElement(ET.SubElement(suite, "properties"), "property", name="result", value=result)
-    found = findings(run, all_subjects=True, home=_home(workflow_dir))
+    found = findings(run, all_subjects=True, home=_home(workflow_dir, run))
     for item in found:
         case = ET.SubElement(suite, "testcase", classname=xml_safe(item.classname))
         case.set("name", xml_safe(item.name))
@@ -351,3 +426,78 @@ def render_junit(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> 
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+# --- input problems: `check`'s diagnostics, and the input error that stops a run -------------
+
+INPUT_RULES = {
+    "error": (
+        "input/invalid",
+        "An invalid workflow document",
+        "A decision document (selfcorrect.yaml, validation_report.yaml, coordination_log.yaml, "
+        "escalations.yaml, microtasks/*.yaml) is not valid: selfcorrect refuses to act on it "
+        "and writes nothing (exit 2).",
+        "rules.md#2-inputs",
+    ),
+    "warning": (
+        "input/skipped",
+        "An entry of a hook log that was skipped",
+        "An entry of a hook log (tool_failures.yaml, waypoints) cannot be read; it is skipped "
+        "and the rest of the log is read.",
+        "rules.md#2-inputs",
+    ),
+}
+
+
+def render_diagnostics_github(diagnostics: Sequence[Any]) -> str:
+    """One annotation per problem, pinned to its file, line and column (`path` relative to
+    the repository root: the caller makes it so)."""
+    lines = []
+    for diag in diagnostics:
+        level = "error" if diag.severity == "error" else "warning"
+        props = [("file", diag.path), ("line", str(diag.line)), ("col", str(diag.col))]
+        props.append(("title", f"selfcorrect input {level}"))
+        lines.append(_command(level, props, diag.message))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def render_diagnostics_sarif(diagnostics: Sequence[Any]) -> str:
+    """A SARIF 2.1.0 log with one result per problem, at its line and column."""
+    used = sorted({"error" if d.severity == "error" else "warning" for d in diagnostics})
+    rules = [INPUT_RULES[level] for level in used]
+    index = {level: number for number, level in enumerate(used)}
+    results = []
+    for diag in diagnostics:
+        level = "error" if diag.severity == "error" else "warning"
+        region = {"startLine": max(1, diag.line), "startColumn": max(1, diag.col)}
+        location = {"artifactLocation": {"uri": quote(diag.path, safe="/")}, "region": region}
+        results.append(
+            {
+                "ruleId": INPUT_RULES[level][0],
+                "ruleIndex": index[level],
+                "level": level,
+                "message": {"text": visible(diag.message)},
+                "locations": [{"physicalLocation": location}],
+            }
+        )
+    driver = {
+        "name": "selfcorrect",
+        "version": __version__,
+        "informationUri": INFORMATION_URI,
+        "rules": [
+            {
+                "id": rule,
+                "shortDescription": {"text": short},
+                "fullDescription": {"text": full},
+                "help": {"text": "Fix the document at the line shown, then run again."},
+                "helpUri": f"{DOCS_URI}/{anchor}",
+            }
+            for rule, short, full, anchor in rules
+        ],
+    }
+    log = {
+        "version": "2.1.0",
+        "$schema": SARIF_SCHEMA,
+        "runs": [{"tool": {"driver": driver}, "results": results}],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

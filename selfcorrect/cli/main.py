@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,7 +61,7 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="selfcorrect")
+@click.version_option(__version__, "--version", "-V", prog_name="selfcorrect")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @common_options
 @click.pass_context
@@ -119,7 +120,7 @@ def _lazy(name: str) -> Callable[[Callable[[], click.Command]], Callable[[], cli
 def _make_check() -> click.Command:
     @click.command()
     @folder_argument
-    @format_option("text", "json")
+    @format_option("text", "json", "github", "sarif")
     @common_options
     def check(
         folder: Path, fmt: str, policy: Path | None, color: str, verbose: int, quiet: bool
@@ -131,10 +132,13 @@ def _make_check() -> click.Command:
         escalations.yaml, microtasks/*.yaml) must be valid: any error exits 2. Hook logs
         (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
         is a warning, and the rest is read. Exits 0 when there is no error.
+        --format github prints GitHub annotations, --format sarif a SARIF log; under
+        GitHub Actions (GITHUB_ACTIONS=true) the default is github.
         """
         from selfcorrect.cli.progress import failure_log_progress
         from selfcorrect.commands.check import check_folder
 
+        fmt = _check_format(fmt)
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
         with failure_log_progress(common.verbosity):
@@ -153,9 +157,12 @@ def _make_init() -> click.Command:
     def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
         """Create DIR with a commented policy and empty but valid inputs.
 
-        Writes selfcorrect.yaml (every default, and why), tool_failures.yaml,
-        coordination_log.yaml, validation_report.yaml (no verdict yet) and
-        escalations.yaml. Never overwrites an existing file: it says which it skipped.
+        Writes a short selfcorrect.yaml (what users usually change, commented out:
+        the built-in defaults apply until you uncomment a key), tool_failures.yaml,
+        coordination_log.yaml, validation_report.yaml (no verdict yet),
+        escalations.yaml, a .gitignore for the folder's outputs, and the editor
+        schemas in .selfcorrect/schemas/. Never overwrites an existing file: it says
+        which it skipped. -q prints nothing but errors.
         """
         from selfcorrect.commands.init import init_folder
 
@@ -250,7 +257,7 @@ def _make_run() -> click.Command:
                 validate_first=validate_first,
                 wait=wait,
             )
-        show_run(outcome, fmt, common, documents_display(folder))
+        show_run(outcome, fmt, common, documents_display(folder), folder)
         return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
 
     return run
@@ -267,7 +274,15 @@ def _make_status() -> click.Command:
     ) -> int:
         """Show every subject and issue: classification, attempts against the cap,
         ladder step and last decision, plus the open escalations and open circuits.
-        Writes nothing."""
+        Writes nothing.
+
+        \b
+        Exit codes, as a run's would be now:
+          0  PASS
+          1  BLOCKED: a person is needed (see the open escalations)
+          2  invalid input or usage
+          3  PENDING: work handed to agents
+        """
         from selfcorrect.cli.progress import failure_log_progress
         from selfcorrect.cli.status_report import show_status
         from selfcorrect.commands.status import folder_status
@@ -277,7 +292,7 @@ def _make_status() -> click.Command:
         with failure_log_progress(common.verbosity):
             found = folder_status(folder, policy)
         show_status(found, fmt, common, documents_display(folder))
-        return ExitCode.PASS
+        return result_exit_code(found.outcome.plan.result.value)
 
     return status
 
@@ -599,31 +614,36 @@ def _make_report_command() -> click.Command:
         """Write the session as one self-contained HTML page (docs/report.md).
 
         \b
-        Summary counts first (work items by status, failures by type, ladder
-        steps, fixes verified and undone, resets), then the open escalations,
-        then one timeline per work item, worst status first: its failures,
+        Summary counts first (work items by status, failures and issues by type,
+        ladder steps, fixes verified and undone, resets), then the open escalations,
+        then what needs you, what is being worked and what is done: each work item
+        with its status, last error and next step in view, then its failures,
         ladder steps, fixes, escalations and resets (the last 12 events and the
         latest of each kind, with the older ones counted). The same decisions as `selfcorrect status`;
         nothing but the page is written. The page loads nothing (inline CSS,
         no script) and prints one status group per page.
         Exit codes: 0 written, 2 invalid input (nothing written).
         """  # noqa: E501 (a \b block: click prints these lines as they are)
+        from selfcorrect.cli.progress import failure_log_progress
         from selfcorrect.cli.report_html import render_report
         from selfcorrect.cli.status_report import status_json
+        from selfcorrect.cli.words import count
         from selfcorrect.commands.report import session_report
 
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
-        result = session_report(
-            folder, output, policy_path=policy, render=render_report, view=status_json
-        )
+        with failure_log_progress(common.verbosity):  # a big log: progress on a terminal
+            result = session_report(
+                folder, output, policy_path=policy, render=render_report, view=status_json
+            )
         if common.verbosity >= 0:
             items = result.report.items
+            escalations = len(result.report.open_escalations)
             click.echo(
                 printable(
                     f"wrote {documents_display(result.path)} ({result.size:,} bytes): "
-                    f"{len(items)} work items, {len(result.report.open_escalations)} open "
-                    f"escalations, now {result.report.result}"
+                    f"{count(len(items), 'work item')}, "
+                    f"{count(escalations, 'open escalation')}, now {result.report.result}"
                 )
             )
         return ExitCode.PASS
@@ -695,6 +715,7 @@ def _make_reset_command() -> click.Command:
         The same happens when a person edits escalations.yaml by hand (status:
         resolved, evidence:, resolved_by:, optionally retry: true) or moves a
         failed_items entry's final_status out of blocked.
+        -q prints nothing but errors.
         Exit codes: 0 done, 2 invalid input or usage (nothing written).
         """
         import json
@@ -702,7 +723,7 @@ def _make_reset_command() -> click.Command:
         from selfcorrect.commands.reset import default_actor, reset
         from selfcorrect.core.human_control import ResetRequest, UnknownTarget
 
-        make_common(policy, color, verbose, quiet)
+        common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
         chosen = [
             (k, v)
@@ -736,6 +757,8 @@ def _make_reset_command() -> click.Command:
             click.echo(
                 json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
             )
+            return ExitCode.PASS
+        if common.verbosity < 0:  # -q: the exit code says it was done
             return ExitCode.PASS
 
         record = outcome.record
@@ -860,6 +883,8 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("\n".join(printable(line) for line in lines), err=True)
         if as_json:
             _json_failure(_errors_of(exc), invalid=exc.exit_code == ExitCode.INVALID)
+        elif _format_requested(args) == "github":
+            _github_failure(exc)
         return int(exc.exit_code)
     except OSError as exc:
         # The environment said no (permissions, a read-only or full disk) somewhere the write
@@ -876,6 +901,31 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # an internal error: never exit 0, never a bare traceback
         return _internal(exc, debug, as_json)
     return int(code) if isinstance(code, int) else 0
+
+
+def _check_format(fmt: str) -> str:
+    """check's --format as given; when not given, github under GitHub Actions (as yamllint)."""
+    source = click.get_current_context().get_parameter_source("fmt")
+    if source is click.core.ParameterSource.DEFAULT and _in_github_actions():
+        return "github"
+    return fmt
+
+
+def _in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _format_requested(args: list[str]) -> str | None:
+    """The --format a failure must still honour, even before the options are parsed: the
+    one on the line, or check's default under GitHub Actions."""
+    from itertools import pairwise
+
+    given = [a.partition("=")[2] for a in args if a.startswith("--format=")]
+    given += [value for flag, value in pairwise(args) if flag == "--format"]
+    if given:
+        return given[-1]
+    command = next((a for a in args if a in cli.names()), None)
+    return "github" if command == "check" and _in_github_actions() else None
 
 
 def _json_requested(args: list[str]) -> bool:
@@ -897,6 +947,20 @@ def _errors_of(exc: SelfcorrectError) -> list[dict[str, object]]:
         ]
     lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
     return [{"message": line} for line in lines]
+
+
+def _github_failure(exc: SelfcorrectError) -> None:
+    """What stopped the command, as annotations on stdout: a CI log shows an invalid policy
+    at its line as it shows any other problem (docs/ci.md)."""
+    from selfcorrect.cli.check_report import ci_diagnostics
+
+    if isinstance(exc, InputError) and exc.diagnostics:
+        click.echo(ci_diagnostics(exc.diagnostics, "github"), nl=False)
+        return
+    from selfcorrect.cli.ci_formats import escape_data
+
+    lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
+    click.echo(f"::error title=selfcorrect::{escape_data(chr(10).join(lines))}")
 
 
 def _json_failure(errors: list[dict[str, object]], *, invalid: bool = True) -> None:

@@ -26,14 +26,15 @@ class Common(NamedTuple):
 
 def _use_color(choice: str) -> bool:
     """--color always/never decide; `auto` is off under NO_COLOR, on under FORCE_COLOR (set and
-    not empty: a CI log that renders ANSI), else on only for a terminal. NO_COLOR wins."""
+    not empty: a CI log that renders ANSI), off on a terminal that says it has no colour
+    (TERM=dumb), else on only for a terminal. NO_COLOR wins."""
     if choice == "always":
         return True
     if choice == "never" or os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
         return True
-    return sys.stdout.isatty()
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
 
 # One type for every command's --policy: click names each new Path type through gettext, a

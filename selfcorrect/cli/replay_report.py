@@ -29,7 +29,7 @@ import click
 
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.run_report import table
-from selfcorrect.cli.words import printable
+from selfcorrect.cli.words import count, printable
 from selfcorrect.core.scoring import SIGNALS
 
 if TYPE_CHECKING:
@@ -115,10 +115,6 @@ def _figure(value: float | None) -> str:
     return "-" if value is None else f"{int(value * 100 + 1e-9) / 100:.2f}"
 
 
-def _count(n: int, one: str, many: str = "") -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
 def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
     warnings = [w for c in result.cases for w in c.warnings]
     for warning in warnings + [w for j in result.journals for w in j.warnings]:
@@ -132,7 +128,7 @@ def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
             lines += _case_lines(case, common)
     labelled = sum(1 for case in result.cases if case.labels is not None)
     if result.scores:
-        lines += ["", f"Scores over {_count(labelled, 'labelled case')}:"]
+        lines += ["", f"Scores over {count(labelled, 'labelled case')}:"]
         rows = [["DETECTOR", "TP", "FP", "FN", "PRECISION", "RECALL"]]
         rows += [
             [
@@ -149,7 +145,7 @@ def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
     elif result.cases:
         lines += ["", "No labels (expected.yaml) found: nothing to score."]
     for found in result.journals:
-        lines += ["", f"Journal {printable(found.display)}: {_count(found.records, 'record')}"]
+        lines += ["", f"Journal {printable(found.display)}: {count(found.records, 'record')}"]
         if found.rules:
             rows = [["RULE", "VERSION", "DETECTIONS", "REMEDIATIONS", "RECOVERIES", "FALSE POS."]]
             rows += [
@@ -169,7 +165,7 @@ def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
         if not result.drops:
             lines.append(f"Baseline {printable(result.baseline)}: every recorded figure holds.")
         else:
-            drops = _count(len(result.drops), "drop")
+            drops = count(len(result.drops), "drop")
             head = f"Below baseline {printable(result.baseline)} ({drops}):"
             lines.append(click.style(head, fg="red", bold=True))
             for drop in result.drops:
@@ -184,16 +180,16 @@ def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
 def _case_lines(case: Case, common: Common) -> list[str]:
     result = case.seen.verdict or "refused (input error)"
     summary = (
-        f"{printable(case.display)}  {result}, {_count(len(case.subjects), 'subject')}, "
-        f"{_count(len(case.issues), 'issue')}, {case.stuck} stuck"
+        f"{printable(case.display)}  {result}, {count(len(case.subjects), 'subject')}, "
+        f"{count(len(case.issues), 'issue')}, {case.stuck} stuck"
     )
     if case.labels is None:
         return [f"{summary}  (no labels)", *_decisions(case)]
     labels = case.labels
-    mismatches = _count(len(case.mismatches), "mismatch", "mismatches")
+    mismatches = count(len(case.mismatches), "mismatch", "mismatches")
     lines = [
-        f"{summary}  (labels: {_count(len(labels.subjects), 'subject')}, "
-        f"{_count(len(labels.issues), 'issue')}; {mismatches})"
+        f"{summary}  (labels: {count(len(labels.subjects), 'subject')}, "
+        f"{count(len(labels.issues), 'issue')}; {mismatches})"
     ]
     if common.verbosity > 0:
         lines += [

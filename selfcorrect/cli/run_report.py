@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -16,7 +17,7 @@ from selfcorrect import layout
 from selfcorrect.cli import cells
 from selfcorrect.cli.advisory import advisory_lines
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.words import attempts_text, printable
+from selfcorrect.cli.words import attempts_text, count, printable
 from selfcorrect.core.advisories import advisories
 from selfcorrect.errors import result_exit_code
 from selfcorrect.layout import work_item_file
@@ -153,19 +154,51 @@ def add_what_to_read(
         row["escalation"] = escalation_of(work_item)
 
 
+def add_positions(
+    outcome: RunOutcome, folder: Path, issues: list[dict[str, Any]], subjects: list[dict[str, Any]]
+) -> str | None:
+    """Adds `line` to each row (the issue's line in validation_report.yaml, the subject's
+    latest failure's in tool_failures.yaml; null when unknown) and `file` to each subject (the
+    file that failure names, or null); returns the folder relative to the repository root, which
+    CI formats print every path relative to (docs/ci.md, "Lines")."""
+    from selfcorrect.io import positions
+
+    decisions = outcome.decisions
+    max_bytes = decisions.policy.limits.max_bytes
+    issue_lines = positions.issue_lines(folder, [d.issue for d in decisions.issues], max_bytes)
+    for row, line in zip(issues, issue_lines, strict=True):
+        row["line"] = line
+    latest = {
+        d.subject: record.latest_position
+        for d in decisions.subjects
+        if (record := decisions.records.get(d.subject)) is not None
+    }
+    entries = positions.failure_entries(folder, latest, max_bytes)
+    for row in subjects:
+        entry = entries.get(row["subject"])
+        row["line"] = entry.line if entry else None
+        row["file"] = entry.file if entry else None
+    return positions.folder_in_repository(folder)
+
+
 def prompt_path(outcome: RunOutcome, work_item: str) -> str | None:
     """`recovery/<file>` when this run rendered a prompt for the work item, else None."""
     name = work_item_file(work_item)
     return f"{layout.RECOVERY}/{name}" if name in outcome.rendered else None
 
 
-def run_json(outcome: RunOutcome) -> dict[str, Any]:
-    """The documented, stable `--format json` object (rules §16; README "JSON output")."""
+def run_json(outcome: RunOutcome, folder: Path | None = None) -> dict[str, Any]:
+    """The documented, stable `--format json` object (rules §16; README "JSON output"). With
+    the workflow `folder`, rows also say where they stand in their files (add_positions)."""
     plan = outcome.plan
     issues = issue_rows(outcome.decisions, plan)
     subjects = subject_rows(outcome.decisions, plan)
     add_what_to_read(outcome, issues, subjects)
+    where: dict[str, Any] = {}
+    if folder is not None:
+        where["workflow_dir"] = add_positions(outcome, folder, issues, subjects)
     return {
+        **where,
         "result": plan.result.value,
         "cycles": outcome.cycles,
         "shadow": outcome.shadow,
@@ -225,16 +258,20 @@ def _steps(step: int | None) -> str:
     return "-" if step is None else str(step)
 
 
-def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None:
+def show_run(
+    outcome: RunOutcome, fmt: str, common: Common, folder: str, path: Path | None = None
+) -> None:
+    """`folder` as the user typed it; `path` the folder itself, for the machine formats'
+    positions (without it, they carry none)."""
     for warning in outcome.decisions.warnings:
         click.echo(printable(str(warning)), err=True)
     if fmt == "json":
-        click.echo(json.dumps(run_json(outcome), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(run_json(outcome, path), indent=2, ensure_ascii=False))
         return
     if fmt in ("github", "sarif", "junit"):
         from selfcorrect.cli import ci_formats
 
-        data = run_json(outcome)
+        data = run_json(outcome, path)
         text = {
             "github": lambda: ci_formats.render_github(data, workflow_dir=folder),
             "sarif": lambda: ci_formats.render_sarif(data, workflow_dir=folder),
@@ -251,7 +288,10 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     ]
     found = advisories(outcome.decisions, outcome.plan)
     lines += _body(
-        decisions, plan, common, advisory_lines(found, folder, verbose=common.verbosity > 0)
+        decisions,
+        plan,
+        common,
+        advisory_lines(found, folder, verbose=common.verbosity > 0, shadow=outcome.shadow),
     )
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
@@ -264,10 +304,12 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     if outcome.shadow:
         would = [f"  {folder}/{layout.RECOVERY}/{name}" for name in sorted(outcome.rendered)]
         if plan.failed_items:
-            entries = f"({len(plan.failed_items)} entries)"
+            entries = f"({count(len(plan.failed_items), 'entry', 'entries')})"
             would.append(f"  {folder}/{layout.COORDINATION_LOG}#failed_items {entries}")
+        if changes := _escalation_changes(outcome):
+            would.append(f"  {folder}/{layout.ESCALATIONS} ({changes})")
         if plan.journal:
-            would.append(f"  {folder}/{layout.JOURNAL} ({len(plan.journal)} records)")
+            would.append(f"  {folder}/{layout.JOURNAL} ({count(len(plan.journal), 'record')})")
         lines += ["", "Would write:", *would] if would else ["", "Nothing to write."]
     elif outcome.written:
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
@@ -277,6 +319,17 @@ def show_run(outcome: RunOutcome, fmt: str, common: Common, folder: str) -> None
     if common.verbosity < 0:
         lines = lines[:1]
     click.echo("\n".join(lines), color=common.color)
+
+
+def _escalation_changes(outcome: RunOutcome) -> str:
+    """What a run would change in escalations.yaml: the entries it adds (each is written once)
+    and the ones it settles; "" when nothing."""
+    known = {e.id for e in outcome.decisions.escalations}
+    new = sum(e["id"] not in known for e in outcome.plan.escalations)
+    settled = len(outcome.plan.resolutions)
+    parts = [count(new, "new escalation")] if new else []
+    parts += [f"{count(settled, 'escalation')} settled"] if settled else []
+    return ", ".join(parts)
 
 
 def _waiting_for_validator(outcome: RunOutcome, folder: str) -> str | None:
@@ -303,7 +356,8 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
     lines: list[str] = []
     failing = [d for d in decisions.subjects if d.status.value != "ok" or common.verbosity > 0]
     if failing:
-        lines += ["", f"Subjects ({decisions.log_entries} log entries, {len(failing)} shown):"]
+        entries = count(decisions.log_entries, "log entry", "log entries")
+        lines += ["", f"Subjects ({entries}, {len(failing)} shown):"]
         rows = [["SUBJECT", "TYPE", "ATTEMPTS", "STATUS", "STEP", "SIGNALS"]]
         rows += [
             [

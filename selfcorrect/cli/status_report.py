@@ -75,11 +75,13 @@ def show_status(status: FolderStatus, fmt: str, common: Common, folder: str = "D
             state = row.get("status") or row.get("classification")
             step = f"; ladder step {row['ladder_step']}" if row.get("ladder_step") else ""
             last = row["last_decision"]
-            when = (
-                f"; last decision {last['reason']} at {last['at']}"
-                if last
-                else "; no decision recorded yet"
-            )
+            if last:
+                when = f"; last decision {last['reason']} at {last['at']}"
+            elif kind == "Issues" and state in ("skipped", "blocked") and row.get("detail"):
+                # held with its task: the task's decision is the issue's (rules §9.1)
+                when = f"; held with its task: {printable(str(row['detail']))}"
+            else:
+                when = "; no decision recorded yet"
             name = row.get("id") or row[key] if kind == "Issues" else row[key]
             lines.append(
                 f"  {printable(str(name))}  {row[cap]}  {state}  "
@@ -99,6 +101,8 @@ def show_status(status: FolderStatus, fmt: str, common: Common, folder: str = "D
     if data["next_steps"]:
         lines += ["", "Next (after doing what each asks):"]
         lines += [f"  {step}" for step in data["next_steps"]]
+    if common.verbosity < 0:  # -q: the verdict line alone, as `run -q` (the exit code says it too)
+        lines = lines[:1]
     # Every field here may come from an agent's file or a hand-edited journal: escape all.
     click.echo("\n".join(printable(line) for line in lines), color=common.color)
 

@@ -1,4 +1,5 @@
-"""How agent text and counts are written on a terminal: escaped, and never as a fraction."""
+"""How agent text and counts are written on a terminal: escaped, never as a fraction, with
+plurals that agree."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ from typing import Any
 from selfcorrect.core.printable import printable
 
 __all__ = ["attempts_text", "printable"]
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """`n` things with the noun agreeing: "1 open escalation", "2 log entries"."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def attempts_text(attempts: Any, limit: Any) -> str:

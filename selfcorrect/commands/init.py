@@ -1,5 +1,6 @@
 """`selfcorrect init DIR`: a short commented policy, empty but valid inputs, and the schemas an
-editor needs, never overwriting a file a person may have edited.
+editor needs, and a `.gitignore` that keeps the folder's outputs out of git, never overwriting
+a file a person may have edited.
 
 The policy `init` writes sets nothing: it shows, commented, what users usually change and points
 to docs/policy.md, so a folder never pins the defaults of the version that created it (the full
@@ -33,6 +34,8 @@ EDITOR_SCHEMAS = (
     "calibration",
 )
 MODELINE = "# yaml-language-server: $schema="
+# Shipped as templates/init/gitignore: a dotfile could be left out of the wheel.
+GITIGNORE = ".gitignore"
 
 
 def init_folder(folder: Path, policy_path: Path | None = None) -> tuple[list[Path], list[Path]]:
@@ -56,6 +59,8 @@ def init_folder(folder: Path, policy_path: Path | None = None) -> tuple[list[Pat
     policy = policy_path or folder / layout.POLICY
     plan = [(policy, _with_modeline(shipped / layout.POLICY, policy, folder, "selfcorrect"))]
     plan += [(folder / name, (shipped / name).read_bytes()) for name in INPUTS]
+    # The folder's outputs are git-ignored where they are written (docs/integration.md)
+    plan.append((folder / GITIGNORE, (shipped / "gitignore").read_bytes()))
     created: list[Path] = []
     skipped: list[Path] = []
     for target, data in plan:

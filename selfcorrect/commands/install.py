@@ -457,7 +457,7 @@ def _double_logging(data: bytes | None, display: str) -> list[str]:
 
 
 def _other_logger(display: str, command: str) -> str:
-    from selfcorrect.hooks.companion import CAGENTS_LOGGER
+    from selfcorrect.core.cagents import CAGENTS_LOGGER
 
     if CAGENTS_LOGGER.search(command):  # the real cAgents logger: companion mode
         return (

@@ -151,7 +151,7 @@ def _validate(
         "issues": [finding.as_issue() for finding in findings],
     }
     written = None
-    if write and atomic.replace_file(target, render_report(report)):
+    if write and atomic.replace_file(target, render_report(report, _to_folder(target, folder))):
         written = documents.display_path(target)
     # Recorded as seen by a validate that writes the folder's own report (one given --output
     # writes nothing else); a run's own validation is the run's to record.
@@ -161,10 +161,19 @@ def _validate(
     return Validation(report, findings, written, [notice] if notice else [])
 
 
-def render_report(report: dict[str, Any]) -> bytes:
+def render_report(report: dict[str, Any], to_folder: str = "") -> bytes:
     """The canonical report as YAML, with the schema line editors use."""
     return documents.render_owned(
         "validation_report",
         "Written by `selfcorrect validate` (rules §14); it rewrites this file on every run.",
         report,
+        to_folder,
     )
+
+
+def _to_folder(target: Path, folder: Path) -> str:
+    """From the report's folder to the workflow folder (--output may write it elsewhere)."""
+    import os
+
+    relative = Path(os.path.relpath(folder.resolve(), target.resolve().parent)).as_posix()
+    return "" if relative == "." else relative + "/"

@@ -112,16 +112,23 @@ def advisories(decisions: Decisions, plan: Plan) -> list[Advisory]:
 
 
 def block_lines(
-    group: Sequence[Advisory], folder: str, style: Callable[..., str] | None = None
+    group: Sequence[Advisory],
+    folder: str,
+    style: Callable[..., str] | None = None,
+    *,
+    shadow: bool = False,
 ) -> list[str]:
-    """One subject's block; `style` colours the header and footer (none for an agent)."""
+    """One subject's block; `style` colours the header and footer (none for an agent). Under
+    `shadow` nothing was written: a path is named as what a run would write."""
     paint = style or (lambda text, **_: text)
     first = group[0]
     where = []
     if first.prompt:
-        where.append(f"prompt: {folder}/{first.prompt}")
+        said = "a run would write its prompt to" if shadow else "prompt:"
+        where.append(f"{said} {folder}/{first.prompt}")
     if first.escalation:
-        where.append(f"{first.escalation} in {folder}/{layout.ESCALATIONS}")
+        said = "would be added to" if shadow else "in"
+        where.append(f"{first.escalation} {said} {folder}/{layout.ESCALATIONS}")
     said = first.recovery + (f" ({', '.join(where)})" if where else "")
     lines = [
         paint(HEADER, fg="yellow", bold=True),

@@ -347,7 +347,10 @@ def _still_blocked(
     if prior.acknowledged == (report_digest, validations):
         return IssueReason.HUMAN_RESOLVED, "a person resolved it; waiting for a fresh report"
     if prior.status == IssueStatus.BLOCKED and prior.reason in STICKY:
-        why = prior.why or "blocked earlier; a person must act (see escalations.yaml)"
+        why = prior.why or (
+            f"{(prior.reason or '').lower().replace('_', ' ')}: blocked until a person acts "
+            "(see escalations.yaml)"
+        )
         return IssueReason(prior.reason or "FIX_FAILED"), why
     return None
 

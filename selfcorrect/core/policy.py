@@ -98,11 +98,11 @@ def rule_version(definition: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def suggest(key: str, known: Iterable[str]) -> str | None:
+def suggest(key: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The closest known key to a misspelt `key` (did-you-mean), or None."""
     import difflib  # only when a key is misspelt: start-up counts (rules §18)
 
-    matches = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(key, list(known), n=1, cutoff=cutoff)
     return matches[0] if matches else None
 
 
@@ -373,7 +373,7 @@ def build_policy(
     origins: dict[KeyPath, KeyPath] = {}
     merged = merge(defaults, user, origins)
     shipped = frozenset(r for *_, r in _regexes(defaults) if isinstance(r, str))
-    problems = list(_problems(merged, shipped=shipped))
+    problems = list(_problems(merged, shipped, _type_names(defaults)))
     if problems:
         _fail([(user_path(path, origins), message) for path, message in problems], locate)
     return Policy(data=freeze(merged), shipped_regexes=shipped)
@@ -385,8 +385,33 @@ def _fail(problems: Sequence[tuple[tuple[str | int, ...], str]], locate: Locate)
     )
 
 
+def _type_names(defaults: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The issue and failure types the defaults define: what a mistyped name most likely meant."""
+    return {
+        section: list(defaults.get(section) or {}) for section in ("issue_types", "failure_types")
+    }
+
+
+def _unknown_type(section: str, name: str, known: Mapping[str, list[str]]) -> str | None:
+    """`section.name: unknown ... type; did you mean ...?` for a new type whose name is close
+    to a known one (a typo, not a type of the user's own), else None."""
+    if name in known.get(section, ()):
+        return None
+    # Only a near miss (a letter or two): `auth_error` is a type of the user's own, not a
+    # misspelt `path_error`.
+    hint = suggest(name, known.get(section, ()), cutoff=0.92)
+    if hint is None:
+        return None
+    needs = "`strategy:`" if section == "issue_types" else "`retries` and `at_limit`"
+    kind = section.removesuffix("_types")
+    return (
+        f"{section}.{name}: unknown {kind} type; did you mean {hint!r}? "
+        f"(a new type of your own needs {needs})"
+    )
+
+
 def _problems(
-    policy: Mapping[str, Any], shipped: frozenset[str]
+    policy: Mapping[str, Any], shipped: frozenset[str], defined: Mapping[str, list[str]]
 ) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """(key path, message) for each problem the schema cannot express."""
     mode = policy.get("mode", "active")
@@ -398,7 +423,8 @@ def _problems(
         if not (entry or {}).get("strategy"):
             yield (
                 ("issue_types", name),
-                f"issue_types.{name}: no strategy (set `strategy:`, e.g. targeted_fix)",
+                _unknown_type("issue_types", name, defined)
+                or f"issue_types.{name}: no strategy (set `strategy:`, e.g. targeted_fix)",
             )
     for section, entries in (("issue_types", issue_types), ("failure_types", failure_types)):
         for name, entry in entries.items():
@@ -409,9 +435,12 @@ def _problems(
                     f"{section}.{name}.stage: {stage!r} is not one of {', '.join(STAGES)}",
                 )
     for name, entry in failure_types.items():
-        for key in ("retries", "at_limit"):
-            if key not in (entry or {}):
-                yield ("failure_types", name), f"failure_types.{name}: no `{key}`"
+        missing = [key for key in ("retries", "at_limit") if key not in (entry or {})]
+        if missing and (typo := _unknown_type("failure_types", name, defined)):
+            yield ("failure_types", name), typo
+            continue
+        for key in missing:
+            yield ("failure_types", name), f"failure_types.{name}: no `{key}`"
     known = list(failure_types)
     targets: list[tuple[tuple[str | int, ...], str, Any]] = [
         (("codes", code), f"codes.{code}", kind)

@@ -44,4 +44,5 @@ def render_microtasks(document: dict[str, Any]) -> bytes:
         "Micro-tasks (rules §11): do one at a time, then set its status to done. When every\n"
         "one is done, the next selfcorrect run consolidates the task and re-validates.",
         document,
+        to_folder="../",  # microtasks/<task>.yaml
     )

@@ -16,6 +16,8 @@ import os
 import re
 import time
 
+from selfcorrect.hooks.gate_file import GateState, read_state_or_none
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -29,12 +31,12 @@ PENDING_S = 120.0  # an Agent call whose subagent has not started by then never 
 MAX_READ = 1024 * 1024
 
 
-def note_call(event: HookEvent, folder: str, state: dict[str, Any]) -> None:
+def note_call(event: HookEvent, folder: str, state: GateState) -> None:
     """The lead's Agent call: queue the one task its prompt names (none named, or several:
     nothing is queued, and the subagent falls back to its type)."""
     prompt = event.tool_input.get("prompt")
-    live = state.get("live")
-    if not isinstance(prompt, str) or not isinstance(live, dict):
+    live = state.live
+    if not isinstance(prompt, str) or not live:
         return
     named = [task for task in live if _names(prompt, str(task))]
     if len(named) != 1:
@@ -45,13 +47,11 @@ def note_call(event: HookEvent, folder: str, state: dict[str, Any]) -> None:
 
 def answer_start(event: HookEvent, folder: str) -> dict[str, Any] | None:
     """`subagent-start`: bind the subagent; nothing to answer."""
-    from selfcorrect.hooks.gate import read_state
-
-    bind(event, folder, read_state(folder))
+    bind(event, folder, read_state_or_none(folder))
     return None
 
 
-def bind(event: HookEvent, folder: str, state: dict[str, Any] | None) -> str | None:
+def bind(event: HookEvent, folder: str, state: GateState | None) -> str | None:
     """SubagentStart: bind the starting subagent to the task queued for it, else to the one
     live task assigned to its type. Returns the task, or None."""
     agent = event.subagent
@@ -81,9 +81,9 @@ def bound_task(agent: str | None, folder: str) -> str | None:
     return task if isinstance(task, str) else None
 
 
-def _by_type(agent_type: str | None, state: dict[str, Any] | None) -> str | None:
-    live = state.get("live") if state else None
-    if not agent_type or not isinstance(live, dict):
+def _by_type(agent_type: str | None, state: GateState | None) -> str | None:
+    live = state.live if state is not None else {}
+    if not agent_type or not live:
         return None
     typed = [task for task, assigned in live.items() if assigned == agent_type]
     return str(typed[0]) if len(typed) == 1 else None

@@ -38,7 +38,10 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
     waypoints = folder / layout.WAYPOINTS
     ensure_dir(waypoints)
     body = documents.render_owned(
-        "waypoint", "Written by selfcorrect's pre-compact hook before the host compacted.", data
+        "waypoint",
+        "Written by selfcorrect's pre-compact hook before the host compacted.",
+        data,
+        to_folder="../",  # waypoints/<name>.yaml
     )
     for n in range(100):  # two compactions in one second: a new name, never an overwrite
         name = f"{stem}.yaml" if n == 0 else f"{stem}-{n}.yaml"

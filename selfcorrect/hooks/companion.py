@@ -10,17 +10,12 @@ entry of this call, found by its tool and the start of its error, and decides fr
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 
+from selfcorrect.core.cagents import CAGENTS_LOGGER
 from selfcorrect.hooks.events import HookEvent, project_dir
 
-# cAgents' failure logger, as its settings run it (and older spellings of its script).
-# (In a settings file the quote after the script's path is JSON-escaped: `\"`.)
-CAGENTS_LOGGER = re.compile(
-    r"run-hook\.cjs(?:\\?[\"'])?\s+tool-failure-tracker|tool-failure-tracker\."
-)
 SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 WAIT_S = 2.0
 TAIL = 64 * 1024

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
 from selfcorrect.hooks.answers import failure_context, note
 from selfcorrect.hooks.events import HookEvent
+
+if TYPE_CHECKING:
+    from selfcorrect.hooks.gate_file import GateState
 
 BUSY_WAIT_S = 10.0  # parallel subagents' hooks queue for the folder; a long run is not waited
 _STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subject
@@ -66,9 +69,11 @@ def respond(fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
 def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str, str]:
     """The log entry for this call, keys in the canonical order."""
     from selfcorrect.hooks.events import VOLATILE_KEYS, input_digest
-    from selfcorrect.hooks.gate import read_state
+    from selfcorrect.hooks.gate_file import read_state_or_none
 
-    state = read_state(folder)
+    # A state that is not a regular file is read as none: the failure is logged all the same,
+    # and the run that follows names the file.
+    state = read_state_or_none(folder)
     fields: dict[str, str] = {
         "tool": event.tool or "unknown",
         "error": event.error if error is None else error,
@@ -79,7 +84,7 @@ def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str,
     agent = event.agent_id
     if agent:
         fields["agent_id"] = agent
-    volatile = (state or {}).get("volatile_keys") or VOLATILE_KEYS
+    volatile = (state.volatile_keys if state is not None else None) or VOLATILE_KEYS
     fields["input_digest"] = input_digest(event.tool_input, event.tool or "", volatile)
     if event.tool_use_id:
         fields["tool_use_id"] = event.tool_use_id
@@ -126,30 +131,22 @@ def _max_bytes(folder: Path) -> int:
         return DEFAULT_MAX_BYTES
 
 
-def task_of(agent: str | None, folder: Path, state: Any = False) -> str | None:
+def task_of(agent: str | None, folder: Path, state: GateState | bool | None = False) -> str | None:
     """The one task this agent works on: the task its subagent was bound to
     (hooks/binding.py), else as the last run's gate state says, else as the coordination log
     records it (before any run); None when unknown or ambiguous."""
     from selfcorrect.hooks.binding import bound_task
-    from selfcorrect.hooks.gate import NotRegular, read_state
+    from selfcorrect.hooks.gate_file import GateState, read_state_or_none
 
     if not agent:
         return None
     bound = bound_task(agent, str(folder))
     if bound:
         return bound
-    if state is False:
-        try:
-            state = read_state(folder)
-        except NotRegular:
-            state = None  # the failure is logged all the same; the run's check names the file
-    tasks = state.get("tasks") if state else None
-    if isinstance(tasks, dict):
-        owned = [
-            task
-            for task, facts in tasks.items()
-            if isinstance(facts, dict) and agent in (facts.get("agents") or [])
-        ]
+    if not isinstance(state, GateState):
+        state = read_state_or_none(folder) if state is False else None
+    if state is not None:
+        owned = state.tasks_of(agent)
         return owned[0] if len(owned) == 1 else None
     return _owners(folder).get(agent)
 

@@ -18,54 +18,20 @@ tells the person in one stderr line and then allows (docs/containment.md).
 
 from __future__ import annotations
 
-import json
 import os
-import stat  # free: `os` imports it
 
 from selfcorrect.hooks.events import VOLATILE_KEYS, HookEvent, input_digest, placed, project_dir
+from selfcorrect.hooks.gate_file import GateState, NotRegular, read_state
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs the gate 8 ms
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-STATE = os.path.join(".selfcorrect", "gate.json")  # os.path, not pathlib: start-up counts
-MAX_STATE = 16 * 1024 * 1024
 SUBAGENT_TOOLS = ("Agent", "Task")  # Claude Code 2.1 calls it Agent; earlier versions Task
 
 
-class NotRegular(OSError):
-    """The state file is a FIFO, a device or a folder: never read, named to the person."""
-
-
-# O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, forever.
-_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
-def read_state(folder: str | Path) -> dict[str, Any] | None:
-    """The gate's state, or None: absent, a symlink, not JSON, not an object. NotRegular when
-    something other than a regular file is there."""
-    path = os.path.join(folder, STATE)
-    try:
-        fd = os.open(path, _FLAGS)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise NotRegular(
-                    f"{path} is not a regular file: replace it with a regular file (or remove "
-                    "it; the next run writes it)"
-                )
-            data = json.loads(handle.read(MAX_STATE))
-    except NotRegular:
-        raise
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) and data.get("format") == 1 else None
-
-
-def decide(event: HookEvent, state: dict[str, Any]) -> str | None:
+def decide(event: HookEvent, state: GateState) -> str | None:
     """The reason to refuse this call, or None to allow it."""
     tool = event.tool
     if tool is None:
@@ -74,21 +40,14 @@ def decide(event: HookEvent, state: dict[str, Any]) -> str | None:
     return reason if reason is not None else _repeated(event, state, tool)
 
 
-def _edits(state: dict[str, Any], tool: str) -> bool:
-    edit_tools = state.get("edit_tools")
-    return isinstance(edit_tools, list) and tool.casefold() in {
-        str(t).casefold() for t in edit_tools
-    }
-
-
-def _protected(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
+def _protected(event: HookEvent, state: GateState, tool: str) -> str | None:
     """The person's files, by real path: a symlink, `..` or a hard link to them is them."""
-    protected, path = state.get("protected"), event.file_path
-    if path is None or not isinstance(protected, list) or not _edits(state, tool):
+    protected, path = state.protected, event.file_path
+    if path is None or not protected or not state.edits(tool):
         return None
     here = project_dir(event)
     target = os.path.realpath(os.path.join(here, path))
-    for root in dict.fromkeys([str(state.get("project") or here), here]):
+    for root in dict.fromkeys([state.project or here, here]):
         for name in protected:
             kept = os.path.realpath(os.path.join(root, str(name)))
             if target == kept or target.startswith(kept + os.sep) or _same_file(target, kept):
@@ -108,12 +67,12 @@ def _same_file(one: str, other: str) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
-    blocked = state.get("blocked")
+def _blocked_file(event: HookEvent, state: GateState, tool: str) -> str | None:
+    blocked = state.blocked
     path = event.file_path
-    if path is None or not isinstance(blocked, dict) or not _edits(state, tool):
+    if path is None or not blocked or not state.edits(tool):
         return None  # reading a blocked file is how an agent learns about it
-    roots = [str(state.get("project") or ""), project_dir(event)]
+    roots = [state.project, project_dir(event)]
     for root in roots:
         owner = blocked.get(placed(path, root))
         if isinstance(owner, dict):
@@ -130,24 +89,22 @@ def _blocked_file(event: HookEvent, state: dict[str, Any], tool: str) -> str | N
     return None
 
 
-def _repeated(event: HookEvent, state: dict[str, Any], tool: str) -> str | None:
-    repeats = state.get("repeats")
-    threshold = state.get("repeat_threshold")
-    if not isinstance(repeats, list) or not isinstance(threshold, int):
+def _repeated(event: HookEvent, state: GateState, tool: str) -> str | None:
+    threshold = state.repeat_threshold
+    if threshold is None:
         return None
     agent = event.agent_id
     same_tool = [
         r
-        for r in repeats
-        if isinstance(r, dict)
-        and r.get("tool") == tool
+        for r in state.repeats
+        if r.get("tool") == tool
         and r.get("agent") in (None, "", agent)  # another agent's repeats are its own
         and isinstance(r.get("failures"), int)
         and r["failures"] >= threshold
     ]
     if not same_tool:
         return None  # the digest (and OpenSSL's load) only when it can matter
-    digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
+    digest = input_digest(event.tool_input, tool, state.volatile_keys or VOLATILE_KEYS)
     for repeat in same_tool:
         failures = repeat.get("failures")
         if (

@@ -17,7 +17,7 @@ from typing import Any
 from selfcorrect import layout
 from selfcorrect.hooks.answers import block_stop
 from selfcorrect.hooks.events import HookEvent
-from selfcorrect.hooks.gate import read_state
+from selfcorrect.hooks.gate_file import read_state_or_none
 
 MAX_HOLDS = 1000  # remembered directives; the oldest are forgotten first
 
@@ -39,9 +39,9 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
         decide(folder)
     if event.stop_hook_active:
         return None  # the host is already continuing because of a stop hook: no loops
-    state = read_state(folder)
-    tasks = state.get("tasks") if state else None
-    if not isinstance(tasks, dict):
+    state = read_state_or_none(folder)
+    tasks = state.tasks if state is not None else {}
+    if not tasks:
         return None
     from selfcorrect.hooks.binding import bound_task
 
@@ -49,8 +49,6 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
     bound = bound_task(agent, str(folder)) if subagent else None
     open_work: list[tuple[str, str]] = []  # (hold key, what to do)
     for task, facts in sorted(tasks.items()):
-        if not isinstance(facts, dict):
-            continue
         if subagent and agent not in (facts.get("agents") or []) and task != bound:
             continue
         open_work += _open_work(str(task), facts)

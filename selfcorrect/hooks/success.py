@@ -14,7 +14,7 @@ gate's state (the repeat counts, the subject's status) follows at once.
 from __future__ import annotations
 
 from selfcorrect.hooks.events import VOLATILE_KEYS, HookEvent, input_digest
-from selfcorrect.hooks.gate import _edits, read_state
+from selfcorrect.hooks.gate_file import GateState, read_state_or_none
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ NO_PROGRESS = frozenset(
 
 
 def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
-    state = read_state(folder)
+    state = read_state_or_none(folder)
     if state is None or event.tool is None or not listed(event, state, folder):
         return None
     from pathlib import Path
@@ -45,27 +45,23 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
     return None
 
 
-def listed(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
+def listed(event: HookEvent, state: GateState, folder: str) -> bool:
     """Whether the gate's state awaits this call's success (see the module's docstring)."""
     tool, agent = event.tool or "", event.agent_id
-    listed = state.get("repeats")
-    repeats = [r for r in (listed if isinstance(listed, list) else []) if isinstance(r, dict)]
-    if _edits(state, tool) and any(r.get("agent") in (None, "", agent) for r in repeats):
+    repeats = state.repeats
+    if state.edits(tool) and any(r.get("agent") in (None, "", agent) for r in repeats):
         return True  # an edit by an agent with failing calls: its next try is a new one
     same = [r for r in repeats if r.get("tool") == tool]  # by any agent: the call works now
     if same:
-        digest = input_digest(event.tool_input, tool, state.get("volatile_keys") or VOLATILE_KEYS)
+        digest = input_digest(event.tool_input, tool, state.volatile_keys or VOLATILE_KEYS)
         if any(r.get("input_digest") == digest for r in same):
             return True
     return tool.casefold() not in NO_PROGRESS and _awaited_task(event, state, folder)
 
 
-def _awaited_task(event: HookEvent, state: dict[str, Any], folder: str) -> bool:
-    tasks = state.get("tasks")
+def _awaited_task(event: HookEvent, state: GateState, folder: str) -> bool:
     awaiting = {
-        str(task): facts
-        for task, facts in (tasks.items() if isinstance(tasks, dict) else ())
-        if isinstance(facts, dict) and facts.get("status") in AWAITING
+        task: facts for task, facts in state.tasks.items() if facts.get("status") in AWAITING
     }
     if not awaiting:
         return False

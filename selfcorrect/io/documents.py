@@ -212,7 +212,7 @@ def add_escalations(
         return False  # never create a file with nothing in it: it would not read back
     if not path.exists():
         header = (
-            f"# yaml-language-server: $schema={schemas.schema_id('escalations')}\n"
+            f"{schemas.modeline('escalations')}\n"
             "# Escalations: selfcorrect lists here what needs a human (docs/rules.md §10).\n"
             "# To hand one back: set `status: resolved`, say why in `evidence:` and who you\n"
             "# are in `resolved_by:`; add `retry: true` for a fresh retry budget. The next run\n"
@@ -286,14 +286,15 @@ def update_owned_list(
     return atomic.update_file(path, transform)
 
 
-def render_owned(stem: str, comment: str, data: Mapping[str, Any]) -> bytes:
+def render_owned(stem: str, comment: str, data: Mapping[str, Any], to_folder: str = "") -> bytes:
     """A whole file selfcorrect owns (a report, a micro-task list) as YAML: the schema line
-    editors use, a comment saying who writes it, then the data (libyaml's dumper: fast, and
-    1.1-correct quoting)."""
+    editors use (relative: `to_folder` leads from the file's folder to the workflow folder), a
+    comment saying who writes it, then the data (libyaml's dumper: fast, and 1.1-correct
+    quoting)."""
     import yaml
 
     lines = [
-        f"# yaml-language-server: $schema={schemas.schema_id(stem)}",
+        schemas.modeline(stem, to_folder),
         *(f"# {line}" for line in comment.splitlines()),
     ]
     body = yaml.dump(

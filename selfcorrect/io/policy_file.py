@@ -26,6 +26,37 @@ def default_policy_data() -> dict[str, Any]:
     return data
 
 
+def _with_meaning(path: Path, invalid: InputError) -> InputError:
+    """A policy the schema refused, with what its meaning check finds too: every problem of
+    the file reported at once, in file order (three typos take one run to see, not three).
+    A file that does not even parse, or that the meaning check cannot follow, has only the
+    first pass's problems."""
+    from selfcorrect.core.policy import build_policy
+    from selfcorrect.io import yaml_nodes
+
+    display = documents.display_path(path)
+    try:
+        data, root = yaml_nodes.load_text(yaml_nodes.decode(path.read_bytes(), display), display)
+    except (InputError, OSError):
+        return invalid
+    if root is None or not isinstance(data, dict):
+        return invalid
+    located = documents.Document(path, display, data, root)
+    try:
+        build_policy(default_policy_data(), data, located.position)
+    except InputError as meaning:
+        found = list(invalid.diagnostics)
+        found += [
+            Diagnostic(display, d.line, d.col, d.message)
+            for d in meaning.diagnostics
+            if (d.line, d.col, d.message) not in {(f.line, f.col, f.message) for f in found}
+        ]
+        return InputError(sorted(found, key=lambda d: (d.line, d.col)))
+    except Exception:  # schema-invalid data the meaning check cannot follow: the schema's word
+        return invalid
+    return invalid
+
+
 def _unedited(path: Path) -> bool:
     """The file `init` wrote (every key commented), or the full defaults, byte for byte: it says
     exactly the defaults, so it needs no parse (a third of `check`'s work on a fresh folder)."""
@@ -60,7 +91,10 @@ def load_policy(path: Path | None) -> Policy:
     user = None
     doc = None
     if path is not None and path.exists() and not _unedited(path):
-        doc = documents.load_decision(path, "selfcorrect", allow_empty=True)
+        try:
+            doc = documents.load_decision(path, "selfcorrect", allow_empty=True)
+        except InputError as exc:
+            raise _with_meaning(path, exc) from None
         user = doc.data
     # A problem in a key the user wrote is shown where they wrote it; one that comes from the
     # defaults alone has no place in their file.

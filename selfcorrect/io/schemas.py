@@ -42,6 +42,15 @@ def schema_id(stem: str) -> str:
     return str(schema(stem)["$id"])
 
 
+def modeline(stem: str, to_folder: str = "") -> str:
+    """The `yaml-language-server` line of a file selfcorrect writes: the schema copy `init`
+    keeps in the workflow folder's .selfcorrect/schemas/, relative to the file, as init's own
+    modelines are, so editors resolve it offline (the schemas' `$id` URLs resolve nowhere).
+    `to_folder` leads from the file's folder to the workflow folder ("" at its top, "../" one
+    level down)."""
+    return f"# yaml-language-server: $schema={to_folder}.selfcorrect/schemas/{stem}.schema.json"
+
+
 @cache
 def validator(stem: str, fragment: str = "") -> Any:
     # jsonschema is heavy to import (~40 ms); only commands that validate pay for it.

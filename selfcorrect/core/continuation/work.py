@@ -76,18 +76,14 @@ def _plan_task(
     existing = work.microtasks.get(task_id)
     listed = list(existing.get("microtasks") or ()) if existing else []
     state = work.task_states.get(task_id)
-    if state == "blocked":
-        plan.blocked.append(
-            (
-                task_id,
-                "blocked earlier; a person must act",
-                progress_summary(item, task, listed),
-                item.checkpoint,
-            )
-        )
-        return
     pieces = [] if existing else split(item, task, work.size_of, policy, work.place)
     limit = over_limit(task, len(listed) or len(pieces), policy)
+    if state == "blocked":
+        # Still blocked: say why (the limit, decided afresh from the same facts), never a bare
+        # "earlier", which also read wrong on the run that made the escalation
+        why = limit[1] if limit is not None else "blocked; a person must act"
+        plan.blocked.append((task_id, why, progress_summary(item, task, listed), item.checkpoint))
+        return
     if limit is not None:
         plan.blocked.append(
             (task_id, limit[1], progress_summary(item, task, listed), item.checkpoint)
