@@ -27,6 +27,9 @@ from selfcorrect.layout import work_item_file
 STATUSES = ("blocked", "skipped", "recovering", "pending", "recovered")
 ACTING = ("recovering", "pending")
 RESULT_EXIT = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}
+# The report page also shows what no decision covers, in the JSON's words: failures under
+# budget are `pending` there, a subject that succeeds since is `recovered`.
+REPORT_WORDS = {"failing": "pending", "ok": "recovered"}
 NON_AGENT_STRATEGIES = {"autofix", "escalate", "restructure_to_template"}
 # Where each type enters the ladder (docs/policy.md: unguided attempts, then the ladder).
 ENTRY_STEP = {"resource_exhaustion": 5, "timeout": 3}
@@ -99,6 +102,7 @@ class Observation:
     prompts: dict[str, str]
     report: bytes | None
     gate: dict[str, Any] | None = None  # .selfcorrect/gate.json as the run left it
+    report_statuses: dict[str, str] | None = None  # the HTML report's item -> status
 
 
 def observe(
@@ -521,6 +525,9 @@ class Checker:
             recovery = str(advisory.get("recovery"))
             if status not in ACTING and re.match(r"Step \d", recovery):
                 problems.append(f"the advisory hands out {recovery[:40]!r}")
+        shown = (obs.report_statuses or {}).get(item)
+        if shown is not None and REPORT_WORDS.get(shown, shown) != status:
+            problems.append(f"the HTML report says {shown}")
         gate = obs.gate or {}
         task = (gate.get("tasks") or {}).get(item)
         if task is not None and task.get("status") not in (status, None):

@@ -26,9 +26,11 @@ validator are real subprocesses.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -101,6 +103,7 @@ class Simulation:
         self.run_no += 1
         _, status_text, _ = self.cli("status", "workflow", "--color", "never")
         obs = observe(self.run_no, label, code, out, err, status_text, self.project.workflow)
+        obs.report_statuses = self.report_statuses()
         data = obs.data or {}
         self.log.append(
             f"{label} {self.run_no}: exit {code}, result {data.get('result')}, "
@@ -108,6 +111,19 @@ class Simulation:
         )
         self.checker.check(obs)
         self.last = obs
+
+    def report_statuses(self) -> dict[str, str]:
+        """Each work item's status on the HTML report page, as a browser's DOM holds it."""
+        page = self.project.root.parent / "report.html"
+        code, _, err = self.cli("report", "workflow", "-q", "-o", str(page))
+        if code != 0:
+            self.checker.expectation(self.last, f"report exited {code}: {err.strip()[-300:]}")
+            return {}
+        text = page.read_text(encoding="utf-8")
+        return {
+            html.unescape(item): status
+            for item, status in re.findall(r'data-item="([^"]*)" data-status="([^"]*)"', text)
+        }
 
     def validate(self) -> None:
         env = {**os.environ, "SELFCORRECT_DIR": str(self.project.workflow)}
