@@ -314,8 +314,8 @@ def test_a_stop_with_pending_microtasks_is_held_once_and_never_when_already_acti
     assert held.json == {
         "decision": "block",
         "reason": "selfcorrect: work handed to you is not done yet: WI-2 has 2 pending "
-        "micro-task(s) in workflow/microtasks/WI-2.yaml: do them and mark each done; "
-        "WI-2: follow workflow/recovery/WI-2.md.",
+        "micro-task(s) in workflow/microtasks/WI-2.yaml: do them and mark each done "
+        "(workflow/recovery/WI-2.md names them).",
     }
     assert hook(project, "stop", dict(stop, stop_hook_active=False)).json is None
 

@@ -44,6 +44,7 @@ def shadow(folder: Path) -> dict[str, Any]:
     assert done.returncode in (0, 1, 3), done.stderr
     data = json.loads(done.stdout)
     data.pop("written", None)
+    data.pop("workflow_dir", None)  # the copy's folder has another name
     return data
 
 

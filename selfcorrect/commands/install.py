@@ -268,7 +268,7 @@ def _install(
         hooks = _hooks(root, text, display)
         assert hooks is not None
         groups = hooks.member(event)
-        ours = _ours(groups, event) if groups is not None else []
+        ours = _ours(groups, event, text) if groups is not None else []
         if any(entry.value == command for _, _, entry in ours):
             continue
         if groups is None:
@@ -321,7 +321,7 @@ def _uninstall(
             for i, (key, groups) in enumerate(
                 zip(hooks.keys, hooks.items, strict=True) if hooks is not None else []
             )
-            for g, e, command in _ours(groups, key.text)
+            for g, e, command in _ours(groups, key.text, text)
         ]
         if hooks is None or not found:
             break
@@ -383,7 +383,7 @@ def _without_events(text: str, events: list[str], display: str) -> str:
     return text
 
 
-def _ours(groups: Node, event: str) -> list[tuple[int, int, Node]]:
+def _ours(groups: Node, event: str, text: str) -> list[tuple[int, int, Node]]:
     """(group index, entry index, command node) of each of selfcorrect's hooks in an event:
     an entry exactly as install writes it for that event (any folder), nothing more. A hook a
     person wrote that merely starts like ours (another event's, extra arguments, extra keys)
@@ -396,12 +396,12 @@ def _ours(groups: Node, event: str) -> list[tuple[int, int, Node]]:
             continue
         for e, entry in enumerate(entries.items):
             command = entry.member("command") if entry.kind == "object" else None
-            if command is not None and _installed_entry(entry, command.value, *spec):
+            if command is not None and _installed_entry(entry, command.value, text, *spec):
                 found.append((g, e, command))
     return found
 
 
-def _installed_entry(entry: Node, command: str | None, name: str, timeout: int) -> bool:
+def _installed_entry(entry: Node, command: str | None, text: str, name: str, timeout: int) -> bool:
     """Is `entry` exactly what install writes for the hook `name`: `type` and `command` (any
     path to selfcorrect, the hook's name, at most the folder argument), and the hook's own
     `timeout` when there is one (an older install wrote none)?"""
@@ -411,7 +411,7 @@ def _installed_entry(entry: Node, command: str | None, name: str, timeout: int) 
     kind, given_timeout = entry.member("type"), entry.member("timeout")
     if kind is None or kind.value != "command" or command is None or not is_ours(command):
         return False
-    if given_timeout is not None and given_timeout.value != timeout:
+    if given_timeout is not None and text[given_timeout.start : given_timeout.end] != str(timeout):
         return False
     found = _HOOK_WORDS.search(command)
     if found is None or found.group(2) != name:

@@ -255,7 +255,7 @@ def _add_issues(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
                 int(row.get("attempts", decision.attempts)),  # spent, as `run` counts them
                 decision.retries,
                 None,
-                str(row.get("detail") or decision.reason.value),  # the run's WHY, its item's
+                decision.reason.value,  # cli/report_html words it (a held issue says so)
                 decision.issue.description or decision.detail,
             )
         )

@@ -17,7 +17,7 @@ from typing import Any
 from selfcorrect import layout
 from selfcorrect.hooks.answers import block_stop
 from selfcorrect.hooks.events import HookEvent
-from selfcorrect.hooks.gate_file import read_state_or_none
+from selfcorrect.hooks.gate_file import NotRegular, read_state
 
 MAX_HOLDS = 1000  # remembered directives; the oldest are forgotten first
 
@@ -39,7 +39,13 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
         decide(folder)
     if event.stop_hook_active:
         return None  # the host is already continuing because of a stop hook: no loops
-    state = read_state_or_none(folder)
+    try:
+        state = read_state(folder)
+    except NotRegular as exc:
+        from selfcorrect.hooks.answers import note
+
+        note(f"{exc}; the stop was let through")
+        return None
     tasks = state.tasks if state is not None else {}
     if not tasks:
         return None
@@ -60,21 +66,23 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
 
 
 def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
-    found = []
+    """(hold key, what to do) of the task's open work: its micro-tasks (its prompt names them:
+    one hold), else its directive."""
     pending = facts.get("microtasks_pending")
+    directive, prompt = facts.get("directive"), facts.get("prompt")
     if isinstance(pending, int) and pending > 0:
         where = facts.get("microtasks")
-        found.append(
+        named = f" ({prompt} names them)" if isinstance(prompt, str) else ""
+        return [
             (
                 f"{task}|microtasks|{pending}|{where}",
                 f"{task} has {pending} pending micro-task(s) "
-                f"in {where}: do them and mark each done",
+                f"in {where}: do them and mark each done{named}",
             )
-        )
-    directive, prompt = facts.get("directive"), facts.get("prompt")
+        ]
     if isinstance(directive, str) and isinstance(prompt, str):
-        found.append((f"{task}|directive|{directive}", f"{task}: follow {prompt}"))
-    return found
+        return [(f"{task}|directive|{directive}", f"{task}: follow {prompt}")]
+    return []
 
 
 def _hold_once(folder: Path, open_work: list[tuple[str, str]]) -> list[tuple[str, str]]:
