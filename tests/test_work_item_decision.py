@@ -287,3 +287,42 @@ def test_the_gate_reader_is_shared_and_checks_its_schema(project: Path) -> None:
     hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, TYPE_ERROR))
     jsonschema.Draft202012Validator(schema).validate(gate(project))
     assert hook(project, "pre-tool-use", call("agent-1", "Bash", MAKE)).json is None
+
+
+def test_a_passing_report_recovers_what_the_hooks_left_on_the_ladder(project: Path) -> None:
+    """With hooks alone nothing used to turn green: after the validator's PASS the task stayed
+    recovering and `run` exited 3. A PASS (not a stub) is a success for every subject still
+    failing before it: recovered everywhere, exit 0, and a later failure starts a new streak."""
+    bash = {"command": "make build"}
+    for _ in range(3):
+        hook(project, "post-tool-use-failure", failure("agent-1", "Bash", bash, TYPE_ERROR))
+    before = run_json(project)
+    (wi1,) = [s for s in before["subjects"] if s["subject"] == "WI-1"]
+    assert wi1["status"] == "recovering" and before["result"] == "PENDING"
+    (project / "workflow" / "validation_report.yaml").write_text(
+        json.dumps({"status": "PASS", "validator": "loop-validator", "issues": []}),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", "--format", "json"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr  # PASS
+    after = json.loads(done.stdout)
+    assert [s["status"] for s in after["subjects"] if s["subject"] == "WI-1"] == ["recovered"]
+    failed = {
+        i["task_id"]: i
+        for i in load(project / "workflow" / "coordination_log.yaml")["failed_items"]
+    }
+    assert failed["WI-1"]["final_status"] == "recovered"
+    assert prompt(project, "WI-1").startswith("STATUS: recovered")
+    assert gate(project)["repeats"] == []  # a PASS clears the gate's repeat counts
+    # Seen again, the same report recovers nothing twice; a new failure is a new streak.
+    assert run_json(project)["result"] == "PASS"
+    hook(project, "post-tool-use-failure", failure("agent-1", "Bash", bash, TYPE_ERROR))
+    again = run_json(project, "--shadow")
+    (wi1,) = [s for s in again["subjects"] if s["subject"] == "WI-1"]
+    assert wi1["attempts"] == 1 and wi1["signals"] == [] and wi1["ladder_step"] is None

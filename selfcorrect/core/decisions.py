@@ -11,7 +11,7 @@ cap reached) decides again from the same `Inputs`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from selfcorrect import layout
@@ -29,7 +29,8 @@ from selfcorrect.core.human_control import (
     unevidenced_warning,
 )
 from selfcorrect.core.inputs import Inputs
-from selfcorrect.core.ladder import SubjectDecision, decide_subject
+from selfcorrect.core.journal_records import ResetBaseline, SuccessEvent
+from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, decide_subject
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import (
     HANDED_OUT,
@@ -39,6 +40,7 @@ from selfcorrect.core.model import (
     Issue,
     IssueStatus,
     Report,
+    Verdict,
 )
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.state import IssueState, State, derive
@@ -69,6 +71,7 @@ class Decisions:
     circuits: Circuits = field(default_factory=Circuits)
     trips: Sequence[Trip] = ()  # circuits that open now
     human_resets: Sequence[Reset] = ()  # a person's hand edits acted on in this run
+    successes: Sequence[SuccessEvent] = ()  # a passing report seen for the first time
     calibration: Sequence[CalibrationRow] = ()  # what worked before, from the journal
     history: Sequence[Mapping[str, Any]] = ()  # the journal, with the hand edits' resets
     warnings: Sequence[Diagnostic] = ()
@@ -172,12 +175,26 @@ def decide(
         history += [r.record.to_json() for r in human]
         records += [r.record for r in human]
         state = derive(records)
+    # A passing report recovers what was still failing before it (docs/rules.md §9.1).
+    passed = passing_report(inputs, state)
+    if passed is not None:
+        history.append(passed.to_json())
+        records.append(passed)
+        state = derive(records)
     circuits = fold_circuits(records)
     trips = circuits.trips(policy)
     for trip in assume_open:
         circuits.assume_open(trip)
         trips.append(trip)
     subjects = _decide_subjects(inputs, state, policy)
+    if passed is not None:  # recovered by this report: a new fact, journaled and shown
+        now_passed = {b.subject for b in passed.subjects}
+        subjects = [
+            replace(d, new=True)
+            if d.subject in now_passed and d.status is SubjectStatus.RECOVERED
+            else d
+            for d in subjects
+        ]
     issues = _decide_issues(inputs, state, circuits, installed)
     if at_cap:
         agent = policy.agent.command is not None
@@ -210,10 +227,41 @@ def decide(
         circuits=circuits,
         trips=trips,
         human_resets=human,
+        successes=(passed,) if passed is not None else (),
         calibration=calibrate(records),
         history=history,
         warnings=warnings,
     )
+
+
+def passing_report(inputs: Inputs, state: State) -> SuccessEvent | None:
+    """The success a passing report is, the first time it is seen (its content and its write):
+    every subject selfcorrect had handed to the agents or skipped before it recovers, not one
+    a person must act on, and its counts start again after it. A stub (no validator ran) or a
+    PASS with issues or failed evidence is none. Failures first seen beside the report are
+    not covered: nothing says they came before it."""
+    report = inputs.report
+    seen = f"{inputs.report_digest}|{inputs.report_stamp}"
+    if (
+        report is None
+        or report.verdict is not Verdict.PASS
+        or report.stub
+        or report.issues
+        or inputs.rechecked
+        or seen in state.passes
+    ):
+        return None
+    subjects = [
+        ResetBaseline(
+            subject=s,
+            log_position=record.latest_position,
+            attempts=dict(record.attempts),
+            successes=record.successes,
+        )
+        for s, record in inputs.log.records.items()
+        if state.subject(s).status in (SubjectStatus.RECOVERING.value, SubjectStatus.SKIPPED.value)
+    ]
+    return SuccessEvent(source="report", report_digest=seen, subjects=subjects)
 
 
 def unsettled(decisions: Decisions) -> bool:

@@ -27,6 +27,7 @@ RESET = "reset"  # a person acted: `selfcorrect reset`, or a hand edit
 TASK = "task"  # incomplete-work steps: split, consolidated, blocked
 FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrote
 COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_commands.py)
+SUCCESS = "success"  # a success the log does not hold: a passing report (docs/rules.md §9.1)
 
 
 class Omit(Enum):
@@ -290,6 +291,32 @@ class CommandsEvent(Stamped):
     commands: Mapping[str, Sequence[str]]  # where in the policy -> argv
 
 
+@dataclass(frozen=True, kw_only=True)
+class SuccessEvent(Stamped):
+    """A success seen once, from where it came: a passing report recovers the subjects still
+    failing before it, and their counts start again after it (a baseline, as a reset's)."""
+
+    event = SUCCESS
+    source: str  # report
+    report_digest: str | None
+    subjects: Sequence[ResetBaseline]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "subjects": [s.to_json() for s in self.subjects]}
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> Any:
+        parsed = super().from_json(record)
+        if parsed is None:
+            return None
+        baselines = [
+            ResetBaseline.from_json(s)
+            for s in record.get("subjects") or ()
+            if isinstance(s, Mapping) and isinstance(s.get("subject"), str)
+        ]
+        return replace(parsed, subjects=baselines)
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -305,5 +332,6 @@ KINDS: dict[str, type[Stamped]] = {
         TaskEvent,
         FailedItemsEvent,
         CommandsEvent,
+        SuccessEvent,
     )
 }

@@ -381,6 +381,8 @@ def _plan_work(
 def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> None:
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
+    # A passing report's success, seen now: journaled first, as a hand edit is.
+    plan.journal += [replace(record, **stamp(run)).to_json() for record in run.successes]
     for reset in run.human_resets:
         record = reset.record
         # The person who acted stays its actor; the run stamps when.

@@ -21,6 +21,7 @@ from selfcorrect.core.journal_records import (
     ResetEvent,
     Stamped,
     SubjectEvent,
+    SuccessEvent,
     TaskEvent,
     TransitionEvent,
     ValidatedEvent,
@@ -100,6 +101,8 @@ class State:
     agent_turns: set[str] = field(default_factory=set)
     # A person's latest words per subject, work item and task they reset: prompts show them.
     guidance: dict[str, Guidance] = field(default_factory=dict)
+    # Passing reports already counted as a success (their digests): seen again, nothing new.
+    passes: set[str] = field(default_factory=set)
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -145,8 +148,38 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
             state.proposals.add(record.key)
         elif isinstance(record, FailedItemsEvent) and isinstance(record.statuses, Mapping):
             state.written.update({str(k): str(v) for k, v in record.statuses.items()})
+        elif isinstance(record, SuccessEvent):
+            _apply_success(state, record)
     _refund_unstarted(state, started)
     return state
+
+
+def _apply_success(state: State, record: SuccessEvent) -> None:
+    """A passing report: the subjects still failing before it are recovered, and only what
+    the log holds after it counts (a baseline with a fresh budget, as a reset's, but no
+    person's words and no new escalation identity)."""
+    if isinstance(record.report_digest, str):
+        state.passes.add(record.report_digest)
+    for entry in record.subjects or ():
+        before = state.subject(entry.subject)
+        position = _int(entry.log_position) if entry.log_position is not None else -1
+        attempts = entry.attempts if isinstance(entry.attempts, Mapping) else {}
+        state.subjects[entry.subject] = SubjectState(
+            status="recovered",
+            ladder_step=0,
+            log_position=position,
+            baseline=Baseline(
+                position,
+                {str(k): _int(v) for k, v in attempts.items()},
+                _int(entry.successes),
+                True,
+            ),
+            epoch=before.epoch,
+            at=record.at,
+            reason="SUCCEEDED",
+            rule=before.rule,
+            rule_version=before.rule_version,
+        )
 
 
 def _int(value: object) -> int:
