@@ -326,3 +326,41 @@ def test_a_passing_report_recovers_what_the_hooks_left_on_the_ladder(project: Pa
     again = run_json(project, "--shadow")
     (wi1,) = [s for s in again["subjects"] if s["subject"] == "WI-1"]
     assert wi1["attempts"] == 1 and wi1["signals"] == [] and wi1["ladder_step"] is None
+
+
+def test_an_issue_that_comes_back_after_a_pass_gets_a_fresh_budget(project: Path) -> None:
+    """A `missing_documentation` issue (1 retry) was fixed, a PASS resolved it, and the same
+    finding came back: it was sent straight to a person ("1 of 1 attempts spent"). A
+    recurrence gets a fresh budget, and says it came back."""
+    report = project / "workflow" / "validation_report.yaml"
+    finding = {
+        "id": "V-1",
+        "type": "missing_documentation",
+        "severity": "MINOR",
+        "description": "docs/app.md has no usage section",
+        "target": "docs/app.md",
+        "task_id": "WI-4",
+    }
+
+    def validator_says(*issues: dict[str, Any]) -> None:
+        status = "FIXABLE" if issues else "PASS"
+        report.write_text(
+            json.dumps({"status": status, "validator": "docs-check", "issues": list(issues)}),
+            encoding="utf-8",
+        )
+
+    validator_says(finding)
+    assert run_json(project)["result"] == "PENDING"  # a directive is out: attempt 1 of 1
+    validator_says()  # the agent wrote the section: PASS
+    assert run_json(project)["result"] == "PASS"
+    validator_says({**finding, "id": "V-7"})  # the section was lost again
+    again = run_json(project)
+    (issue,) = again["issues"]
+    assert again["result"] == "PENDING", again
+    assert (issue["classification"], issue["status"], issue["attempts"]) == (
+        "FIXABLE",
+        "pending",
+        0,
+    )
+    assert "came back after being fixed (1 time)" in issue["detail"]
+    assert not open_escalations(project)

@@ -158,9 +158,18 @@ class IssueClassifier:
         validations: int = 0,
         agent_had_turn: bool = True,
     ) -> IssueDecision:
+        recurs = prior.status == IssueStatus.RESOLVED
+        if recurs:
+            # Fixed, and back: a recurrence gets a fresh budget (docs/rules.md §5); its
+            # resolved attempts are closed.
+            prior = replace(prior, status=None, attempts=0, report_digest=None)
         decision = self._decide(
             issue, prior, report_digest, circuit_open, validations, agent_had_turn
         )
+        if recurs:
+            times = prior.recurrences + 1
+            back = f"it came back after being fixed ({times} time{'s' if times > 1 else ''})"
+            decision = replace(decision, detail=f"{decision.detail}; {back}")
         rule = self.policy.issue_type(decision.type) or self.policy.issue_type(UNCLASSIFIED)
         stage = effective_stage(
             self.policy, rule, (issue.target, issue.task_id, decision.fingerprint)

@@ -77,6 +77,7 @@ class IssueState:
     acknowledged: tuple[str, int] | None = None
     run: str | None = None  # the run that made the latest hand-out
     why: str | None = None  # why it was blocked, as its record said (a failed fix's detail)
+    recurrences: int = 0  # times it came back after a fresh report had resolved it
 
 
 @dataclass
@@ -187,10 +188,13 @@ def _int(value: object) -> int:
 
 
 def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
+    # Resolved, then decided again: a recurrence, with a fresh budget (rules §5).
+    recurs = issue.status == IssueStatus.RESOLVED and record.status != IssueStatus.RESOLVED
+    issue.recurrences += 1 if recurs else 0
     issue.status = record.status
     attempt = _int(record.attempt)
     # A fix refused before it ran (`not_run`) gives its counted attempt back.
-    issue.attempts = attempt if record.not_run else max(issue.attempts, attempt)
+    issue.attempts = attempt if record.not_run or recurs else max(issue.attempts, attempt)
     issue.reason = record.reason
     evidence = record.evidence if isinstance(record.evidence, Mapping) else {}
     issue.why = str(evidence["why"]) if isinstance(evidence.get("why"), str) else None
