@@ -454,19 +454,25 @@ def check_journal(folder: Path) -> None:
     over = {fp: sorted(a) for fp, a in started.items() if len(a) > RETRIES}
     assert not over, f"{tag}: 5. more remediations than the {RETRIES} retries allow: {over}"
 
+    # A passing report recovers what was on the ladder and starts its counts again (a
+    # `success` record, docs/rules.md §9.1): a climb after it is a new one.
     climbs: dict[str, list[int]] = defaultdict(list)
+    since: dict[str, int] = defaultdict(lambda: -1)  # the latest success baseline, per subject
+    truth = failure_positions(folder)
+    wrong = []
     for r in records:
+        if r.get("event") == "success":
+            for baseline in r.get("subjects") or ():
+                climbs[baseline["subject"]] = []
+                since[baseline["subject"]] = baseline["log_position"]
         if r.get("event") == "subject" and r.get("status") == "recovering":
             climbs[r["subject"]].append(int(r["ladder_step"]))
-    again = {s: steps for s, steps in climbs.items() if steps != sorted(set(steps))}
-    assert not again, f"{tag}: 6. a ladder round handed out twice: {again}"
-    truth = failure_positions(folder)
-    wrong = [
-        (r["subject"], r["log_position"], r["attempt"])
-        for r in records
-        if r.get("event") == "subject"
-        and r.get("attempt") != sum(p <= r["log_position"] for p in truth[r["subject"]])
-    ]
+        if r.get("event") == "subject":
+            low, high = since[r["subject"]], r["log_position"]
+            if r.get("attempt") != sum(low < p <= high for p in truth[r["subject"]]):
+                wrong.append((r["subject"], r["log_position"], r["attempt"]))
+        again = {s: steps for s, steps in climbs.items() if steps != sorted(set(steps))}
+        assert not again, f"{tag}: 6. a ladder round handed out twice: {again}"
     assert not wrong, f"{tag}: 7. failures counted twice or missed (subject, at, count): {wrong}"
 
 
