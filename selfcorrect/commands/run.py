@@ -502,9 +502,12 @@ def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, s
         escalations, [r.entry() for r in plan.resolutions], max_bytes=max_bytes
     ):
         written.append(documents.display_path(escalations))
-    if plan.escalations and documents.add_escalations(
-        escalations, plan.escalations, max_bytes=max_bytes
-    ):
+    # Only escalations the file does not hold yet: the others stay as they are, so a run with
+    # nothing new to escalate never parses the file (a round-trip parse of a long
+    # escalations.yaml was most of a failure hook's time).
+    known = {e.id for e in decisions.escalations}
+    fresh = [e for e in plan.escalations if str(e.get("id")) not in known]
+    if fresh and documents.add_escalations(escalations, fresh, max_bytes=max_bytes):
         written.append(documents.display_path(escalations))
     written += write_recovery(folder, plan, rendered)
     written += write_work(folder, plan, decisions.policy.limits.max_text)

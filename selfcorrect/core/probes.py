@@ -91,9 +91,11 @@ class Probes:
         if failure.outcome is not Outcome.FAILURE:
             return True
         extra = failure.extra
+        if not extra:
+            return True  # the common entry: no command, no interrupt flag
         if extra.get("is_interrupt") is True:
             return False
         command = extra.get("command")
-        return not self.is_probe(
-            failure.tool, command if isinstance(command, str) else None, failure.error
-        )
+        if not isinstance(command, str):
+            return True
+        return not self.is_probe(failure.tool, command, failure.error)
