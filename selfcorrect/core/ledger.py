@@ -188,8 +188,11 @@ class Ledger:
         record.attempts[failure_type] = record.attempts.get(failure_type, 0) + 1
         # The subject's type is that of its streak, not of its latest entry: one stale Edit
         # after three TypeErrors is still a runtime error (rules §6). A tie goes to the latest.
-        counts = record.attempts
-        record.latest_type = max(counts, key=lambda kind: (counts[kind], kind == failure_type))
+        # Incremental: only this type's count grew, so it takes over when it reaches the
+        # leader's (the fold runs once per entry of a 100,000-entry log).
+        counts, leader = record.attempts, record.latest_type
+        if leader not in counts or counts[failure_type] >= counts[leader]:
+            record.latest_type = failure_type
         record.latest_position = failure.index
         record.failures_total += 1
         record.first_failure_at = record.first_failure_at or failure.timestamp

@@ -88,11 +88,14 @@ def iter_failures(text: str, display: str, warnings: list[Diagnostic]) -> Iterat
 
 
 def with_progress(items: Iterator[T], total_lines: int) -> Iterator[T]:
-    """`items` (index, line, entry) as they come, telling PROGRESS how far the read got."""
-    progress, index = PROGRESS.get(), -1
-    if progress is None:
-        yield from items
-        return
+    """`items` (index, line, entry) as they come, telling PROGRESS how far the read got; the
+    items themselves when nothing listens (no generator layer per entry on the fast path)."""
+    progress = PROGRESS.get()
+    return items if progress is None else _reporting(items, total_lines, progress)
+
+
+def _reporting(items: Iterator[T], total_lines: int, progress: Progress) -> Iterator[T]:
+    index = -1
     for item in items:
         index, line = item[0], item[1]
         if index % PROGRESS_EVERY == 0:
