@@ -252,7 +252,7 @@ def _feed(
         failure = attributed(normalise_failure(raw.data, raw.index), owners)
         if not probes.counted(failure):
             continue
-        if not repeated.first_sight(failure):
+        if failure.extra and "tool_use_id" in failure.extra and not repeated.first_sight(failure):
             continue  # one call logged twice counts once (docs/hooks.md)
         failure_type = taxonomy.classify(failure).failure_type
         subject = subject_of(failure, failure_type)
