@@ -232,26 +232,11 @@ class ResetBaseline:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ResetEvent(Stamped):
-    """A person acted. `actor` is the person; the run writing it stamps when."""
+class WithBaselines(Stamped):
+    """A record whose `subjects` are baselines (a reset's, a passing report's): written and
+    read back as ResetBaseline values."""
 
-    event = RESET
-    via: str  # cli | escalations.yaml | failed_items
-    kind: str | None
-    name: str
-    evidence: str
-    retry: bool
-    false_positive: bool
-    escalation: str | None
     subjects: Sequence[ResetBaseline]
-    fingerprints: Sequence[str]
-    tasks: Sequence[str]
-    rules: Sequence[str]
-    detections: Sequence[Sequence[str]]  # [rule, rule_version]
-    report_digest: str | None
-    validations: int
-    escalations: Sequence[str]  # every open escalation it resolves
-    written: Mapping[str, str] | None = _optional()  # final_status per entry it wrote
 
     def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "subjects": [s.to_json() for s in self.subjects]}
@@ -267,6 +252,28 @@ class ResetEvent(Stamped):
             if isinstance(s, Mapping) and isinstance(s.get("subject"), str)
         ]
         return replace(parsed, subjects=baselines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetEvent(WithBaselines):
+    """A person acted. `actor` is the person; the run writing it stamps when."""
+
+    event = RESET
+    via: str  # cli | escalations.yaml | failed_items
+    kind: str | None
+    name: str
+    evidence: str
+    retry: bool
+    false_positive: bool
+    escalation: str | None
+    fingerprints: Sequence[str]
+    tasks: Sequence[str]
+    rules: Sequence[str]
+    detections: Sequence[Sequence[str]]  # [rule, rule_version]
+    report_digest: str | None
+    validations: int
+    escalations: Sequence[str]  # every open escalation it resolves
+    written: Mapping[str, str] | None = _optional()  # final_status per entry it wrote
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,29 +299,13 @@ class CommandsEvent(Stamped):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SuccessEvent(Stamped):
+class SuccessEvent(WithBaselines):
     """A success seen once, from where it came: a passing report recovers the subjects still
     failing before it, and their counts start again after it (a baseline, as a reset's)."""
 
     event = SUCCESS
     source: str  # report
     report_digest: str | None
-    subjects: Sequence[ResetBaseline]
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "subjects": [s.to_json() for s in self.subjects]}
-
-    @classmethod
-    def from_json(cls, record: Mapping[str, Any]) -> Any:
-        parsed = super().from_json(record)
-        if parsed is None:
-            return None
-        baselines = [
-            ResetBaseline.from_json(s)
-            for s in record.get("subjects") or ()
-            if isinstance(s, Mapping) and isinstance(s.get("subject"), str)
-        ]
-        return replace(parsed, subjects=baselines)
 
 
 KINDS: dict[str, type[Stamped]] = {

@@ -18,6 +18,7 @@ from selfcorrect.core.journal_records import (
     FailedItemsEvent,
     IssueEvent,
     ProposalEvent,
+    ResetBaseline,
     ResetEvent,
     Stamped,
     SubjectEvent,
@@ -162,25 +163,40 @@ def _apply_success(state: State, record: SuccessEvent) -> None:
     if isinstance(record.report_digest, str):
         state.passes.add(record.report_digest)
     for entry in record.subjects or ():
-        before = state.subject(entry.subject)
-        position = _int(entry.log_position) if entry.log_position is not None else -1
-        attempts = entry.attempts if isinstance(entry.attempts, Mapping) else {}
-        state.subjects[entry.subject] = SubjectState(
-            status="recovered",
-            ladder_step=0,
-            log_position=position,
-            baseline=Baseline(
-                position,
-                {str(k): _int(v) for k, v in attempts.items()},
-                _int(entry.successes),
-                True,
-            ),
-            epoch=before.epoch,
-            at=record.at,
-            reason="SUCCEEDED",
-            rule=before.rule,
-            rule_version=before.rule_version,
+        _start_again(
+            state, entry, record, status="recovered", step=0, retry=True, reason="SUCCEEDED"
         )
+
+
+def _start_again(
+    state: State,
+    entry: ResetBaseline,
+    record: Stamped,
+    *,
+    status: str | None,
+    step: int,
+    retry: bool,
+    reason: str,
+    epoch: int = 0,
+) -> None:
+    """A subject starts again from `entry`'s baseline: only what the log holds after it
+    counts (with `retry`, the failures before it are subtracted). `epoch` adds to its resets."""
+    before = state.subject(entry.subject)
+    position = _int(entry.log_position) if entry.log_position is not None else -1
+    attempts = entry.attempts if isinstance(entry.attempts, Mapping) else {}
+    state.subjects[entry.subject] = SubjectState(
+        status=status,
+        ladder_step=step,
+        log_position=position,
+        baseline=Baseline(
+            position, {str(k): _int(v) for k, v in attempts.items()}, _int(entry.successes), retry
+        ),
+        epoch=before.epoch + epoch,
+        at=record.at,
+        reason=reason,
+        rule=before.rule,
+        rule_version=before.rule_version,
+    )
 
 
 def _int(value: object) -> int:
@@ -245,26 +261,17 @@ def _apply_reset(state: State, record: ResetEvent) -> None:
     _note_guidance(state, record)
     state.episode_cycles = 0  # a person's reset ends the episode
     for entry in record.subjects or ():
-        subject_before = state.subject(entry.subject)
-        position = _int(entry.log_position) if entry.log_position is not None else -1
-        attempts = entry.attempts if isinstance(entry.attempts, Mapping) else {}
-        state.subjects[entry.subject] = SubjectState(
-            # With a fresh budget the work is back with the agents; a later success recovers it.
+        # With a fresh budget the work is back with the agents, its prompt rewritten at ladder
+        # step 1 (the next failures climb from there); a later success recovers it.
+        _start_again(
+            state,
+            entry,
+            record,
             status="recovering" if retry else None,
-            # The reset rewrote its prompt at ladder step 1: the next failures climb from there.
-            ladder_step=1 if retry else 0,
-            log_position=position,
-            baseline=Baseline(
-                position,
-                {str(k): _int(v) for k, v in attempts.items()},
-                _int(entry.successes),
-                retry,
-            ),
-            epoch=subject_before.epoch + 1,
-            at=record.at,
+            step=1 if retry else 0,
+            retry=retry,
             reason="RESET",
-            rule=subject_before.rule,
-            rule_version=subject_before.rule_version,
+            epoch=1,
         )
     for fingerprint in record.fingerprints or ():
         if not isinstance(fingerprint, str):
