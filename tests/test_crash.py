@@ -448,6 +448,11 @@ def check_journal(folder: Path) -> None:
             if r["status"] == "directive":
                 so_far[r["fingerprint"]].add(r["attempt"])
     assert not misnumbered, f"{tag}: 3. attempts counted twice or not at all: {misnumbered}"
+    # An attempt is a fix that started, or a directive handed to the agent (a fix's retries
+    # spent hand the task to the recovery ladder: docs/rules.md §5).
+    for r in records:
+        if r.get("event") == "issue" and r.get("status") == "directive":
+            started[r["fingerprint"]].add(r["attempt"])
     counted = {fp: issue.attempts for fp, issue in derive(records).issues.items()}
     phantom = {fp: (n, sorted(started[fp])) for fp, n in counted.items() if n > len(started[fp])}
     assert not phantom, f"{tag}: 4. attempts counted, never started (count, started): {phantom}"

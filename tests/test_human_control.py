@@ -334,11 +334,16 @@ def test_an_issue_blocked_for_a_new_reason_gets_a_new_escalation(tmp_path: Path,
     escalations.write_text(escalations.read_text().replace("status: open", "status: resolved"))
     report.write_text(issue(10))  # now fixable: a directive (attempt 1)
     run_line(["run", folder])
-    report.write_text(issue(11))  # a fresh report still carries it: retries spent
-    assert run_line(["run", folder]).exit_code == 1
+    # Fresh reports still carry it: its retry spent, ladder step 1 (attempt 2), then the
+    # ceiling this policy sets pages a person.
+    (folder / "selfcorrect.yaml").write_text("caps:\n  max_attempts_per_subject: 2\n")
+    for minutes in (11, 12):
+        report.write_text(issue(minutes))
+        result = run_line(["run", folder])
+    assert result.exit_code == 1
     entries = load(escalations)["escalations"]
     assert [e["status"] for e in entries] == ["resolved", "open"]
-    assert "attempts spent" in entries[1]["reason"]
+    assert "the ceiling caps.max_attempts_per_subject (2)" in entries[1]["reason"]
 
 
 def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_line) -> None:

@@ -106,9 +106,16 @@ def test_our_own_revalidation_never_spends_an_agent_attempt(tmp_path: Path, run_
     subprocess.run([sys.executable, "validate.py"], cwd=repo, env=env, check=True)
     spent = run_json(run_line, repo)
     docs = issue(spent, "missing_documentation")
-    assert (docs["classification"], docs["status"]) == ("BLOCKED", "blocked")
-    assert first_line(repo, "T-1").startswith("STATUS: blocked")
-    assert failed_item(repo, "T-1")["final_status"] == "blocked"
+    # Its one attempt is spent: the task takes the recovery ladder, not a person.
+    assert (docs["classification"], docs["status"], docs["attempts"]) == ("FIXABLE", "pending", 1)
+    prompt = (repo / "workflow" / "recovery" / "T-1.md").read_text()
+    assert prompt.startswith("STATUS: pending")
+    assert "RECOVERY for T-1: step 1 of 6, Re-read everything" in prompt
+    assert failed_item(repo, "T-1")["final_status"] == "pending"
+    assert (
+        not (repo / "workflow" / "escalations.yaml").exists()
+        or "open" not in (repo / "workflow" / "escalations.yaml").read_text()
+    )
 
 
 def test_the_global_cap_counts_an_episodes_cycles_across_runs(tmp_path: Path, run_line) -> None:

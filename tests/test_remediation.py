@@ -230,12 +230,13 @@ def test_a_crash_mid_fix_is_reconciled_not_repeated(tmp_path: Path) -> None:
 
     again = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=120)
 
-    assert again.returncode == 1, again.stdout + again.stderr  # retries spent: escalated
+    # Its retry is spent: the agent gets the ladder's step 1, the fixer is not run again.
+    assert again.returncode == 3, again.stdout + again.stderr
     assert (repo / "calls.log").read_text() == "x\n"  # the fixer ran once, never again
     records = journal(repo)
     assert [r["attempt"] for r in records if r.get("status") == "remediating"] == [1]
-    blocked = [r for r in records if r.get("event") == "issue" and r.get("status") == "blocked"]
-    assert blocked and blocked[-1]["attempt"] == 1  # counted once, not twice
+    handed = [r for r in records if r.get("event") == "issue" and r.get("status") == "directive"]
+    assert [(r["attempt"], r["reason"]) for r in handed] == [(2, "LADDER")]  # counted once
 
 
 DOCS_VALIDATOR = """

@@ -306,12 +306,16 @@ def test_spent_retries_stay_spent_when_the_validator_renumbers(tmp_path: Path, r
     (folder / "validation_report.yaml").write_text(docs_report("V-7", "2026-11-29T11:00:00Z"))
     fresh = run_line(["run", folder, "--format", "json"])
     issue = json.loads(fresh.stdout)["issues"][0]
-    assert (issue["id"], issue["classification"], issue["reason"]) == (
+    # Renumbered, it is the same issue: its one attempt stays spent, and its task takes the
+    # recovery ladder (a fresh budget would have said FIXABLE with attempt 1 of 1 again).
+    assert (issue["id"], issue["classification"], issue["reason"], issue["attempts"]) == (
         "V-7",
-        "BLOCKED",
-        "MAXIMUM_ATTEMPTS_REACHED",
+        "FIXABLE",
+        "LADDER",
+        1,
     )
-    assert fresh.exit_code == 1
+    assert issue["ladder_step"] == 1
+    assert fresh.exit_code == 3
 
 
 def test_an_external_dependency_is_skipped_and_the_run_goes_on(tmp_path: Path, run_line) -> None:

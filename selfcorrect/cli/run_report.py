@@ -109,6 +109,7 @@ def issue_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
             "attempts": spent(d),
             "retries": d.retries,
             "status": item_status(plan, d.work_item, "pending"),
+            "ladder_step": d.ladder_step,  # its retries spent: the recovery step handed out
             "strategy": d.strategy,
             "target": d.issue.target,
             "task_id": d.issue.task_id,

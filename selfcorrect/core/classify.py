@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from selfcorrect.core.bounded_regex import Bounded
+from selfcorrect.core.ladder import ESCALATE_STEP
 from selfcorrect.core.markdown import template_for
 from selfcorrect.core.model import HANDED_OUT, Issue, IssueStatus, Verdict
 from selfcorrect.core.policy import Policy, Rule
@@ -36,7 +37,9 @@ class IssueReason(enum.StrEnum):
     NON_RETRYABLE = "NON_RETRYABLE"  # the type's classification is BLOCKED
     NO_STRATEGY = "NO_STRATEGY"
     TOO_LONG = "TOO_LONG"
-    MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"
+    MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"  # caps.max_attempts_per_subject
+    LADDER = "LADDER"  # its retries are spent: its work item is on the recovery ladder
+    LADDER_EXHAUSTED = "LADDER_EXHAUSTED"  # ladder steps 1 to 5 offered; still carried
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     LOW_CONFIDENCE = "LOW_CONFIDENCE"
     FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (rules §9.4)
@@ -47,7 +50,12 @@ class IssueReason(enum.StrEnum):
 # Blocked for these reasons, an issue stays blocked until a person acts: retrying would repeat
 # a failure. Other reasons (no fixer installed, low confidence, …) are decided afresh each run.
 STICKY = frozenset(
-    {IssueReason.FIX_FAILED, IssueReason.MAXIMUM_ATTEMPTS_REACHED, IssueReason.CAPS_EXHAUSTED}
+    {
+        IssueReason.FIX_FAILED,
+        IssueReason.MAXIMUM_ATTEMPTS_REACHED,
+        IssueReason.LADDER_EXHAUSTED,
+        IssueReason.CAPS_EXHAUSTED,
+    }
 )
 
 
@@ -69,6 +77,7 @@ class IssueDecision:
     rule_version: str
     stage: str = ACTIVE  # active | shadow | retired for this issue (rules §13)
     epoch: int = 0  # a person's resets so far: part of a new escalation's identity
+    ladder_step: int | None = None  # its retries are spent: the recovery step handed out
 
     @property
     def held_by_human(self) -> bool:
@@ -84,6 +93,14 @@ class IssueDecision:
         """Where its directive and failed_items entry go: the task, else the fingerprint (both
         bounded in length: core/text_caps.bounded_key)."""
         return bounded_key(self.issue.task_id) if self.issue.task_id else self.fingerprint
+
+
+def _on_ladder(decision: IssueDecision, step: int) -> IssueDecision:
+    """The decision as a round of the recovery ladder (`step` ≥ 1): the agent gets the
+    directive with the step's advice, and no fixer runs again. A step below 1 is no round."""
+    if step < 1:
+        return decision
+    return replace(decision, fixer=None, ladder_step=step)
 
 
 def _fold(text: str) -> str:
@@ -272,22 +289,19 @@ class IssueClassifier:
             )
         if prior.attempts and seen_report and prior.status in HANDED_OUT:
             # The same report seen again counts nothing: the hand-out is still out.
-            return out(
+            waiting = out(
                 Verdict.FIXABLE,
                 IssueReason.AWAITING_AGENT,
                 "waiting for the agent and a fresh report",
                 prior.attempts,
                 False,
             )
+            return _on_ladder(waiting, prior.attempts - retries)
+        step = None
         if prior.attempts >= retries:
-            return out(
-                blocked,
-                IssueReason.MAXIMUM_ATTEMPTS_REACHED,
-                f"{prior.attempts} of "
-                f"{retries} attempts spent, and a fresh report still carries it",
-                prior.attempts,
-                first_time,
-            )
+            step, stop = self._past_retries(prior.attempts, retries)
+            if stop is not None:
+                return out(blocked, *stop, prior.attempts, first_time)
         if rule is not None and circuit_open(f"issue_type:{rule.name}", rule.version):
             return out(
                 blocked,
@@ -306,9 +320,44 @@ class IssueClassifier:
                 prior.attempts,
                 first_time,
             )
-        return out(
-            Verdict.FIXABLE, IssueReason.FIXABLE, f"strategy {strategy}", prior.attempts + 1, True
+        if step is None:
+            return out(
+                Verdict.FIXABLE,
+                IssueReason.FIXABLE,
+                f"strategy {strategy}",
+                prior.attempts + 1,
+                True,
+            )
+        made = out(
+            Verdict.FIXABLE,
+            IssueReason.LADDER,
+            f"its {retries} attempt(s) on its own are spent: recovery step {step}",
+            prior.attempts + 1,
+            True,
         )
+        return _on_ladder(made, step)
+
+    def _past_retries(
+        self, attempts: int, retries: int
+    ) -> tuple[int, tuple[IssueReason, str] | None]:
+        """Its own attempts are spent: its work item climbs the recovery ladder, one step per
+        fresh report after an agent's turn; a person only after step 5 or at the ceiling
+        (docs/rules.md §5, §8). (the step handed out now, or why it is blocked instead)"""
+        ceiling = self.policy.caps.max_attempts_per_subject
+        step = attempts - retries + 1
+        if attempts >= ceiling:
+            return step, (
+                IssueReason.MAXIMUM_ATTEMPTS_REACHED,
+                f"{attempts} attempts, the ceiling caps.max_attempts_per_subject "
+                f"({ceiling}), and a fresh report still carries it",
+            )
+        if step >= ESCALATE_STEP:
+            return step, (
+                IssueReason.LADDER_EXHAUSTED,
+                f"{retries} attempt(s) on its own and recovery steps 1 to 5 spent, and a "
+                f"fresh report still carries it",
+            )
+        return step, None
 
     def _no_strategy(
         self, rule: Rule | None, strategy: Any, fixer: Any, target: str | None

@@ -13,12 +13,12 @@ from selfcorrect.core.contexts import (
 )
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
-from selfcorrect.core.ladder import SubjectDecision
+from selfcorrect.core.ladder import SubjectDecision, ladder_step
 from selfcorrect.core.model import IssueStatus, Verdict
 from selfcorrect.core.outputs import EscalationEntry, PlanDraft, Prompt, stamp
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
-from selfcorrect.core.work_item_decision import issue_escalation_key
+from selfcorrect.core.work_item_decision import issue_escalation_key, issue_waiting
 from selfcorrect.core.work_item_decision import runs_fixer as fixer_runs
 from selfcorrect.core.work_items import WorkItem, merge
 
@@ -62,11 +62,7 @@ def plan_issue(
             recovery_actions_taken=[decision.strategy] if decision.strategy else [],
             # A fixer selfcorrect runs is recovering; a directive waits for the agents.
             final_status="recovering" if runs_fixer else "pending",
-            # Stable while the attempt is out, so a rerun rewrites nothing.
-            escalation_context=(
-                f"{'fixer run' if runs_fixer else 'directive out'}: {decision.strategy}, attempt "
-                f"{decision.attempts} of {decision.retries}; waiting for a fresh report"
-            ),
+            escalation_context=issue_waiting(decision, runs_fixer),
             is_task=bool(issue.task_id),
             guidance=run.guidance(decision.work_item),
         ),
@@ -79,6 +75,19 @@ def plan_issue(
         )
         if runs_fixer:
             plan.fixes.append(decision)
+    if decision.ladder_step:  # its own attempts are spent: the step's advice comes first
+        plan.prompts.append(
+            Prompt(
+                decision.work_item,
+                "issue_recovery.md.j2",
+                {
+                    "work_item": decision.work_item,
+                    "fingerprint": decision.fingerprint,
+                    "retries": decision.retries,
+                    "step": ladder_step(run.policy, decision.ladder_step),
+                },
+            )
+        )
     if not runs_fixer:  # the agent gets a directive; a fixer needs none
         plan.prompts.append(
             Prompt(

@@ -271,11 +271,30 @@ def _issue_part(run: Decisions, decision: IssueDecision) -> Part | None:
     status = FinalStatus.RECOVERING if fixer else FinalStatus.PENDING
     task = bool(decision.issue.task_id)
     # Stable while the attempt is out, so a rerun rewrites nothing.
-    why = (
+    why = issue_waiting(decision, fixer)
+    return Part(
+        "issue",
+        decision.fingerprint,
+        status,
+        why,
+        decision.ladder_step,
+        directive=not fixer,
+        task=task,
+    )
+
+
+def issue_waiting(decision: IssueDecision, fixer: bool) -> str:
+    """What a handed-out issue waits for, stable while the attempt is out (a rerun rewrites
+    nothing)."""
+    if decision.ladder_step:
+        return (
+            f"directive out: recovery step {decision.ladder_step}, its {decision.retries} "
+            f"attempt(s) on its own spent; waiting for a fresh report"
+        )
+    return (
         f"{'fixer run' if fixer else 'directive out'}: {decision.strategy}, attempt "
         f"{decision.attempts} of {decision.retries}; waiting for a fresh report"
     )
-    return Part("issue", decision.fingerprint, status, why, directive=not fixer, task=task)
 
 
 EMPTY_WORK = WorkPlan()  # a shadow policy plans no work (rules §13)
