@@ -65,7 +65,7 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path, COORDINATION)
 
 
-def make_project(tmp_path: Path, coordination: str) -> Path:
+def make_project(tmp_path: Path, coordination: str, policy: str = POLICY) -> Path:
     root = tmp_path / "project"
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("print('app')\n", encoding="utf-8")
@@ -78,8 +78,8 @@ def make_project(tmp_path: Path, coordination: str) -> Path:
         timeout=WAIT_S,
     )
     folder = root / "workflow"
-    with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
-        policy.write("\n" + POLICY)
+    with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as file:
+        file.write("\n" + policy)
     (folder / "coordination_log.yaml").write_text(coordination, encoding="utf-8")
     return root
 

@@ -267,9 +267,20 @@ def test_ladder_has_the_six_spec_steps_in_order() -> None:
         "Radical simplification",
         "Escalate",
     ]
-    ladder = DEFAULTS["ladder"]
+    ladder = DEFAULTS["ladder"]["steps"]
     assert [(s["step"], s["name"]) for s in ladder] == list(enumerate(names, start=1))
     assert all(s["directive"].strip() for s in ladder)
+    assert DEFAULTS["ladder"]["failures_per_step"] == 3
+
+
+def test_the_older_ladder_list_still_reads_and_keeps_the_default_climb() -> None:
+    """A policy written before `ladder.failures_per_step` gives the six steps as a list."""
+    steps = [dict(s, name=f"{s['name']}!") for s in DEFAULTS["ladder"]["steps"]]
+    policy = build_policy(DEFAULTS, {"ladder": steps})
+    assert policy.ladder[0].name == "Re-read everything!"
+    assert policy.failures_per_step == 3
+    tuned = build_policy(DEFAULTS, {"ladder": {"failures_per_step": 5}})
+    assert tuned.failures_per_step == 5 and tuned.ladder[5].name == "Escalate"
 
 
 def test_tools_default_to_none() -> None:
@@ -534,7 +545,7 @@ def test_merge_never_mutates_its_inputs() -> None:
     before = copy.deepcopy(user)
     merged = merge(defaults, user)
     merged["caps"]["per_issue_default"] = 7
-    merged["ladder"].append({"step": 7})
+    merged["ladder"]["steps"].append({"step": 7})
     assert defaults == DEFAULTS and user == before
     assert merge(DEFAULTS, None) == DEFAULTS
 
@@ -543,7 +554,7 @@ def test_policy_is_deeply_read_only() -> None:
     policy = build_policy(DEFAULTS, {"issue_types": {"linting_errors": {"retries": 3}}})
     with pytest.raises(TypeError):
         policy.data["mode"] = "shadow"  # type: ignore[index]
-    assert isinstance(policy.get("ladder"), tuple)
+    assert isinstance(policy.get("ladder.steps"), tuple)
     rule = policy.issue_type("linting_errors")
     assert rule is not None
     assert rule.definition["retries"] == 3 and rule.definition["strategy"] == "autofix"
@@ -554,7 +565,7 @@ def test_policy_is_deeply_read_only() -> None:
 def test_policy_get() -> None:
     policy = build_policy(DEFAULTS, {"caps": {"global_cycles": 4}})
     assert policy.get("caps.global_cycles") == 4
-    assert policy.get("ladder.4.name") == "Radical simplification"
+    assert policy.get("ladder.steps.4.name") == "Radical simplification"
     assert policy.get("caps.nope", None) is None
     with pytest.raises(KeyError):
         policy.get("caps.nope")

@@ -285,7 +285,7 @@ def _decide_subjects(inputs: Inputs, state: State, policy: Policy) -> list[Subje
         firing = inputs.log.firing.get(subject, ())
         if subject in reviews:
             firing = (*firing, reviews[subject])
-        subjects.append(decide_subject(record, firing, state.subject(subject), policy))
+        subjects.append(decide_subject(record, firing, state.subject(subject), policy, state))
     return subjects
 
 
@@ -312,10 +312,16 @@ def _decide_issues(
 def agent_had_turn(prior: IssueState, report_stamp: str, state: State) -> bool:
     """May this report judge the directive handed out before? Not when our own validator
     wrote it in the run that handed the directive out, before any agent command ran there:
-    no agent has acted on the directive yet (docs/rules.md §5).
+    no agent has acted on the directive yet; and, where the agent host reports turns, not
+    unless it was written after a turn that followed the directive (docs/rules.md §5).
     """
     if prior.status != IssueStatus.DIRECTIVE or prior.run is None:
         return True
+    if state.host_reports_turns:
+        # The host says when turns end: only a report written after a turn of the task's
+        # agent (or the lead's), which followed the directive, judges it (docs/rules.md §5).
+        turn = state.turn_after(prior.seq, (), prior.work_item)
+        return turn is not None and (turn.report_stamp or "") != report_stamp
     ours = report_stamp in state.own_reports.get(prior.run, ())
     return not ours or prior.run in state.agent_turns
 

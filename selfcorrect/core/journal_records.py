@@ -28,6 +28,7 @@ TASK = "task"  # incomplete-work steps: split, consolidated, blocked
 FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrote
 COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_commands.py)
 SUCCESS = "success"  # a success the log does not hold: a passing report (docs/rules.md §9.1)
+TURN = "turn"  # an agent's turn ended: its host's Stop or SubagentStop (docs/rules.md §8)
 
 
 class Omit(Enum):
@@ -308,6 +309,19 @@ class SuccessEvent(WithBaselines):
     report_digest: str | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class TurnEvent(Stamped):
+    """An agent's turn ended, as its host said (a Stop or SubagentStop hook): after it, a
+    subject still failing climbs one ladder step, and a fresh report may spend the attempt of a
+    directive handed out before it (docs/rules.md §5, §8)."""
+
+    event = TURN
+    agent: str | None  # the subagent's id, or the session's for the lead
+    lead: bool  # the lead agent stopped: every agent's turn is over
+    tasks: Sequence[str]  # the tasks the stopping agent works on (bound or assigned)
+    report_stamp: str | None  # the report as it stood at the turn's end ("" when none)
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -324,5 +338,6 @@ KINDS: dict[str, type[Stamped]] = {
         FailedItemsEvent,
         CommandsEvent,
         SuccessEvent,
+        TurnEvent,
     )
 }

@@ -14,7 +14,7 @@ from typing import Any
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
-from selfcorrect.core.state import Baseline, SubjectState
+from selfcorrect.core.state import Baseline, State, SubjectState
 from selfcorrect.core.stuck import Firing
 
 ESCALATE_STEP = 6
@@ -86,12 +86,18 @@ def _counts(record: SubjectRecord, baseline: Baseline | None) -> dict[str, int]:
 
 
 def decide_subject(
-    record: SubjectRecord, firing: tuple[Firing, ...], prior: SubjectState, policy: Policy
+    record: SubjectRecord,
+    firing: tuple[Firing, ...],
+    prior: SubjectState,
+    policy: Policy,
+    turns: State | None = None,
 ) -> SubjectDecision:
+    """`turns`: the journal's state, whose agents' turns end ladder rounds; without it every
+    decision with new failures is a round of its own."""
     failure_type = record.latest_type or record.seen_type or "unknown"
     rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
     stage = effective_stage(policy, rule, (record.subject, record.task_id, *record.files))
-    made = _decide(record, firing, prior, policy, failure_type)
+    made = _decide(record, firing, prior, policy, failure_type, turns)
     if stage == RETIRED:
         return replace(
             made,
@@ -116,6 +122,7 @@ class _Case:
     spent: bool  # its type's unguided attempts are used
     fresh: bool  # failures after the last decision
     succeeded_since: bool  # a success since a person's reset (or there was none)
+    round_over: bool  # the round of the step shown has ended: a climb is due
     at_limit: str
     make: Any  # (status, reason, step, new) -> SubjectDecision
 
@@ -126,6 +133,7 @@ def _decide(
     prior: SubjectState,
     policy: Policy,
     failure_type: str,
+    turns: State | None = None,
 ) -> SubjectDecision:
     rule = policy.failure_type(failure_type) or policy.failure_type("unknown")
     retries = rule.retries if rule else None
@@ -161,6 +169,7 @@ def _decide(
         spent=retries is not None and attempts >= int(retries),
         fresh=record.latest_position > prior.log_position,
         succeeded_since=baseline is None or record.successes > baseline.successes,
+        round_over=round_over(record, prior, policy, turns),
         at_limit=rule.at_limit if rule else "ladder",
         make=make,
     )
@@ -169,6 +178,23 @@ def _decide(
         if decided is not None:
             return decided
     raise AssertionError("_on_the_ladder always decides")  # pragma: no cover
+
+
+def round_over(
+    record: SubjectRecord, prior: SubjectState, policy: Policy, turns: State | None
+) -> bool:
+    """Has the round of the step last shown ended (docs/rules.md §8)? It has when
+    `ladder.failures_per_step` failures were logged after it, or when the turn of an agent
+    failing on it (or of its task's agent, or the lead's) ended after it. An agent host that
+    reports turns (its Stop hooks journaled one, or it logged these failures itself) ends
+    rounds only so; without one, a later run seeing new failures is the end of a turn."""
+    fresh = [a for a in record.chain if a.position > prior.log_position and a.outcome == "failure"]
+    if turns is None or len(fresh) >= policy.failures_per_step:
+        return True
+    agents = {a.agent_id for a in fresh}
+    if turns.turn_after(prior.seq, agents, record.task_id) is not None:
+        return True
+    return not (turns.host_reports_turns or any(a.hooked for a in fresh))
 
 
 def _since(firing: tuple[Firing, ...], position: int) -> tuple[Firing, ...]:
@@ -255,7 +281,9 @@ def _on_the_ladder(case: _Case) -> SubjectDecision:
         if reason is SubjectReason.RETRIES_SPENT and firing:
             reason = SubjectReason.STUCK_FIRST_DETECTION
         return case.make(SubjectStatus.RECOVERING, reason, step, True)
-    if not case.fresh:  # a prompt is out and nothing failed since
+    if not case.fresh or not case.round_over:
+        # A prompt is out, and nothing failed since, or its agent's turn is still going: one
+        # climb per round, never one per failed call (docs/rules.md §8).
         return case.make(
             SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, prior.ladder_step, False
         )

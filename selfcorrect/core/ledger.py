@@ -83,6 +83,10 @@ class Attempt:
     outcome: str
     error: str
     file_path: str | None
+    agent_id: str | None = None
+    # Logged by an agent host's hook (it carries the call's tool_use_id): that host says when
+    # turns end, so a run seeing this failure is no end of a turn (docs/rules.md §8).
+    hooked: bool = False
 
 
 @dataclass
@@ -178,6 +182,8 @@ class Ledger:
             failure.outcome.value,
             failure.error,
             failure.file_path,
+            failure.agent_id,
+            bool(failure.extra) and "tool_use_id" in failure.extra,
         )
         record.chain.append(attempt)
         if failure.outcome is Outcome.PARTIAL:
@@ -276,7 +282,9 @@ def _attempt_of(state: Any) -> Attempt:
     values = saved.items(state, len(_ATTEMPT))
     if len(values) != len(_ATTEMPT):
         raise saved.StateError(f"an attempt has {len(_ATTEMPT)} fields, not {len(values)}")
-    position, timestamp, tool, failure_type, approach, outcome, error, file_path = values
+    position, timestamp, tool, failure_type, approach, outcome, error, file_path, agent, hooked = (
+        values
+    )
     return Attempt(
         saved.integer(position),
         saved.text(timestamp),
@@ -286,4 +294,6 @@ def _attempt_of(state: Any) -> Attempt:
         saved.text(outcome),
         saved.text(error),
         _text_or_none(file_path),
+        _text_or_none(agent),
+        hooked is True,
     )

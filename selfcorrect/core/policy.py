@@ -289,6 +289,10 @@ class Policy:
         return views.ladder_of(self.data)
 
     @cached_property
+    def failures_per_step(self) -> int:
+        return views.failures_per_step_of(self.data)
+
+    @cached_property
     def intent(self) -> views.IntentPatterns:
         return views.IntentPatterns.of(self.data)
 

@@ -250,14 +250,26 @@ class LadderStep:
     directive: str
 
 
+FAILURES_PER_STEP = 3  # the default of `ladder.failures_per_step`
+
+
 def ladder_of(data: Mapping[str, Any]) -> tuple[LadderStep, ...]:
-    """`ladder:` its steps, in policy order."""
+    """`ladder:` its steps, in policy order (`ladder.steps`, or the older list form)."""
     if "ladder" not in data:
         raise KeyError("ladder")
+    ladder = data["ladder"]
+    steps = ladder.get("steps", ()) if isinstance(ladder, Mapping) else ladder
     return tuple(
         LadderStep(int(entry["step"]), str(entry["name"]), str(entry["directive"]))
-        for entry in data["ladder"]
+        for entry in steps
     )
+
+
+def failures_per_step_of(data: Mapping[str, Any]) -> int:
+    """`ladder.failures_per_step`: failures that climb a step within one turn (docs/rules.md §8)."""
+    ladder = data.get("ladder")
+    value = ladder.get("failures_per_step") if isinstance(ladder, Mapping) else None
+    return int(value) if isinstance(value, int) and value >= 1 else FAILURES_PER_STEP
 
 
 @dataclass(frozen=True, slots=True)

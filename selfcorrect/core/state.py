@@ -25,6 +25,7 @@ from selfcorrect.core.journal_records import (
     SuccessEvent,
     TaskEvent,
     TransitionEvent,
+    TurnEvent,
     ValidatedEvent,
     typed,
 )
@@ -57,6 +58,24 @@ class SubjectState:
     rule_version: str | None = None
     baseline: Baseline | None = None  # set by a person's reset
     epoch: int = 0  # resets so far: a new escalation after a reset gets a new id
+    seq: int = -1  # the journal record that last decided it: turns after it end its round
+
+
+@dataclass(frozen=True)
+class Turn:
+    """An agent's turn that ended (a host's Stop or SubagentStop, or an agent command that
+    returned), at journal record `seq`."""
+
+    seq: int
+    agent: str | None
+    lead: bool  # every agent's turn is over
+    tasks: frozenset[str]
+    report_stamp: str | None  # the report as it stood then (None: not known)
+    host: bool = True  # the agent host said so (not an agent command selfcorrect ran)
+
+    def ends(self, agents: Iterable[str | None], task: str | None) -> bool:
+        """Is this the end of a turn of one of `agents`, or of the agent working on `task`?"""
+        return self.lead or (task is not None and task in self.tasks) or self.agent in agents
 
 
 @dataclass
@@ -79,6 +98,7 @@ class IssueState:
     run: str | None = None  # the run that made the latest hand-out
     why: str | None = None  # why it was blocked, as its record said (a failed fix's detail)
     recurrences: int = 0  # times it came back after a fresh report had resolved it
+    seq: int = -1  # the journal record of its latest hand-out: only a later turn spends it
 
 
 @dataclass
@@ -105,6 +125,8 @@ class State:
     guidance: dict[str, Guidance] = field(default_factory=dict)
     # Passing reports already counted as a success (their digests): seen again, nothing new.
     passes: set[str] = field(default_factory=set)
+    # Agents' turns that ended, in journal order: the host's Stop hooks, agent commands.
+    turns: list[Turn] = field(default_factory=list)
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -112,12 +134,22 @@ class State:
     def issue(self, fingerprint: str) -> IssueState:
         return self.issues.get(fingerprint, IssueState())
 
+    @property
+    def host_reports_turns(self) -> bool:
+        """A host's Stop hooks said when turns end: a run seeing new failures is no turn."""
+        return any(turn.host for turn in self.turns)
+
+    def turn_after(self, seq: int, agents: Iterable[str | None], task: str | None) -> Turn | None:
+        """The first turn of one of `agents` (or of `task`'s agent) ended after record `seq`."""
+        agents = set(agents)
+        return next((t for t in self.turns if t.seq > seq and t.ends(agents, task)), None)
+
 
 def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
     """Fold the journal's typed records, in order (dicts are parsed: core/journal_records)."""
     state = State()
     started: set[tuple[str, int]] = set()  # (fingerprint, attempt) whose preflight ran
-    for record in typed(records):
+    for seq, record in enumerate(typed(records)):
         if isinstance(record, TransitionEvent) and record.source == "preflight":
             started.add((str(record.fingerprint), _int(record.attempt)))
         if isinstance(record, SubjectEvent) and isinstance(record.subject, str):
@@ -130,33 +162,47 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
             current.at = record.at
             current.rule = record.rule or current.rule
             current.rule_version = record.rule_version or current.rule_version
+            current.seq = seq
         elif isinstance(record, ValidatedEvent):
             state.validations += 1
             if record.cycle:
                 state.episode_cycles += 1
             if isinstance(record.report_stamp, str):
                 state.own_reports.setdefault(str(record.run), set()).add(record.report_stamp)
-        elif isinstance(record, AgentEvent):
-            state.agent_turns.add(str(record.run))
+        elif isinstance(record, (AgentEvent, TurnEvent)):
+            _apply_turn(state, record, seq)
         elif isinstance(record, EpisodeEvent):
             state.episode_cycles = 0
         elif isinstance(record, TaskEvent) and isinstance(record.task_id, str):
             state.tasks[record.task_id] = str(record.status)
         elif isinstance(record, IssueEvent) and isinstance(record.fingerprint, str):
-            _apply_issue(state.issues.setdefault(record.fingerprint, IssueState()), record)
+            _apply_issue(state.issues.setdefault(record.fingerprint, IssueState()), record, seq)
         elif isinstance(record, ResetEvent):
-            _apply_reset(state, record)
+            _apply_reset(state, record, seq)
         elif isinstance(record, ProposalEvent) and isinstance(record.key, str):
             state.proposals.add(record.key)
         elif isinstance(record, FailedItemsEvent) and isinstance(record.statuses, Mapping):
             state.written.update({str(k): str(v) for k, v in record.statuses.items()})
         elif isinstance(record, SuccessEvent):
-            _apply_success(state, record)
+            _apply_success(state, record, seq)
     _refund_unstarted(state, started)
     return state
 
 
-def _apply_success(state: State, record: SuccessEvent) -> None:
+def _apply_turn(state: State, record: AgentEvent | TurnEvent, seq: int) -> None:
+    """An agent's turn ended: an agent command selfcorrect ran returned (everyone's turn), or
+    the host said so through its Stop hooks."""
+    if isinstance(record, AgentEvent):
+        state.agent_turns.add(str(record.run))
+        state.turns.append(Turn(seq, None, True, frozenset(), None, host=False))
+        return
+    tasks = frozenset(str(t) for t in record.tasks or () if isinstance(t, str))
+    stamp = record.report_stamp if isinstance(record.report_stamp, str) else None
+    agent = record.agent if isinstance(record.agent, str) else None
+    state.turns.append(Turn(seq, agent, bool(record.lead), tasks, stamp))
+
+
+def _apply_success(state: State, record: SuccessEvent, seq: int) -> None:
     """A passing report: the subjects still failing before it are recovered, and only what
     the log holds after it counts (a baseline with a fresh budget, as a reset's, but no
     person's words and no new escalation identity)."""
@@ -164,7 +210,7 @@ def _apply_success(state: State, record: SuccessEvent) -> None:
         state.passes.add(record.report_digest)
     for entry in record.subjects or ():
         _start_again(
-            state, entry, record, status="recovered", step=0, retry=True, reason="SUCCEEDED"
+            state, entry, record, seq, status="recovered", step=0, retry=True, reason="SUCCEEDED"
         )
 
 
@@ -172,6 +218,7 @@ def _start_again(
     state: State,
     entry: ResetBaseline,
     record: Stamped,
+    seq: int,
     *,
     status: str | None,
     step: int,
@@ -196,6 +243,7 @@ def _start_again(
         reason=reason,
         rule=before.rule,
         rule_version=before.rule_version,
+        seq=seq,
     )
 
 
@@ -203,7 +251,7 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
+def _apply_issue(issue: IssueState, record: IssueEvent, seq: int) -> None:
     # Resolved, then decided again: a recurrence, with a fresh budget (rules §5).
     recurs = issue.status == IssueStatus.RESOLVED and record.status != IssueStatus.RESOLVED
     issue.recurrences += 1 if recurs else 0
@@ -221,6 +269,7 @@ def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
     issue.rule = record.rule or issue.rule
     issue.rule_version = record.rule_version or issue.rule_version
     if record.status in HANDED_OUT:
+        issue.seq = seq
         issue.run = str(record.run)
         issue.report_digest = record.report_digest
         issue.validations = _int(record.validations)
@@ -255,7 +304,7 @@ def _note_guidance(state: State, record: ResetEvent) -> None:
             state.guidance[name] = words
 
 
-def _apply_reset(state: State, record: ResetEvent) -> None:
+def _apply_reset(state: State, record: ResetEvent, seq: int) -> None:
     """A person's reset: the named subjects, issues and tasks start again (rules §10)."""
     retry = bool(record.retry)
     _note_guidance(state, record)
@@ -267,6 +316,7 @@ def _apply_reset(state: State, record: ResetEvent) -> None:
             state,
             entry,
             record,
+            seq,
             status="recovering" if retry else None,
             step=1 if retry else 0,
             retry=retry,

@@ -6,6 +6,10 @@ files to read: `decision: block`. The lead agent (`stop`) is held back for any t
 work, as it hands the work out. Each directive holds an agent back once (remembered in
 `.selfcorrect/stop_holds.json`), and never when the event says a stop hook is already active,
 so an agent that cannot go on is never looped. Reads only the gate's state.
+
+A stop let through is the end of that agent's turn: it is journaled (a `turn` record), and the
+ladder climbs, and a fresh report spends a directive's attempt, only after one
+(docs/rules.md §5, §8).
 """
 
 from __future__ import annotations
@@ -37,32 +41,74 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
         from selfcorrect.hooks.failure import decide
 
         decide(folder)
-    if event.stop_hook_active:
-        return None  # the host is already continuing because of a stop hook: no loops
+    held, tasks = _hold(event, folder, subagent=subagent)
+    if held is None:
+        _record_turn(event, folder, subagent=subagent, tasks=tasks)
+    return held
+
+
+def _hold(
+    event: HookEvent, folder: Path, *, subagent: bool
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the answer holding the agent back, or None; the tasks the stopping agent works on)."""
     try:
         state = read_state(folder)
     except NotRegular as exc:
         from selfcorrect.hooks.answers import note
 
         note(f"{exc}; the stop was let through")
-        return None
+        return None, []
     tasks = state.tasks if state is not None else {}
     if not tasks:
-        return None
+        return None, []
     from selfcorrect.hooks.binding import bound_task
 
     agent = event.text("agent_id")
     bound = bound_task(agent, str(folder)) if subagent else None
-    open_work: list[tuple[str, str]] = []  # (hold key, what to do)
-    for task, facts in sorted(tasks.items()):
-        if subagent and agent not in (facts.get("agents") or []) and task != bound:
-            continue
-        open_work += _open_work(str(task), facts)
+    mine = [
+        str(task)
+        for task, facts in sorted(tasks.items())
+        if not subagent or agent in (facts.get("agents") or []) or task == bound
+    ]
+    if event.stop_hook_active:
+        return None, mine  # the host is already continuing because of a stop hook: no loops
+    open_work = [work for task in mine for work in _open_work(task, tasks[task])]
     fresh = _hold_once(folder, open_work)
     if not fresh:
-        return None
+        return None, mine
     todo = "; ".join(text for _, text in fresh)
-    return block_stop(f"selfcorrect: work handed to you is not done yet: {todo}.")
+    return block_stop(f"selfcorrect: work handed to you is not done yet: {todo}."), mine
+
+
+def _record_turn(event: HookEvent, folder: Path, *, subagent: bool, tasks: list[str]) -> None:
+    """Journal the end of the agent's turn (under the folder's lock when it comes in time; an
+    append is one line either way, and a lost turn would hold the ladder back)."""
+    import time
+
+    from selfcorrect.core.journal_records import TurnEvent
+    from selfcorrect.io import folder_lock, journal
+    from selfcorrect.io.workflow_inputs import report_stamp
+
+    if not (folder / layout.JOURNAL).is_file():
+        return  # no run has been here: nothing was handed out, no round to end
+    agent = event.text("agent_id") if subagent else event.text("session_id")
+    record = TurnEvent(
+        agent=agent,
+        lead=not subagent,
+        tasks=tasks,
+        report_stamp=report_stamp(folder / layout.REPORT),
+        at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        run="hook",
+        actor="selfcorrect",
+    ).to_json()
+    try:
+        with folder_lock.hold(folder, TURN_WAIT_S, "hook"):
+            journal.append(folder, [record])
+    except folder_lock.FolderBusy:
+        journal.append(folder, [record])
+
+
+TURN_WAIT_S = 5.0
 
 
 def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
