@@ -101,7 +101,8 @@ class State:
     # A directive is judged only by a report written after an agent had its turn.
     own_reports: dict[str, set[str]] = field(default_factory=dict)
     agent_turns: set[str] = field(default_factory=set)
-    # A person's latest words per subject, work item and task they reset: prompts show them.
+    # A person's latest words per subject, work item and task they reset, for the episode
+    # they were given in: prompts show them until a passing report ends it.
     guidance: dict[str, Guidance] = field(default_factory=dict)
     # Passing reports already counted as a success (their digests): seen again, nothing new.
     passes: set[str] = field(default_factory=set)
@@ -139,7 +140,7 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
         elif isinstance(record, AgentEvent):
             state.agent_turns.add(str(record.run))
         elif isinstance(record, EpisodeEvent):
-            state.episode_cycles = 0
+            _end_episode(state)
         elif isinstance(record, TaskEvent) and isinstance(record.task_id, str):
             state.tasks[record.task_id] = str(record.status)
         elif isinstance(record, IssueEvent) and isinstance(record.fingerprint, str):
@@ -156,12 +157,22 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
     return state
 
 
+def _end_episode(state: State) -> None:
+    """A passing report ended the episode (docs/rules.md §4): its cycles start again, and a
+    person's words given for it head no later prompt (docs/rules.md §9.1)."""
+    state.episode_cycles = 0
+    state.guidance.clear()
+
+
 def _apply_success(state: State, record: SuccessEvent) -> None:
     """A passing report: the subjects still failing before it are recovered, and only what
     the log holds after it counts (a baseline with a fresh budget, as a reset's, but no
     person's words and no new escalation identity)."""
     if isinstance(record.report_digest, str):
         state.passes.add(record.report_digest)
+    # The PASS ends the episode a person's words were given for: no later prompt opens with
+    # them (docs/rules.md §9.1). Its cycles are closed by the `episode` record the run writes.
+    state.guidance.clear()
     for entry in record.subjects or ():
         _start_again(
             state, entry, record, status="recovered", step=0, retry=True, reason="SUCCEEDED"
