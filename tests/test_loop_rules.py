@@ -168,16 +168,21 @@ AGAIN = """
 """
 
 
-def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
-    tmp_path: Path, run_line
-) -> None:
-
-    folder = tmp_path / "workflow"
+def escalated_then_handed_back(folder: Path, run_line) -> str:
+    """The shipped example, WI-3 escalated, then handed back by ana with her words (returned)."""
     copy_example(folder)
     assert run_line(["run", folder]).exit_code == 1  # WI-3 escalated (the example's policy)
     evidence = "handler.ts:45 reads req.user before auth runs; move the route below app.use(auth)"
     reset = ["reset", folder, "--subject", "WI-3", "--evidence", evidence, "--actor", "ana"]
     assert run_line(reset).exit_code == 0
+    return evidence
+
+
+def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
+    tmp_path: Path, run_line
+) -> None:
+    folder = tmp_path / "workflow"
+    evidence = escalated_then_handed_back(folder, run_line)
 
     # reset rewrote the prompt at once: status, then the person's words, then step 1
     text = (folder / "recovery" / "WI-3.md").read_text()
@@ -202,11 +207,7 @@ def test_a_persons_guidance_heads_only_the_prompts_of_its_episode(tmp_path: Path
     """A person's words stayed at the head of WI-3's prompt forever: after the validator's
     PASS ended that episode, WI-3 failing again days later still opened with them."""
     folder = tmp_path / "workflow"
-    copy_example(folder)
-    assert run_line(["run", folder]).exit_code == 1  # WI-3 escalated (the example's policy)
-    evidence = "handler.ts:45 reads req.user before auth runs; move the route below app.use(auth)"
-    reset = ["reset", folder, "--subject", "WI-3", "--evidence", evidence, "--actor", "ana"]
-    assert run_line(reset).exit_code == 0
+    evidence = escalated_then_handed_back(folder, run_line)
     assert prompt_body(folder / "recovery" / "WI-3.md").startswith("## Guidance from a person")
 
     (folder / "validation_report.yaml").write_text(
