@@ -202,6 +202,8 @@ class CircuitEvent(Stamped):
     reason: str
     detail: str
     escalation: str
+    # The failed fixes that opened it (fingerprint, attempt, at, why): its escalation's numbers.
+    evidence: Sequence[Mapping[str, Any]] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)
