@@ -79,6 +79,9 @@ class IssueState:
     run: str | None = None  # the run that made the latest hand-out
     why: str | None = None  # why it was blocked, as its record said (a failed fix's detail)
     recurrences: int = 0  # times it came back after a fresh report had resolved it
+    # This episode's returns, oldest first: (when it was resolved, when it came back). A
+    # passing report or a person's reset ends the episode (docs/rules.md §4, §5).
+    returns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -158,10 +161,21 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
 
 
 def _end_episode(state: State) -> None:
-    """A passing report ended the episode (docs/rules.md §4): its cycles start again, and a
-    person's words given for it head no later prompt (docs/rules.md §9.1)."""
+    """A passing report ended the episode (docs/rules.md §4): its cycles start again."""
     state.episode_cycles = 0
+    _passed(state)
+
+
+def _passed(state: State) -> None:
+    """A PASS ends the episode a person's words were given for: no later prompt opens with
+    them (docs/rules.md §9.1); and an issue's returns count again from none (docs/rules.md §5)."""
     state.guidance.clear()
+    _forget_returns(state)
+
+
+def _forget_returns(state: State) -> None:
+    for issue in state.issues.values():
+        issue.returns = ()
 
 
 def _apply_success(state: State, record: SuccessEvent) -> None:
@@ -170,9 +184,8 @@ def _apply_success(state: State, record: SuccessEvent) -> None:
     person's words and no new escalation identity)."""
     if isinstance(record.report_digest, str):
         state.passes.add(record.report_digest)
-    # The PASS ends the episode a person's words were given for: no later prompt opens with
-    # them (docs/rules.md §9.1). Its cycles are closed by the `episode` record the run writes.
-    state.guidance.clear()
+    # Its cycles are closed by the `episode` record the run writes after a checked PASS.
+    _passed(state)
     for entry in record.subjects or ():
         _start_again(
             state, entry, record, status="recovered", step=0, retry=True, reason="SUCCEEDED"
@@ -217,7 +230,9 @@ def _int(value: object) -> int:
 def _apply_issue(issue: IssueState, record: IssueEvent) -> None:
     # Resolved, then decided again: a recurrence, with a fresh budget (rules §5).
     recurs = issue.status == IssueStatus.RESOLVED and record.status != IssueStatus.RESOLVED
-    issue.recurrences += 1 if recurs else 0
+    if recurs:
+        issue.recurrences += 1
+        issue.returns = (*issue.returns, (str(issue.at or ""), str(record.at or "")))
     issue.status = record.status
     attempt = _int(record.attempt)
     # A fix refused before it ran (`not_run`) gives its counted attempt back.
@@ -271,6 +286,7 @@ def _apply_reset(state: State, record: ResetEvent) -> None:
     retry = bool(record.retry)
     _note_guidance(state, record)
     state.episode_cycles = 0  # a person's reset ends the episode
+    _forget_returns(state)
     for entry in record.subjects or ():
         # With a fresh budget the work is back with the agents, its prompt rewritten at ladder
         # step 1 (the next failures climb from there); a later success recovers it.
