@@ -28,6 +28,7 @@ TASK = "task"  # incomplete-work steps: split, consolidated, blocked
 FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrote
 COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_commands.py)
 SUCCESS = "success"  # a success the log does not hold: a passing report (docs/rules.md §9.1)
+PLAN_REVISION = "plan_revision"  # recovery/plan.md written for these tasks, or withdrawn (§8)
 
 
 class Omit(Enum):
@@ -310,6 +311,18 @@ class SuccessEvent(WithBaselines):
     report_digest: str | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlanRevisionEvent(Stamped):
+    """`recovery/plan.md` asks the controller for another approach for `tasks` (written), or
+    was deleted because fewer than two of them are still blocked (withdrawn: docs/rules.md
+    §8). Journaled when its tasks change, so a rerun writes nothing."""
+
+    event = PLAN_REVISION
+    status: str  # written | withdrawn
+    tasks: Sequence[str]  # the blocked tasks it names (withdrawn: those it named)
+    reason: str | None = _optional()  # why it was withdrawn
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -326,5 +339,6 @@ KINDS: dict[str, type[Stamped]] = {
         FailedItemsEvent,
         CommandsEvent,
         SuccessEvent,
+        PlanRevisionEvent,
     )
 }

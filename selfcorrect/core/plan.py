@@ -23,6 +23,7 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import (
     CircuitEvent,
     FailedItemsEvent,
+    PlanRevisionEvent,
     ProposalEvent,
     SubjectEvent,
 )
@@ -138,21 +139,39 @@ def _record_written(plan: PlanDraft, run: Decisions) -> None:
 
 def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
     """rules §8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
-    for the failed tasks only (recovery/plan.md)."""
+    for the failed tasks only (recovery/plan.md). Journaled when its tasks change; withdrawn
+    (deleted, journaled) once fewer than two of them are still blocked."""
     blocked = {
         e["task_id"]: list(e.get("recovery_actions_taken") or ())
         for e in plan.failed_items
         if e.get("final_status") == "blocked"
     }
-    if run.coordination is None:
-        return
-    # The entries this plan writes, not the file's (one run behind): a rerun says the same.
-    ours = {e["task_id"]: normalise_failed_item(e, i) for i, e in enumerate(plan.failed_items)}
-    theirs = [item for item in run.coordination.failed_items if item.task_id not in ours]
-    coordination = replace(run.coordination, failed_items=(*theirs, *ours.values()))
-    context = plan_revision(coordination, blocked)
+    context = None
+    if run.coordination is not None:
+        # The entries this plan writes, not the file's (one run behind): a rerun says the same.
+        ours = {e["task_id"]: normalise_failed_item(e, i) for i, e in enumerate(plan.failed_items)}
+        theirs = [item for item in run.coordination.failed_items if item.task_id not in ours]
+        coordination = replace(run.coordination, failed_items=(*theirs, *ours.values()))
+        context = plan_revision(coordination, blocked)
+    out = run.state.plan_revision
     if context is not None:
         plan.prompts.append(Prompt(PLAN_REVISION, "plan_revision.md.j2", context))
+        tasks = tuple(str(f["task_id"]) for f in context["failed"])
+        if tasks != out:
+            plan.journal.append(
+                PlanRevisionEvent(status="written", tasks=tasks, **stamp(run)).to_json()
+            )
+    elif out is not None:
+        still = [task for task in out if task in blocked]
+        why = (
+            f"fewer than two of its tasks are still blocked ({', '.join(still) or 'none'} "
+            f"of {', '.join(out)})"
+        )
+        plan.journal.append(
+            PlanRevisionEvent(status="withdrawn", tasks=out, reason=why, **stamp(run)).to_json()
+        )
+        plan.withdrawn.append(PLAN_REVISION)
+        plan.reasons.append(f"recovery/plan.md withdrawn: {why}")
 
 
 PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision directive

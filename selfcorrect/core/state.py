@@ -17,6 +17,7 @@ from selfcorrect.core.journal_records import (
     EpisodeEvent,
     FailedItemsEvent,
     IssueEvent,
+    PlanRevisionEvent,
     ProposalEvent,
     ResetBaseline,
     ResetEvent,
@@ -109,6 +110,8 @@ class State:
     guidance: dict[str, Guidance] = field(default_factory=dict)
     # Passing reports already counted as a success (their digests): seen again, nothing new.
     passes: set[str] = field(default_factory=set)
+    # The blocked tasks recovery/plan.md names while it is out; None when none is.
+    plan_revision: tuple[str, ...] | None = None
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -156,6 +159,9 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
             state.written.update({str(k): str(v) for k, v in record.statuses.items()})
         elif isinstance(record, SuccessEvent):
             _apply_success(state, record)
+        elif isinstance(record, PlanRevisionEvent):
+            written = record.status == "written"
+            state.plan_revision = tuple(str(t) for t in record.tasks or ()) if written else None
     _refund_unstarted(state, started)
     return state
 
