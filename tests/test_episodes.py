@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect.core.classify import IssueClassifier, IssueReason
+from selfcorrect.core.decisions import decide
+from selfcorrect.core.inputs import Inputs
 from selfcorrect.core.model import Issue, Severity, Verdict
+from selfcorrect.core.normalise import normalise_report
 from selfcorrect.core.state import derive
 from selfcorrect.io.policy_file import load_policy
 from tests.helpers import USAGE_MISSING, fixable_report, load, records
@@ -168,3 +171,15 @@ def test_an_issue_back_three_times_in_one_episode_goes_to_a_person(
     assert len(blocked) == 1  # journaled once; a rerun keeps it blocked, writing nothing
     assert report(6, docs)["reason"] == "RECURRING"
     assert len([r for r in records(folder) if r.get("reason") == "RECURRING"]) == 1
+
+
+def test_out_of_cycles_an_issue_says_how_many_the_episode_spent() -> None:
+    """A run that starts at the cap ran no cycle itself: the reason said "after 0"."""
+    lint = {"id": "L1", "type": "linting_errors", "severity": "MAJOR", "target": "a.py"}
+    report = normalise_report({"status": "FIXABLE", "issues": [{**lint, "description": "F401"}]})
+    cycles = [{"event": "validated", "detail": "fresh", "cycle": True, "at": AT}] * 3
+    inputs = Inputs("workflow", load_policy(None), report=report, history=tuple(cycles))
+    decided = decide(inputs, now=AT, run_id="r", installed=lambda _p: True, at_cap=True)
+    (issue,) = decided.issues
+    assert issue.reason is IssueReason.CAPS_EXHAUSTED
+    assert issue.detail == "still open after 3 correction cycle(s), the global cap"
