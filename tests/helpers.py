@@ -190,6 +190,16 @@ def prompt_body(path: Path) -> str:
     return text.partition("\n\n")[2]
 
 
+# A validator's finding on WI-4's docs, as a report lists it.
+USAGE_MISSING: dict[str, Any] = {
+    "id": "V-1",
+    "type": "missing_documentation",
+    "severity": "MINOR",
+    "description": "docs/app.md has no usage section",
+    "target": "docs/app.md",
+    "task_id": "WI-4",
+}
+
 # A policy that pages a person once the agent host's stale edits spend their retries: the
 # cAgents session's WI-2 (four stale edits of refresh.ts) is then escalated at once, for the
 # tests that need an open escalation (by default the ladder runs first: docs/rules.md §6).

@@ -17,7 +17,7 @@ from selfcorrect.commands.run import correction_run
 from selfcorrect.core.circuits import CircuitReason, fold_circuits
 from selfcorrect.io.policy_file import load_policy
 from tests.conftest import tree_digest
-from tests.helpers import fixable_report, git, journal, project, records
+from tests.helpers import fixable_report, git, journal, load, project, records
 
 RULE, VERSION = "issue_type:linting_errors", "v1"
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -97,12 +97,42 @@ def issue(status: str, attempt: int = 1, confidence: float = 1.0, **extra: objec
     }
 
 
-def test_a_failure_rate_over_the_limit_opens() -> None:
-    # 5 judged attempts (circuit.min_calls), 3 failed: 0.6 > max_failure_rate 0.5.
-    judged = [issue("resolved"), issue("resolved")] + [issue("directive", attempt=2)] * 3
-    assert trips(judged) == [CircuitReason.FAILURE_RATE]
-    assert trips(judged[1:]) == []  # 4 judged attempts: too few to judge a rate
-    assert trips([issue("resolved")] * 3 + [issue("directive", attempt=2)] * 2) == []
+def fix(status: str, target: str, attempt: int = 1, **extra: object) -> dict:
+    """An issue record of `linting_errors@target`: a fix of ours handed out (`remediating`),
+    an agent's directive, or a report's verdict on either."""
+    return issue(status, attempt, fingerprint=f"linting_errors@{target}", **extra)
+
+
+def test_a_failure_rate_over_the_limit_opens_with_the_fixes_that_failed() -> None:
+    # 5 judged fixes (circuit.min_calls), 3 failed: 0.6 > max_failure_rate 0.5.
+    handed = [fix("remediating", t) for t in "abcde"]
+    judged = [*handed, fix("resolved", "a"), fix("resolved", "b")]
+    judged += [fix("remediating", t, attempt=2, at=at(60)) for t in "cde"]
+    (trip,) = fold_circuits(judged).trips(POLICY)
+    assert trip.reason is CircuitReason.FAILURE_RATE
+    assert "3 of its last 5 fixes failed (rate 0.60), over circuit.max_failure_rate 0.5" in (
+        trip.detail
+    )
+    assert [(f.fingerprint, f.attempt, f.at) for f in trip.evidence] == [
+        (f"linting_errors@{t}", 1, at(60)) for t in "cde"
+    ]
+    assert trips(judged[:5] + judged[6:]) == []  # 4 judged fixes: too few to judge a rate
+    assert trips([*handed, *(fix("resolved", t) for t in "abc"), *judged[-2:]]) == []
+
+
+def test_an_agent_failing_to_fix_its_issues_never_trips_the_rules_circuit() -> None:
+    """Seen: the first agent attempts of several tasks failing (a fresh report still
+    carrying each issue) opened acceptance_criterion_unmet's circuit for every task. Those
+    are the agents' attempts: the issue's budget and the task's ladder count them."""
+    tasks = [f"WI-{n}" for n in range(6)]
+    handed = [fix("directive", t) for t in tasks]
+    failed = [fix("directive", t, attempt=2) for t in tasks]
+    spent = [fix("blocked", t, attempt=2, reason="MAXIMUM_ATTEMPTS_REACHED") for t in tasks]
+    assert trips([*handed, *failed, *spent]) == []
+    # The same rule's own fixes still count: an agent's directive, then our fixes failing.
+    ours = [fix("remediating", t, attempt=3) for t in tasks]
+    again = [fix("remediating", t, attempt=4) for t in tasks]
+    assert trips([*handed, *failed, *ours, *again]) == [CircuitReason.FAILURE_RATE]
 
 
 def test_confidence_drift_below_min_confidence_opens() -> None:
@@ -368,3 +398,57 @@ def test_confidence_drift_opens_in_the_run_that_records_it(tmp_path: Path, run_l
     second = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
     assert tree_digest(folder) == before
     assert any(e["kind"] == "circuit" for e in second["escalations"])  # still listed
+
+
+def test_a_circuits_escalation_carries_the_fixes_that_opened_it(tmp_path: Path) -> None:
+    """A person read `error_chain: [FAILURE_RATE]`, `tried: []`, `attempts: 0`: nothing said
+    which fixes failed, when or why."""
+    repo = lint_project(tmp_path, ["a.py", "b.py", "c.py"])
+    run(repo, Clock())
+    listed = load(repo / "workflow" / "escalations.yaml")["escalations"]
+    (circuit,) = [e for e in listed if e["kind"] == "circuit"]
+    assert circuit["attempts"] == 2
+    detail, *fixes = circuit["error_chain"]
+    assert detail == "verification failed 2 times within 600 s"
+    assert [f.split(" ", 1)[1].split(":", 1)[0] for f in fixes] == [
+        "linting_errors@a.py (fix attempt 1)",
+        "linting_errors@b.py (fix attempt 1)",
+    ]
+    assert all("verification failed: " in f and "stray.py" in f for f in fixes), fixes
+    assert circuit["tried"] == ["fix of linting_errors@a.py", "fix of linting_errors@b.py"]
+    assert circuit["files"] == ["a.py", "b.py"]
+    (opened,) = [r for r in journal(repo) if r["event"] == "circuit"]
+    assert [e["fingerprint"] for e in opened["evidence"]] == [
+        "linting_errors@a.py",
+        "linting_errors@b.py",
+    ]
+
+
+def test_agents_failing_their_first_attempts_leave_the_rule_on(tmp_path: Path, run_line) -> None:
+    """Seen: the first agent attempts of several tasks failing disabled
+    acceptance_criterion_unmet for every task. An agent's attempt is the agent's."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    tasks = [f"WI-{n}" for n in range(6)]
+    unmet = [
+        {
+            "id": f"V-{n}",
+            "type": "acceptance_criterion_unmet",
+            "severity": "MAJOR",
+            "description": f"{task}'s handler still crashes on a missing user",
+            "task_id": task,
+            "estimated_minutes": 10,
+        }
+        for n, task in enumerate(tasks)
+    ]
+    fixable_report(folder, *unmet)
+    assert run_line(["run", folder]).exit_code == 3  # six directives out, attempt 1
+    # The agents had their turn; the validator's next report still carries every issue.
+    (folder / "validation_report.yaml").write_text(
+        json.dumps({"status": "FIXABLE", "generated_at": "2026-12-03T10:00:00Z", "issues": unmet})
+    )
+    out = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+    assert not [r for r in records(folder) if r["event"] == "circuit"]
+    assert not [e for e in out["escalations"] if e["kind"] == "circuit"]
+    assert {i["reason"] for i in out["issues"]} == {"FIXABLE"}
+    assert {i["attempts"] for i in out["issues"]} == {1}  # the second attempt is out

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import copy_example
+from tests.helpers import prompt_body
 from tests.test_remediation import git, project
 
 # Lint: every file named in lint.txt that still holds "import os". Docs: docs/auth.md missing.
@@ -135,6 +136,11 @@ def test_the_global_cap_counts_an_episodes_cycles_across_runs(tmp_path: Path, ru
     lint = issue(out, "linting_errors")
     assert (lint["classification"], lint["reason"]) == ("BLOCKED", "CAPS_EXHAUSTED")
     assert out["result"] == "BLOCKED"
+    # The run that met the cap ran no cycle itself: the reason gives the episode's two, and
+    # so does the escalation a person reads (both once said "after 0 correction cycle(s)").
+    assert "after 2 correction cycle(s)" in lint["detail"]
+    (escalation,) = [e for e in out["escalations"] if e["reason"].startswith("still open")]
+    assert "after 2 correction cycle(s)" in escalation["reason"]
 
 
 def test_an_issue_of_a_blocked_work_item_gets_no_directive(tmp_path: Path, run_line) -> None:
@@ -169,16 +175,21 @@ AGAIN = """
 """
 
 
-def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
-    tmp_path: Path, run_line
-) -> None:
-
-    folder = tmp_path / "workflow"
+def escalated_then_handed_back(folder: Path, run_line) -> str:
+    """The shipped example, WI-3 escalated, then handed back by ana with her words (returned)."""
     copy_example(folder)
     assert run_line(["run", folder]).exit_code == 1  # WI-3 escalated (the example's policy)
     evidence = "handler.ts:45 reads req.user before auth runs; move the route below app.use(auth)"
     reset = ["reset", folder, "--subject", "WI-3", "--evidence", evidence, "--actor", "ana"]
     assert run_line(reset).exit_code == 0
+    return evidence
+
+
+def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
+    tmp_path: Path, run_line
+) -> None:
+    folder = tmp_path / "workflow"
+    evidence = escalated_then_handed_back(folder, run_line)
 
     # reset rewrote the prompt at once: status, then the person's words, then step 1
     text = (folder / "recovery" / "WI-3.md").read_text()
@@ -197,3 +208,23 @@ def test_after_a_reset_the_person_speaks_first_and_the_ladder_climbs(
     assert "TRY: Step 2" in text and evidence in text  # the climb; the guidance stays
     assert 'You tried "null check addition" again' in text
     assert "Previous 1 attempts failed (and 3 before a person's reset" in text
+
+
+def test_a_persons_guidance_heads_only_the_prompts_of_its_episode(tmp_path: Path, run_line) -> None:
+    """A person's words stayed at the head of WI-3's prompt forever: after the validator's
+    PASS ended that episode, WI-3 failing again days later still opened with them."""
+    folder = tmp_path / "workflow"
+    evidence = escalated_then_handed_back(folder, run_line)
+    assert prompt_body(folder / "recovery" / "WI-3.md").startswith("## Guidance from a person")
+
+    (folder / "validation_report.yaml").write_text(
+        json.dumps({"status": "PASS", "validator": "example-validator", "issues": []})
+    )
+    assert run_line(["run", folder]).exit_code == 0  # the PASS ends the episode
+    log = folder / "tool_failures.yaml"
+    log.write_text(log.read_text() + AGAIN * 4)  # a new episode: WI-3 fails again
+    out = json.loads(run_line(["run", folder, "--format", "json"]).stdout)
+    (wi3,) = [s for s in out["subjects"] if s["subject"] == "WI-3"]
+    text = (folder / "recovery" / "WI-3.md").read_text()
+    assert text.startswith(f"STATUS: {wi3['status']}") and wi3["status"] != "recovered"
+    assert "Guidance from a person" not in text and evidence not in text

@@ -11,10 +11,12 @@ import yaml
 from selfcorrect.core.model import Coordination
 from selfcorrect.core.normalise import normalise_coordination
 from selfcorrect.core.plan_revision import plan_revision
+from selfcorrect.core.state import derive
 from selfcorrect.io import documents
 from selfcorrect.io.prompts import render
 from selfcorrect.layout import work_item_file
 from tests.conftest import CORPUS, shipped_example
+from tests.helpers import records
 
 TEMPLATE = "plan_revision.md.j2"
 
@@ -251,3 +253,42 @@ def test_a_run_with_one_blocked_task_writes_no_plan(tmp_path: Path, run_line) ->
     folder = _session(tmp_path, ["WI-2"])
     assert run_line(["run", folder]).exit_code == 1
     assert not (folder / "recovery" / "plan.md").exists()
+
+
+def test_plan_md_is_withdrawn_once_fewer_than_two_of_its_tasks_are_blocked(
+    tmp_path: Path, run_line
+) -> None:
+    """Seen: plan.md kept saying "2 tasks ended BLOCKED" after one was handed back and the
+    validator passed. It is deleted, and the journal says when and why."""
+    folder = _session(tmp_path, ["WI-2", "WI-3"])
+    assert run_line(["run", folder]).exit_code == 1
+    assert (folder / "recovery" / "plan.md").exists()
+    (written,) = [r for r in records(folder) if r["event"] == "plan_revision"]
+    assert (written["status"], written["tasks"]) == ("written", ["WI-2", "WI-3"])
+    run_line(["run", folder])  # a rerun journals nothing new
+    assert len([r for r in records(folder) if r["event"] == "plan_revision"]) == 1
+
+    reset = ["reset", folder, "--subject", "WI-2", "--evidence", "the guard is in"]
+    assert run_line(reset).exit_code == 0
+
+    assert not (folder / "recovery" / "plan.md").exists()  # at once, as the items' prompts
+    withdrawn = [r for r in records(folder) if r["event"] == "plan_revision"][-1]
+    assert (withdrawn["status"], withdrawn["tasks"]) == ("withdrawn", ["WI-2", "WI-3"])
+    assert withdrawn["reason"] == (
+        "fewer than two of its tasks are still blocked (WI-3 of WI-2, WI-3)"
+    )
+    run_line(["run", folder])  # withdrawn once
+    assert [r["status"] for r in records(folder) if r["event"] == "plan_revision"] == [
+        "written",
+        "withdrawn",
+    ]
+
+
+def test_the_journal_says_which_tasks_plan_md_names_while_it_is_out() -> None:
+    def revision(status: str, *tasks: str) -> dict[str, Any]:
+        return {"event": "plan_revision", "status": status, "tasks": list(tasks), "at": "t"}
+
+    assert derive([]).plan_revision is None
+    written = revision("written", "WI-2", "WI-3")
+    assert derive([written]).plan_revision == ("WI-2", "WI-3")
+    assert derive([written, revision("withdrawn", "WI-2", "WI-3")]).plan_revision is None

@@ -20,7 +20,7 @@ from tests.helpers import policy_with
 # that reads the wrong key, or keeps the default, shows.
 USER: dict[str, Any] = {
     "validator": {"command": ["make", "check"], "timeout_s": 42},
-    "caps": {"global_cycles": 7, "per_issue_default": 4},
+    "caps": {"global_cycles": 7, "per_issue_default": 4, "max_recurrences": 8},
     "fixability": {"max_minutes": 45},
     "min_confidence": 0.7,
     "limits": {"max_bytes": 123456, "max_text": 999, "max_prompts": 12},
@@ -44,6 +44,7 @@ FIELDS: list[tuple[str, Any, type]] = [
     ("validator.timeout_s", lambda p: p.validator.timeout_s, float),
     ("caps.global_cycles", lambda p: p.caps.global_cycles, int),
     ("caps.per_issue_default", lambda p: p.caps.per_issue_default, int),
+    ("caps.max_recurrences", lambda p: p.caps.max_recurrences, int),
     ("fixability.max_minutes", lambda p: p.fixability.max_minutes, float),
     ("min_confidence", lambda p: p.min_confidence, float),
     ("limits.max_bytes", lambda p: p.limits.max_bytes, int),

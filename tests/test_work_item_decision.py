@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import git, load
+from tests.helpers import USAGE_MISSING, git, load
 from tests.test_hooks import MAKE, WAIT_S, call, event, failure, hook
 
 TYPE_ERROR = "TypeError: Cannot read properties of undefined (reading 'id')"
@@ -333,14 +333,7 @@ def test_an_issue_that_comes_back_after_a_pass_gets_a_fresh_budget(project: Path
     finding came back: it was sent straight to a person ("1 of 1 attempts spent"). A
     recurrence gets a fresh budget, and says it came back."""
     report = project / "workflow" / "validation_report.yaml"
-    finding = {
-        "id": "V-1",
-        "type": "missing_documentation",
-        "severity": "MINOR",
-        "description": "docs/app.md has no usage section",
-        "target": "docs/app.md",
-        "task_id": "WI-4",
-    }
+    finding = USAGE_MISSING
 
     def validator_says(*issues: dict[str, Any]) -> None:
         status = "FIXABLE" if issues else "PASS"

@@ -63,6 +63,7 @@ REASONS = {
     "FIX_FAILED": "a fix failed verification and was undone",
     "CAPS_EXHAUSTED": "still open after the episode's correction cycles",
     "HUMAN_RESOLVED": "a person resolved it; waiting for a fresh report",
+    "RECURRING": "it keeps coming back after being fixed: a person decides",
     "UNDER_BUDGET": "failing within its retry budget: the agents retry",
     "STUCK_FIRST_DETECTION": "stuck: a recovery prompt was handed out",
     "STILL_STUCK": "still stuck: the next ladder step",

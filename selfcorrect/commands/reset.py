@@ -22,6 +22,7 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
+from selfcorrect.core.journal_records import PLAN_REVISION
 from selfcorrect.core.plan import build_plan
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
@@ -149,6 +150,8 @@ def _rewrite_prompts(
     names = {work_item_file(item) for item in work_items}
     rendered = render_recovery(folder, plan, inputs.policy)
     written = write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
+    if plan.withdrawn:  # recovery/plan.md deleted now: its withdrawal is journaled now too
+        journal.append(folder, [r for r in plan.journal if r.get("event") == PLAN_REVISION])
     if write_gate(folder, decisions, plan):
         written.append(documents.display_path(gate_path(folder)))
     return written

@@ -5,13 +5,19 @@ happened since the circuit was last closed by a person; `Circuits.trips` says wh
 circuits must open now, and why. An open circuit is a journal record, so a restart never closes
 one, and elapsed time never does either: only a `reset` record (a person, with evidence) does.
 
+A circuit judges selfcorrect's own fixes only (autofix and built-in): an agent failing to fix
+an issue is the agent's attempt, counted against the issue's budget and the task's ladder,
+never against the rule (docs/rules.md §10). Each failed fix is kept with what, which attempt,
+when and why (`FailedFix`), and a trip carries the ones that tripped it: the escalation a
+person reads lists them.
+
 Conditions, each a policy number under `circuit:` (and `min_confidence`):
 - verification failed `verification_failures` times within `window_s` seconds (the records'
   own timestamps: selfcorrect's clock, so comparing them is sound);
 - `compensation_failures` undo(s) failed;
 - the same target remediated `target_recurrences` times in one run;
-- over the rule's latest `min_calls` judged attempts, the failure rate passed
-  `max_failure_rate`;
+- over the rule's latest `min_calls` judged fixes, the failure rate passed `max_failure_rate`
+  (a fix is judged by the next fresh report: resolved, or still there);
 - the mean confidence of the rule's latest `min_calls` classifications fell below
   `min_confidence` (confidence drift).
 """
@@ -19,8 +25,8 @@ Conditions, each a policy number under `circuit:` (and `min_confidence`):
 from __future__ import annotations
 
 import enum
-from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -50,24 +56,60 @@ class CircuitReason(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class FailedFix:
+    """One fix of selfcorrect's that failed: its issue, its attempt, when and why."""
+
+    fingerprint: str
+    attempt: int
+    at: str
+    why: str
+
+    def line(self) -> str:
+        return f"{self.at} {self.fingerprint} (fix attempt {self.attempt}): {self.why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "attempt": self.attempt,
+            "at": self.at,
+            "why": self.why,
+        }
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> FailedFix:
+        attempt = entry.get("attempt")
+        return cls(
+            str(entry.get("fingerprint") or ""),
+            attempt if isinstance(attempt, int) else 0,
+            str(entry.get("at") or ""),
+            str(entry.get("why") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class Trip:
-    """A closed circuit whose conditions hold: it opens now."""
+    """A closed circuit whose conditions hold: it opens now. `evidence`: the failed fixes
+    that tripped it, oldest first (none for a confidence drift)."""
 
     rule: str
     rule_version: str
     reason: CircuitReason
     detail: str
+    evidence: tuple[FailedFix, ...] = ()
 
 
 @dataclass
 class _Rule:
     open: bool = False
     reason: str | None = None
+    detail: str | None = None  # of the opening, as journaled
+    opened_with: tuple[FailedFix, ...] = ()  # the failed fixes that opened it
     epoch: int = 0  # times a person closed it: a new opening is a new escalation
-    verification_failures: list[datetime] = field(default_factory=list)
-    compensation_failures: int = 0
-    per_run_targets: Counter[tuple[str, str]] = field(default_factory=Counter)
-    outcomes: deque[bool] = field(default_factory=lambda: deque(maxlen=_HISTORY))  # True: failed
+    verification_failures: list[tuple[datetime, FailedFix]] = field(default_factory=list)
+    compensation_failures: list[FailedFix] = field(default_factory=list)
+    per_run_targets: dict[tuple[str, str], list[FailedFix]] = field(default_factory=dict)
+    # One per judged fix, oldest first: the failed fix, or None for one a report confirmed.
+    outcomes: deque[FailedFix | None] = field(default_factory=lambda: deque(maxlen=_HISTORY))
     confidences: deque[float] = field(default_factory=lambda: deque(maxlen=_HISTORY))
 
 
@@ -83,6 +125,8 @@ def _time(text: Any) -> datetime | None:
 @dataclass
 class Circuits:
     rules: dict[RuleKey, _Rule] = field(default_factory=dict)
+    # Per fingerprint: was its latest hand-out a fix of ours (True) or an agent's directive?
+    fixes: dict[str, bool] = field(default_factory=dict)
 
     def is_open(self, rule: str, version: str) -> bool:
         state = self.rules.get((rule, version))
@@ -97,9 +141,25 @@ class Circuits:
         after planning: the same run must decide by it, or the next run decides anew)."""
         state = self.rules.setdefault((trip.rule, trip.rule_version), _Rule())
         state.open, state.reason = True, trip.reason.value
+        state.detail, state.opened_with = trip.detail, trip.evidence
 
     def open_rules(self) -> list[tuple[RuleKey, str | None]]:
         return [(key, r.reason) for key, r in self.rules.items() if r.open]
+
+    def opening(self, rule: str, version: str) -> Trip | None:
+        """An open circuit as it opened: its reason, detail and the failed fixes behind it."""
+        state = self.rules.get((rule, version))
+        if state is None or not state.open:
+            return None
+        reason = state.reason or ""
+        known = reason in CircuitReason.__members__
+        return Trip(
+            rule,
+            version,
+            CircuitReason(reason) if known else CircuitReason.FAILURE_RATE,
+            state.detail or reason,
+            state.opened_with,
+        )
 
     def trips(self, policy: Policy) -> list[Trip]:
         """Every closed circuit whose conditions hold now (in first-seen order)."""
@@ -117,37 +177,47 @@ class Circuits:
         return bool(state and (state.open or _condition(state, policy)))
 
 
-def _condition(state: _Rule, policy: Policy) -> tuple[CircuitReason, str] | None:
+Found = tuple[CircuitReason, str, tuple[FailedFix, ...]]
+
+
+def _condition(state: _Rule, policy: Policy) -> Found | None:
     window = policy.circuit.window_s
     needed = policy.circuit.verification_failures
-    times = sorted(state.verification_failures)
+    times = sorted(state.verification_failures, key=lambda failure: failure[0])
     for i in range(needed - 1, len(times)):
-        span = (times[i] - times[i - needed + 1]).total_seconds()
+        span = (times[i][0] - times[i - needed + 1][0]).total_seconds()
         if needed > 0 and span <= window:
             return (
                 CircuitReason.VERIFICATION_FAILURES,
                 f"verification failed {needed} times within {window:g} s",
+                tuple(fix for _at, fix in times[i - needed + 1 : i + 1]),
             )
-    if state.compensation_failures >= policy.circuit.compensation_failures:
+    undone = state.compensation_failures
+    if len(undone) >= policy.circuit.compensation_failures:
         return (
             CircuitReason.COMPENSATION_FAILED,
-            f"{state.compensation_failures} undo(s) of a fix failed: files may be half-changed",
+            f"{len(undone)} undo(s) of a fix failed: files may be half-changed",
+            tuple(undone),
         )
     recurrences = policy.circuit.target_recurrences
-    for (_run, target), count in state.per_run_targets.items():
-        if count >= recurrences:
+    for (_run, target), fixes in state.per_run_targets.items():
+        if len(fixes) >= recurrences:
             return (
                 CircuitReason.TARGET_RECURRENCE,
-                f"{target} was remediated {count} times in one run: the fix does not stick",
+                f"{target} was remediated {len(fixes)} times in one run: the fix does not stick",
+                tuple(fixes),
             )
     calls = policy.circuit.min_calls
     recent = list(state.outcomes)[-calls:]
+    failed = tuple(fix for fix in recent if fix is not None)
     rate_limit = policy.circuit.max_failure_rate
-    if calls > 0 and len(recent) >= calls and sum(recent) / len(recent) > rate_limit:
+    if calls > 0 and len(recent) >= calls and len(failed) / len(recent) > rate_limit:
         return (
             CircuitReason.FAILURE_RATE,
-            f"{sum(recent)} of its last {len(recent)} attempts failed, "
-            f"over circuit.max_failure_rate {rate_limit:g}",
+            f"{len(failed)} of its last {len(recent)} fixes failed (rate "
+            f"{len(failed) / len(recent):.2f}), over circuit.max_failure_rate {rate_limit:g}; "
+            f"window: the last circuit.min_calls = {calls} fixes judged by a fresh report",
+            failed,
         )
     confidences = list(state.confidences)[-calls:]
     floor = policy.min_confidence
@@ -158,6 +228,7 @@ def _condition(state: _Rule, policy: Policy) -> tuple[CircuitReason, str] | None
                 CircuitReason.CONFIDENCE_DRIFT,
                 f"mean confidence of its last {len(confidences)} classifications is "
                 f"{mean:.2f}, below min_confidence {floor:g}",
+                (),
             )
     return None
 
@@ -182,14 +253,20 @@ def fold_circuits(records: Iterable[Stamped | Mapping[str, Any]]) -> Circuits:
             continue
         state = circuits.rules.setdefault((rule_name, version), _Rule())
         if isinstance(record, CircuitEvent) and record.status == "open":
-            state.open, state.reason = True, str(record.reason)
+            _opened(state, record)
         elif isinstance(record, TransitionEvent):
             _transition(state, record)
         elif isinstance(record, IssueEvent):
-            _issue(state, record)
+            _issue(state, record, circuits.fixes)
         elif isinstance(record, ProposalEvent) and isinstance(record.evidence, Mapping):
             _confidence(state, record.evidence)
     return circuits
+
+
+def _opened(state: _Rule, record: CircuitEvent) -> None:
+    state.open, state.reason, state.detail = True, str(record.reason), record.detail
+    evidence: Sequence[Any] = record.evidence or ()
+    state.opened_with = tuple(FailedFix.from_json(e) for e in evidence if isinstance(e, Mapping))
 
 
 def _close(state: _Rule) -> None:
@@ -199,29 +276,51 @@ def _close(state: _Rule) -> None:
     state.epoch = epoch
 
 
+def _failed_fix(record: TransitionEvent | IssueEvent, why: str, attempt: int) -> FailedFix:
+    return FailedFix(str(record.fingerprint), attempt, str(record.at or ""), why)
+
+
 def _transition(state: _Rule, record: TransitionEvent) -> None:
     step = (record.source, record.target)
+    evidence = record.evidence if isinstance(record.evidence, Mapping) else {}
+    attempt = record.attempt if isinstance(record.attempt, int) else 0
     if step in _FAILED_STEPS:
+        why = evidence.get("detail") or evidence.get("verdict") or "verification failed"
+        fix = _failed_fix(record, f"verification failed: {why}", attempt)
         at = _time(record.at)
         if at is not None:
-            state.verification_failures.append(at)
-        state.outcomes.append(True)
+            state.verification_failures.append((at, fix))
+        state.outcomes.append(fix)
     elif step == ("compensating", "circuit_open"):
-        state.compensation_failures += 1
+        failed = ", ".join(str(f) for f in evidence.get("failed") or ()) or "some files"
+        state.compensation_failures.append(
+            _failed_fix(record, f"the undo failed to restore {failed}", attempt)
+        )
     elif step == ("preflight", "remediating"):
         key = (str(record.run), str(record.fingerprint))
-        state.per_run_targets[key] += 1
+        runs = state.per_run_targets.setdefault(key, [])
+        why = f"remediated {len(runs) + 1} time(s) in run {record.run}"
+        runs.append(_failed_fix(record, why, attempt))
 
 
-def _issue(state: _Rule, record: IssueEvent) -> None:
+def _issue(state: _Rule, record: IssueEvent, fixes: dict[str, bool]) -> None:
+    """Only selfcorrect's own fixes are judged: the latest hand-out of each fingerprint says
+    whose attempt it was (a `remediating` fix, or an agent's `directive`)."""
     status = record.status
     attempt = record.attempt if isinstance(record.attempt, int) else 0
-    if status == "resolved":
-        state.outcomes.append(False)
-    elif status in _HANDED_OUT and attempt > 1:
-        state.outcomes.append(True)  # a fresh report still carried the previous attempt's issue
-    elif status == "blocked" and record.reason == "MAXIMUM_ATTEMPTS_REACHED":
-        state.outcomes.append(True)
+    ours = fixes.get(str(record.fingerprint), False)
+    if status == "resolved" and ours:
+        state.outcomes.append(None)
+    elif status == "remediating" and attempt > 1 and ours:
+        # A fresh report still carried the issue the previous fix was verified for.
+        why = "a fresh report still carried it after the fix"
+        state.outcomes.append(_failed_fix(record, why, attempt - 1))
+    elif status == "blocked" and record.reason == "MAXIMUM_ATTEMPTS_REACHED" and ours:
+        evidence = record.evidence if isinstance(record.evidence, Mapping) else {}
+        why = str(evidence.get("why") or "its attempts are spent and it is still reported")
+        state.outcomes.append(_failed_fix(record, why, attempt))
+    if status in _HANDED_OUT:
+        fixes[str(record.fingerprint)] = status == "remediating"
     if status in (*_HANDED_OUT, "blocked") and isinstance(record.evidence, Mapping):
         _confidence(state, record.evidence)
 

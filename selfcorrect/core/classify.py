@@ -45,6 +45,7 @@ class IssueReason(enum.StrEnum):
     FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (rules §9.4)
     CAPS_EXHAUSTED = "CAPS_EXHAUSTED"  # still open after caps.global_cycles cycles (rules §4)
     HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; waits for a fresh report (rules §10)
+    RECURRING = "RECURRING"  # back after being fixed caps.max_recurrences times (rules §5)
 
 
 # Blocked for these reasons, an issue stays blocked until a person acts: retrying would repeat
@@ -55,6 +56,7 @@ STICKY = frozenset(
         IssueReason.MAXIMUM_ATTEMPTS_REACHED,
         IssueReason.LADDER_EXHAUSTED,
         IssueReason.CAPS_EXHAUSTED,
+        IssueReason.RECURRING,
     }
 )
 
@@ -78,6 +80,9 @@ class IssueDecision:
     stage: str = ACTIVE  # active | shadow | retired for this issue (rules §13)
     epoch: int = 0  # a person's resets so far: part of a new escalation's identity
     ladder_step: int | None = None  # its retries are spent: the recovery step handed out
+    recurrences: int = 0  # times it came back after being fixed (its prompt says so)
+    # This episode's returns: (when it was resolved, when it came back; "" for this report).
+    returns: tuple[tuple[str, str], ...] = ()
 
     @property
     def held_by_human(self) -> bool:
@@ -176,17 +181,18 @@ class IssueClassifier:
         agent_had_turn: bool = True,
     ) -> IssueDecision:
         recurs = prior.status == IssueStatus.RESOLVED
+        returns = prior.returns
         if recurs:
             # Fixed, and back: a recurrence gets a fresh budget (docs/rules.md §5); its
             # resolved attempts are closed.
+            returns = (*returns, (prior.at or "", ""))
             prior = replace(prior, status=None, attempts=0, report_digest=None)
         decision = self._decide(
             issue, prior, report_digest, circuit_open, validations, agent_had_turn
         )
+        decision = replace(decision, returns=returns)
         if recurs:
-            times = prior.recurrences + 1
-            back = f"it came back after being fixed ({times} time{'s' if times > 1 else ''})"
-            decision = replace(decision, detail=f"{decision.detail}; {back}")
+            decision = self._recurred(decision, prior.recurrences + 1)
         rule = self.policy.issue_type(decision.type) or self.policy.issue_type(UNCLASSIFIED)
         stage = effective_stage(
             self.policy, rule, (issue.target, issue.task_id, decision.fingerprint)
@@ -200,6 +206,24 @@ class IssueClassifier:
             epoch=prior.epoch,
             new=decision.new and stage != RETIRED,  # shadow: a new proposal, journaled as such
             detail=f"{prefix} ({decision.classification.value}: {decision.detail})",
+        )
+
+    def _recurred(self, decision: IssueDecision, times: int) -> IssueDecision:
+        """Back after being fixed: a fresh budget, and the prompt says so, until it has come
+        back caps.max_recurrences times in this episode; then a person decides (RECURRING)."""
+        back = f"this came back after being fixed ({times} time{'s' if times > 1 else ''})"
+        decision = replace(decision, recurrences=times)
+        limit = self.policy.caps.max_recurrences
+        if len(decision.returns) < limit or decision.classification is Verdict.BLOCKED:
+            return replace(decision, detail=f"{decision.detail}; {back}")
+        return replace(
+            decision,
+            classification=Verdict.BLOCKED,
+            reason=IssueReason.RECURRING,
+            detail=f"{back}, {len(decision.returns)} times in this episode "
+            f"(caps.max_recurrences {limit}): the fix does not hold",
+            attempts=0,  # the fresh budget is never handed out
+            new=True,
         )
 
     def _decide(

@@ -323,6 +323,7 @@ def directive_context(
             "task_id": issue.task_id,
             "suggested_fix": issue.suggested_fix,
             "evidence": issue.evidence,
+            "recurrences": decision.recurrences,  # times it came back after being fixed
         },
         "strategy": decision.strategy,
         "attempt": decision.attempts,

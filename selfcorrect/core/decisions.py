@@ -198,7 +198,9 @@ def decide(
     issues = _decide_issues(inputs, state, circuits, installed)
     if at_cap:
         agent = policy.agent.command is not None
-        issues = [capped(d, cycles, agent) for d in issues]
+        # The episode's cycles, across runs (this run's are journaled as they end): a run
+        # that starts at the cap says how many cycles were spent, never "0" (rules §4).
+        issues = [capped(d, max(state.episode_cycles, cycles), agent) for d in issues]
     resolved: list[tuple[str, IssueState]] = []
     if inputs.report is not None:  # a fresh report that no longer carries an issue handed out
         current = {d.fingerprint for d in issues}

@@ -29,6 +29,7 @@ FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrot
 COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_commands.py)
 SUCCESS = "success"  # a success the log does not hold: a passing report (docs/rules.md §9.1)
 TURN = "turn"  # an agent's turn ended: its host's Stop or SubagentStop (docs/rules.md §8)
+PLAN_REVISION = "plan_revision"  # recovery/plan.md written for these tasks, or withdrawn (§8)
 
 
 class Omit(Enum):
@@ -203,6 +204,8 @@ class CircuitEvent(Stamped):
     reason: str
     detail: str
     escalation: str
+    # The failed fixes that opened it (fingerprint, attempt, at, why): its escalation's numbers.
+    evidence: Sequence[Mapping[str, Any]] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -322,6 +325,18 @@ class TurnEvent(Stamped):
     report_stamp: str | None  # the report as it stood at the turn's end ("" when none)
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlanRevisionEvent(Stamped):
+    """`recovery/plan.md` asks the controller for another approach for `tasks` (written), or
+    was deleted because fewer than two of them are still blocked (withdrawn: docs/rules.md
+    §8). Journaled when its tasks change, so a rerun writes nothing."""
+
+    event = PLAN_REVISION
+    status: str  # written | withdrawn
+    tasks: Sequence[str]  # the blocked tasks it names (withdrawn: those it named)
+    reason: str | None = _optional()  # why it was withdrawn
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -339,5 +354,6 @@ KINDS: dict[str, type[Stamped]] = {
         CommandsEvent,
         SuccessEvent,
         TurnEvent,
+        PlanRevisionEvent,
     )
 }

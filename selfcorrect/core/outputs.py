@@ -66,6 +66,7 @@ class PlanDraft:
     consolidated: list[str] = field(default_factory=list)  # tasks whose micro-tasks are done
     resolutions: list[Resolution] = field(default_factory=list)  # escalations now settled
     work_items: dict[str, WorkItemDecision] = field(default_factory=dict)
+    withdrawn: list[str] = field(default_factory=list)  # recovery files no longer true
 
     def freeze(self) -> Plan:
         return Plan(
@@ -81,6 +82,7 @@ class PlanDraft:
             consolidated=tuple(self.consolidated),
             resolutions=tuple(self.resolutions),
             work_items=MappingProxyType(dict(self.work_items)),
+            withdrawn=tuple(self.withdrawn),
         )
 
 
@@ -126,6 +128,8 @@ class Plan:
     resolutions: tuple[Resolution, ...] = ()  # escalations now settled
     # One decision per work item: every output renders it (core/work_item_decision.py).
     work_items: Mapping[str, WorkItemDecision] = field(default_factory=dict)
+    # Recovery files (by work item) whose directive is no longer true: deleted (rules §8).
+    withdrawn: tuple[str, ...] = ()
 
 
 class Stamp(TypedDict):

@@ -11,6 +11,7 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before
+from selfcorrect.core.circuits import Trip
 from selfcorrect.core.contexts import (
     error_summary,
     short,
@@ -22,6 +23,7 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import (
     CircuitEvent,
     FailedItemsEvent,
+    PlanRevisionEvent,
     ProposalEvent,
     SubjectEvent,
 )
@@ -137,21 +139,39 @@ def _record_written(plan: PlanDraft, run: Decisions) -> None:
 
 def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
     """rules §8: two or more tasks of one synthesis blocked → ask the controller for a new plan,
-    for the failed tasks only (recovery/plan.md)."""
+    for the failed tasks only (recovery/plan.md). Journaled when its tasks change; withdrawn
+    (deleted, journaled) once fewer than two of them are still blocked."""
     blocked = {
         e["task_id"]: list(e.get("recovery_actions_taken") or ())
         for e in plan.failed_items
         if e.get("final_status") == "blocked"
     }
-    if run.coordination is None:
-        return
-    # The entries this plan writes, not the file's (one run behind): a rerun says the same.
-    ours = {e["task_id"]: normalise_failed_item(e, i) for i, e in enumerate(plan.failed_items)}
-    theirs = [item for item in run.coordination.failed_items if item.task_id not in ours]
-    coordination = replace(run.coordination, failed_items=(*theirs, *ours.values()))
-    context = plan_revision(coordination, blocked)
+    context = None
+    if run.coordination is not None:
+        # The entries this plan writes, not the file's (one run behind): a rerun says the same.
+        ours = {e["task_id"]: normalise_failed_item(e, i) for i, e in enumerate(plan.failed_items)}
+        theirs = [item for item in run.coordination.failed_items if item.task_id not in ours]
+        coordination = replace(run.coordination, failed_items=(*theirs, *ours.values()))
+        context = plan_revision(coordination, blocked)
+    out = run.state.plan_revision
     if context is not None:
         plan.prompts.append(Prompt(PLAN_REVISION, "plan_revision.md.j2", context))
+        tasks = tuple(str(f["task_id"]) for f in context["failed"])
+        if tasks != out:
+            plan.journal.append(
+                PlanRevisionEvent(status="written", tasks=tasks, **stamp(run)).to_json()
+            )
+    elif out is not None:
+        still = [task for task in out if task in blocked]
+        why = (
+            f"fewer than two of its tasks are still blocked ({', '.join(still) or 'none'} "
+            f"of {', '.join(out)})"
+        )
+        plan.journal.append(
+            PlanRevisionEvent(status="withdrawn", tasks=out, reason=why, **stamp(run)).to_json()
+        )
+        plan.withdrawn.append(PLAN_REVISION)
+        plan.reasons.append(f"recovery/plan.md withdrawn: {why}")
 
 
 PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision directive
@@ -409,28 +429,43 @@ def _shadow(run: Decisions) -> bool:
     return run.policy.mode == SHADOW
 
 
-def _circuit_escalation(run: Decisions, rule: str, version: str, detail: str) -> dict[str, Any]:
+def _circuit_escalation(run: Decisions, trip: Trip) -> dict[str, Any]:
+    """A circuit's escalation carries its numbers (docs/rules.md §10): the trip in words (the
+    rate against its threshold, the window), then every failed fix behind it: which issue,
+    which attempt, when and why."""
+    rule, version = trip.rule, trip.rule_version
     return EscalationEntry(
         key=f"circuit:{rule}@{version}",
         kind="circuit",
         subject=rule,
-        reason=f"circuit open: {detail}. The rule is disabled (observation continues) until a "
-        f"person resets it with evidence: selfcorrect reset DIR --rule {rule} --evidence TEXT",
+        reason=f"circuit open: {trip.detail}. The rule is disabled (observation continues) "
+        "until a person resets it with evidence: "
+        f"selfcorrect reset DIR --rule {rule} --evidence TEXT",
         failure_type=rule.split(":", 1)[-1],
-        attempts=0,
-        error_chain=[detail],
+        attempts=len(trip.evidence),
+        error_chain=[trip.detail, *(fix.line() for fix in trip.evidence)],
+        tried=list(dict.fromkeys(f"fix of {fix.fingerprint}" for fix in trip.evidence)),
+        files=list(dict.fromkeys(_target(fix.fingerprint) for fix in trip.evidence)),
         rule=rule,
         rule_version=version,
         epoch=run.circuit_epoch(rule, version),
     ).entry(run)
 
 
+def _target(fingerprint: str) -> str:
+    """The target a fingerprint names (`type@target#task~words`), else the fingerprint."""
+    _type, at, rest = fingerprint.partition("@")
+    return rest.split("#", 1)[0].split("~", 1)[0] if at else fingerprint
+
+
 def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
     """rules §10: a rule whose circuit opens stops acting, and a person is told why. A circuit
     still open stays listed (its escalation is written once)."""
-    for rule, version, reason in run.open_circuits:
-        if not _shadow(run):
-            plan.escalations.append(_circuit_escalation(run, rule, version, reason))
+    tripping = {(t.rule, t.rule_version) for t in run.trips}
+    for rule, version, _reason in run.open_circuits:
+        opened = run.circuits.opening(rule, version)
+        if not _shadow(run) and opened is not None and (rule, version) not in tripping:
+            plan.escalations.append(_circuit_escalation(run, opened))
     for trip in run.trips:
         if _shadow(run):
             key = f"{trip.rule}|circuit|{trip.rule_version}|{run.validations}|open"
@@ -448,7 +483,7 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                     ).to_json()
                 )
             continue
-        entry = _circuit_escalation(run, trip.rule, trip.rule_version, trip.detail)
+        entry = _circuit_escalation(run, trip)
         plan.escalations.append(entry)
         plan.journal.append(
             CircuitEvent(
@@ -458,6 +493,7 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                 reason=trip.reason.value,
                 detail=trip.detail,
                 escalation=entry["id"],
+                evidence=[fix.to_json() for fix in trip.evidence] or None,
                 **stamp(run),
             ).to_json()
         )

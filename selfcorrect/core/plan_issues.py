@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from selfcorrect.core.calibration import worked_before
-from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.classify import IssueDecision, IssueReason
 from selfcorrect.core.contexts import (
     directive_context,
     short,
@@ -187,7 +187,10 @@ def block_issue(
         reason=reason,
         failure_type=decision.type,
         attempts=decision.attempts,
-        error_chain=[f"{issue.id or decision.fingerprint}: {short(issue.description)}"],
+        error_chain=[
+            f"{issue.id or decision.fingerprint}: {short(issue.description)}",
+            *_returns(run, decision),
+        ],
         tried=tried,
         files=[f for f in (issue.target,) if f],
         rule=decision.rule,
@@ -215,6 +218,17 @@ def block_issue(
     if journal:
         plan.journal.append(blocked_record(run, decision, reason, code).to_json())
     plan.escalations.append(entry)
+
+
+def _returns(run: Decisions, decision: IssueDecision) -> list[str]:
+    """A RECURRING issue's every return this episode: when it was resolved, when it came back
+    (docs/rules.md §5)."""
+    if decision.reason is not IssueReason.RECURRING:
+        return []
+    return [
+        f"return {n}: resolved {resolved or 'earlier'}, came back {back or run.now}"
+        for n, (resolved, back) in enumerate(decision.returns, 1)
+    ]
 
 
 def blocked_record(

@@ -49,12 +49,14 @@ class ValidatorPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Caps:
-    """`caps:` correction cycles per episode, the default retries of an issue type, and the
-    hard ceiling of attempts on one subject (docs/rules.md §4, §6)."""
+    """`caps:` correction cycles per episode, the default retries of an issue type, the
+    hard ceiling of attempts on one subject, and how often one issue may come back after being
+    fixed in one episode (docs/rules.md §4, §5, §6)."""
 
     global_cycles: int
     per_issue_default: int
     max_attempts_per_subject: int
+    max_recurrences: int = 3
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Caps:
@@ -63,6 +65,7 @@ class Caps:
             int(section["global_cycles"]),
             int(section["per_issue_default"]),
             int(section.get("max_attempts_per_subject", 10)),
+            int(section.get("max_recurrences", 3)),
         )
 
 

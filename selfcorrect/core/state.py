@@ -17,6 +17,7 @@ from selfcorrect.core.journal_records import (
     EpisodeEvent,
     FailedItemsEvent,
     IssueEvent,
+    PlanRevisionEvent,
     ProposalEvent,
     ResetBaseline,
     ResetEvent,
@@ -99,6 +100,9 @@ class IssueState:
     why: str | None = None  # why it was blocked, as its record said (a failed fix's detail)
     recurrences: int = 0  # times it came back after a fresh report had resolved it
     seq: int = -1  # the journal record of its latest hand-out: only a later turn spends it
+    # This episode's returns, oldest first: (when it was resolved, when it came back). A
+    # passing report or a person's reset ends the episode (docs/rules.md §4, §5).
+    returns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -121,12 +125,15 @@ class State:
     # A directive is judged only by a report written after an agent had its turn.
     own_reports: dict[str, set[str]] = field(default_factory=dict)
     agent_turns: set[str] = field(default_factory=set)
-    # A person's latest words per subject, work item and task they reset: prompts show them.
+    # A person's latest words per subject, work item and task they reset, for the episode
+    # they were given in: prompts show them until a passing report ends it.
     guidance: dict[str, Guidance] = field(default_factory=dict)
     # Passing reports already counted as a success (their digests): seen again, nothing new.
     passes: set[str] = field(default_factory=set)
     # Agents' turns that ended, in journal order: the host's Stop hooks, agent commands.
     turns: list[Turn] = field(default_factory=list)
+    # The blocked tasks recovery/plan.md names while it is out; None when none is.
+    plan_revision: tuple[str, ...] | None = None
 
     def subject(self, name: str) -> SubjectState:
         return self.subjects.get(name, SubjectState())
@@ -172,7 +179,7 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
         elif isinstance(record, (AgentEvent, TurnEvent)):
             _apply_turn(state, record, seq)
         elif isinstance(record, EpisodeEvent):
-            state.episode_cycles = 0
+            _end_episode(state)
         elif isinstance(record, TaskEvent) and isinstance(record.task_id, str):
             state.tasks[record.task_id] = str(record.status)
         elif isinstance(record, IssueEvent) and isinstance(record.fingerprint, str):
@@ -185,6 +192,9 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
             state.written.update({str(k): str(v) for k, v in record.statuses.items()})
         elif isinstance(record, SuccessEvent):
             _apply_success(state, record, seq)
+        elif isinstance(record, PlanRevisionEvent):
+            written = record.status == "written"
+            state.plan_revision = tuple(str(t) for t in record.tasks or ()) if written else None
     _refund_unstarted(state, started)
     return state
 
@@ -202,12 +212,32 @@ def _apply_turn(state: State, record: AgentEvent | TurnEvent, seq: int) -> None:
     state.turns.append(Turn(seq, agent, bool(record.lead), tasks, stamp))
 
 
+def _end_episode(state: State) -> None:
+    """A passing report ended the episode (docs/rules.md §4): its cycles start again."""
+    state.episode_cycles = 0
+    _passed(state)
+
+
+def _passed(state: State) -> None:
+    """A PASS ends the episode a person's words were given for: no later prompt opens with
+    them (docs/rules.md §9.1); and an issue's returns count again from none (docs/rules.md §5)."""
+    state.guidance.clear()
+    _forget_returns(state)
+
+
+def _forget_returns(state: State) -> None:
+    for issue in state.issues.values():
+        issue.returns = ()
+
+
 def _apply_success(state: State, record: SuccessEvent, seq: int) -> None:
     """A passing report: the subjects still failing before it are recovered, and only what
     the log holds after it counts (a baseline with a fresh budget, as a reset's, but no
     person's words and no new escalation identity)."""
     if isinstance(record.report_digest, str):
         state.passes.add(record.report_digest)
+    # Its cycles are closed by the `episode` record the run writes after a checked PASS.
+    _passed(state)
     for entry in record.subjects or ():
         _start_again(
             state, entry, record, seq, status="recovered", step=0, retry=True, reason="SUCCEEDED"
@@ -254,7 +284,9 @@ def _int(value: object) -> int:
 def _apply_issue(issue: IssueState, record: IssueEvent, seq: int) -> None:
     # Resolved, then decided again: a recurrence, with a fresh budget (rules §5).
     recurs = issue.status == IssueStatus.RESOLVED and record.status != IssueStatus.RESOLVED
-    issue.recurrences += 1 if recurs else 0
+    if recurs:
+        issue.recurrences += 1
+        issue.returns = (*issue.returns, (str(issue.at or ""), str(record.at or "")))
     issue.status = record.status
     attempt = _int(record.attempt)
     # A fix refused before it ran (`not_run`) gives its counted attempt back.
@@ -309,6 +341,7 @@ def _apply_reset(state: State, record: ResetEvent, seq: int) -> None:
     retry = bool(record.retry)
     _note_guidance(state, record)
     state.episode_cycles = 0  # a person's reset ends the episode
+    _forget_returns(state)
     for entry in record.subjects or ():
         # With a fresh budget the work is back with the agents, its prompt rewritten at ladder
         # step 1 (the next failures climb from there); a later success recovers it.

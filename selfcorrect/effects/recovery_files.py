@@ -89,8 +89,9 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def write_recovery(folder: Path, plan: Plan, rendered: dict[str, str]) -> list[str]:
-    """Write what changed. A recovered item's file is rewritten only when it exists: it says
-    there is nothing left to do, and a work item that never needed a prompt gets none."""
+    """Write what changed, and delete what the plan withdrew. A recovered item's file is
+    rewritten only when it exists: it says there is nothing left to do, and a work item that
+    never needed a prompt gets none."""
     recovery = folder / layout.RECOVERY
     recovered = {
         work_item_file(w)
@@ -98,6 +99,10 @@ def write_recovery(folder: Path, plan: Plan, rendered: dict[str, str]) -> list[s
         if item.status is FinalStatus.RECOVERED
     }
     written: list[str] = []
+    for item in plan.withdrawn:  # no longer true (docs/rules.md §8): deleted, not left stale
+        path = recovery / work_item_file(item)
+        if atomic.remove_file(path):
+            written.append(documents.display_path(path))
     for name, text in rendered.items():
         path = recovery / name
         if name in recovered and not path.exists():

@@ -302,6 +302,20 @@ def replace_file(path: Path, data: bytes) -> bool:
     return True
 
 
+def remove_file(path: Path) -> bool:
+    """Delete a file only selfcorrect writes, once what it says is no longer true. True when
+    it was there. Unlinking never follows a link: a link in its place is what goes."""
+    path = Path(path)
+    try:
+        with environment(path):
+            os.unlink(path)
+    except FileNotFoundError:
+        return False
+    with environment(path.parent):
+        _fsync_dir(path.parent)
+    return True
+
+
 def write_new(path: Path, data: bytes) -> bool:
     """Create `path` with `data` unless it exists (used by `init`). True when written.
 
