@@ -95,6 +95,7 @@ class Simulation:
             self.project.validator_log,
         )
         self.run_no = 0
+        self.host_calls = 0  # hook events sent, to name the look after each
         self.last: Observation | None = None
         self.log: list[str] = []  # what happened, for failure messages
 
@@ -317,6 +318,7 @@ class Simulation:
     # -- the agent's host ----------------------------------------------------------------------
     def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The real hook, as the host runs it: a subprocess with the event on stdin."""
+        self.host_calls += 1
         done = subprocess.run(
             [sys.executable, "-m", "selfcorrect", "hook", "claude-code", event, "workflow"],
             cwd=self.project.root,
@@ -395,7 +397,7 @@ class Simulation:
         if not interrupted and not args.get("probe"):
             self.logged(agent, args["tool"], args["input"], args["error"], args.get("item"))
         self.checker.check_answer_is_own(agent or "sim", said)
-        data = self.shadow(f"hook {len(self.log)}")
+        data = self.shadow(f"after hook event {self.host_calls} (hook)")
         item = args.get("item")
         if item is None:
             return
@@ -440,7 +442,7 @@ class Simulation:
         agent = args.get("agent") or "sim"
         names = {args["tool"], args["input"].get("file_path"), self.owners.get(agent)}
         self.checker.success_logged({str(n) for n in names if n}, agent)
-        self.shadow(f"success {len(self.log)}")
+        self.shadow(f"after hook event {self.host_calls} (success)")
 
     def batch(self, args: dict[str, Any]) -> None:
         """A batch whose calls the host rejected before they ran (PostToolBatch)."""
@@ -458,7 +460,7 @@ class Simulation:
             self.logged(agent, call["tool"], call["input"], call["error"], args.get("item"))
         self.host("post-tool-batch", self.payload("PostToolBatch", agent, tool_calls=calls))
         self.log.append(f"batch of {len(calls)} rejected call(s) for {agent or 'the lead'}")
-        self.shadow(f"batch {len(self.log)}")
+        self.shadow(f"after hook event {self.host_calls} (batch)")
 
     def call(self, args: dict[str, Any]) -> None:
         """An agent is about to call a tool (PreToolUse): `denied` says what the gate must do."""
