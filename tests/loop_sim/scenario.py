@@ -628,7 +628,11 @@ class Simulation:
     def expect_fields(
         self, obs: Observation | None, what: str, rows: list[dict[str, Any]], args: dict[str, Any]
     ) -> None:
-        """`not` (no row has the value), `equals` (every row has it), `at_most` (no row above)."""
+        """`absent` (no row), `not` (no row has the value), `equals` (every row has it),
+        `at_most` (no row above)."""
+        if args.get("absent") and rows:
+            names = [r.get("subject") or r.get("fingerprint") for r in rows]
+            self.checker.expectation(obs, f"{what}: {names} exist; expected none")
         for field_name, unwanted in args.get("not", {}).items():
             got = [r.get(field_name) for r in rows]
             if unwanted in got:
