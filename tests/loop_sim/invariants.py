@@ -758,7 +758,11 @@ class Checker:
         for part in [*(data.get("issues") or []), *(data.get("subjects") or [])]:
             name = str(part.get("subject") or part.get("fingerprint"))
             item = str(part.get("task_id") or name)
-            if part.get("status") != "recovered" and not {item, name} & after:
+            # a task-less subject names its agent after its tool and type
+            if (
+                part.get("status") != "recovered"
+                and not {item, name, *name.split(" · ")[2:]} & after
+            ):
                 problems.append(f"{name} is {part.get('status')} ({part.get('reason')})")
         for entry in obs.failed_items:
             task = str(entry.get("task_id"))
@@ -870,18 +874,17 @@ class Checker:
 
     def check_answer_is_own(self, agent: str, answer: str) -> None:
         """Invariant 11 for a hook's answer: it never quotes another agent's error text."""
-        own = self.errors_by_agent.get(agent, set())
+        own = {line for text in self.errors_by_agent.get(agent, set()) for line in lines_of(text)}
         for other, texts in self.errors_by_agent.items():
-            for text in texts - own:
-                line = first_line(text)
-                if other != agent and len(line) >= 12 and line in answer:
-                    self.fail_at(
-                        "hook",
-                        "11",
-                        agent,
-                        f"the failure hook's answer to {agent} quotes {other}'s error "
-                        f"{line[:80]!r}: {answer[:200]!r}",
-                    )
+            quoted = {x for text in texts for x in lines_of(text) if x in answer} - own
+            if other != agent and quoted:
+                self.fail_at(
+                    "hook",
+                    "11",
+                    agent,
+                    f"the failure hook's answer to {agent} quotes {other}'s error "
+                    f"{sorted(quoted)[0][:80]!r}: {answer[:200]!r}",
+                )
 
     def check_guidance(self, obs: Observation) -> None:
         for item, evidence in list(self.guidance.items()):
@@ -938,6 +941,11 @@ class Checker:
                         f"the prompt offers attempt {k}; the JSON issues "
                         f"have spent {sorted(x for x in issue_attempts if x is not None)}",
                     )
+
+
+def lines_of(error: str) -> set[str]:
+    """An error's telling lines: long enough not to be any error's ("Exit code 1")."""
+    return {x.strip() for x in error.splitlines() if len(x.strip()) >= 16}
 
 
 def prompt_step(prompt: str) -> int | None:
