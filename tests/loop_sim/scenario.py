@@ -337,6 +337,8 @@ class Simulation:
         """An event as the host sends it: the lead's carries no agent_id, a subagent's does."""
         return {
             "session_id": "sim",
+            "cwd": str(self.project.root),
+            "permission_mode": "default",
             "hook_event_name": event,
             **({"agent_id": agent} if agent else {}),
             "tool_use_id": f"toolu_sim_{self.run_no}_{len(self.log)}",
