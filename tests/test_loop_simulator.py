@@ -173,3 +173,103 @@ def test_evidence_missing_from_the_next_prompt_is_reported(tmp_path: Path) -> No
         )
     )
     assert any(m.startswith("[6]") for m in checker.messages())
+
+
+def _subject(step: int | None, status: str = "recovering", **extra: object) -> dict[str, object]:
+    return {
+        "subject": "WI-1",
+        "task_id": "WI-1",
+        "failure_type": "runtime_error",
+        "attempts": 4,
+        "status": status,
+        "ladder_step": step,
+        "signals": [],
+        **extra,
+    }
+
+
+def test_a_pass_that_leaves_an_item_unrecovered_is_reported(tmp_path: Path) -> None:
+    """Invariant 8: after the validator's own PASS ends the issues it found, an item still
+    recovering (and a run exiting 3) is reported; the same run with the item recovered is not."""
+    import hashlib
+
+    checker = _checker(tmp_path)
+    passed = b'{"status": "PASS", "validator": "sim-validator", "issues": []}'
+    log = tmp_path / "log"
+    log.write_text(f"{'0' * 64} FIXABLE\n")
+    checker.validator_wrote()
+    log.write_text(log.read_text() + f"{hashlib.sha256(passed).hexdigest()} PASS\n")
+    checker.validator_wrote()
+    pending = {"result": "PENDING", "cycles": 0, "issues": [], "subjects": [_subject(1)]}
+    checker.check(_run(pending, report=passed))
+    assert any(m.startswith("[8]") and "WI-1 is recovering" in m for m in checker.messages())
+    checker.violations.clear()
+    done = {"result": "PASS", "cycles": 0, "issues": [], "subjects": [_subject(None, "recovered")]}
+    checker.check(_run(done, report=passed))
+    assert not any(m.startswith("[8]") for m in checker.messages())
+
+
+def test_an_issue_escalated_before_any_directive_is_reported(tmp_path: Path) -> None:
+    """Invariant 9: an issue whose occurrence never had a directive may not be escalated for
+    its budget; one that had an acting prompt in an earlier run may."""
+    issue = {
+        "fingerprint": "missing_documentation@docs/a.md",
+        "type": "missing_documentation",
+        "strategy": "generate_docs",
+        "attempts": 0,
+        "status": "blocked",
+        "reason": "MAXIMUM_ATTEMPTS_REACHED",
+    }
+    checker = _checker(tmp_path)
+    checker.check(_run({"result": "BLOCKED", "cycles": 0, "issues": [issue], "subjects": []}))
+    assert any(m.startswith("[9]") for m in checker.messages())
+    checker = _checker(tmp_path)
+    handed = {**issue, "status": "pending", "reason": "AWAITING_AGENT"}
+    prompt = "STATUS: pending - write docs/a.md\n"
+    name = work_item_file("missing_documentation@docs/a.md")
+    checker.check(
+        _run(
+            {"result": "PENDING", "cycles": 0, "issues": [handed], "subjects": []},
+            prompts={name: prompt},
+        )
+    )
+    checker.check(_run({"result": "BLOCKED", "cycles": 0, "issues": [issue], "subjects": []}))
+    assert not any(m.startswith("[9]") for m in checker.messages())
+
+
+def test_a_climb_of_two_steps_or_without_a_turn_is_reported(tmp_path: Path) -> None:
+    """Invariant 10: step 1 to 3 between two looks is reported; 1 to 2 after one failure with
+    no turn ended is reported; 1 to 2 after the agent's turn ended is not."""
+    checker = _checker(tmp_path)
+    checker.check_climbs("hook 1", {"subjects": [_subject(1)]})
+    checker.check_climbs("hook 2", {"subjects": [_subject(3)]})
+    assert any(m.startswith("[10]") and "from step 1 to 3" in m for m in checker.messages())
+    checker = _checker(tmp_path)
+    checker.check_climbs("hook 1", {"subjects": [_subject(1)]})
+    checker.failure_logged({"WI-1"}, agent="exec-1")
+    checker.check_climbs("hook 2", {"subjects": [_subject(2)]})
+    assert any(m.startswith("[10]") and "after 1 failure(s)" in m for m in checker.messages())
+    checker = _checker(tmp_path)
+    checker.check_climbs("run 1", {"subjects": [_subject(1)]})
+    checker.failure_logged({"WI-1"}, agent="exec-1")
+    checker.turn_ended()
+    checker.check_climbs("run 2", {"subjects": [_subject(2)]})
+    assert checker.messages() == []
+
+
+def test_a_subject_pooling_two_agents_is_reported(tmp_path: Path) -> None:
+    """Invariant 11: two agents' task-less shell failures in one subject naming neither is
+    reported, as is a hook answer quoting the other agent's error; per-agent subjects are not."""
+    checker = _checker(tmp_path)
+    for agent, error in (("a", "make: *** No rule to make target"), ("b", "tsc exited 2 here")):
+        checker.failure_logged({"Bash"}, agent=agent, tool="Bash", error=error, owner_less=True)
+    pooled = {"subject": "Bash · unknown", "failure_type": "unknown", "status": "blocked"}
+    checker.check_agent_subjects("run 1", {"subjects": [pooled]})
+    checker.check_answer_is_own("b", "Bash · unknown: make: *** No rule to make target")
+    messages = [m for m in checker.messages() if m.startswith("[11]")]
+    assert len(messages) == 2 and "names no agent" in messages[0] and "quotes a's" in messages[1]
+    checker.violations.clear()
+    own = {**pooled, "subject": "Bash · unknown · a"}
+    checker.check_agent_subjects("run 2", {"subjects": [own]})
+    checker.check_answer_is_own("b", "Bash · unknown · b: tsc exited 2 here")
+    assert checker.messages() == []

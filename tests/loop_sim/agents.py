@@ -5,7 +5,8 @@ An agent reads `workflow/recovery/<item>.md` and acts only when that file's firs
 prompt that lets an agent act, whatever the agent then does (the simulation reports it to the
 checker): selfcorrect cannot tell a silent agent from a busy one, only that the agents had their
 turn before the fresh report. Behaviours (the scenario's `behaviour:`):
-- `fix_on` (k): on its k-th turn, edits the project so the validator's `fixes:` checks pass;
+- `fix_on` (k, a number or a list): on its k-th turn(s), edits the project so the validator's
+  `fixes:` checks pass;
 - `ignore`: takes the turn and does nothing;
 - `repeat_forbidden`: appends a failure whose approach is the first the prompt's
   "DO NOT repeat" line lists;
@@ -36,7 +37,7 @@ class Agent:
     item: str
     behaviour: str
     agent_id: str = "sim-agent"
-    k: int = 1
+    k: int | list[int] = 1  # the turn(s) on which it fixes
     fixes: list[str] = field(default_factory=list)
     count: int = 1
     tool: str = "Bash"
@@ -61,11 +62,11 @@ class Agent:
             return "no prompt to act on"
         self.tries += 1
         if self.behaviour == "fix_on":
-            if self.tries == self.k:
+            if self.tries in (self.k if isinstance(self.k, list) else [self.k]):
                 for check_id in self.fixes:
                     sim.apply_fix(check_id)
                 return "fixed"
-            return "tried, not yet" if self.tries < self.k else "already fixed, nothing to do"
+            return "tried, not fixed"
         if self.behaviour == "ignore":
             return "ignored the prompt"
         if self.behaviour == "repeat_forbidden":
@@ -108,8 +109,13 @@ class Agent:
             if self.code:
                 entry["code"] = self.code
             chunks.append(canonical_entry(entry, lead))
-            for subject in {self.item, task, self.file_path, self.tool} - {None, ""}:
-                sim.checker.failure_appended(str(subject))
+            sim.checker.failure_logged(
+                {str(s) for s in {self.item, task, self.file_path, self.tool} - {None, ""}},
+                agent=self.agent_id,
+                tool=self.tool,
+                error=entry["error"],
+                owner_less=not task and not self.file_path and self.agent_id not in sim.owners,
+            )
         with path.open("a", encoding="utf-8") as log:  # append-only, as hooks write
             log.write("".join(chunks))
         text = path.read_text(encoding="utf-8")

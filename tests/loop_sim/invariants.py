@@ -30,6 +30,9 @@ RESULT_EXIT = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}
 # The report page also shows what no decision covers, in the JSON's words: failures under
 # budget are `pending` there, a subject that succeeds since is `recovered`.
 REPORT_WORDS = {"failing": "pending", "ok": "recovered"}
+# Reasons an issue is escalated because its budget ran out: each needs a directive (or a fix)
+# handed out for the occurrence being escalated (docs/simulator.md, invariant 9).
+BUDGET_REASONS = {"MAXIMUM_ATTEMPTS_REACHED", "CIRCUIT_OPEN", "FIX_FAILED"}
 NON_AGENT_STRATEGIES = {"autofix", "escalate", "restructure_to_template"}
 # Where each type enters the ladder (docs/policy.md: unguided attempts, then the ladder).
 ENTRY_STEP = {"resource_exhaustion": 5, "timeout": 3}
@@ -68,6 +71,10 @@ INVARIANTS = {
     "5": "PASS only from a fresh report by the validator that found the issues",
     "6": "a person's evidence heads the next prompt of the item they reset",
     "7": "prompt attempt counts agree with the JSON attempts",
+    "8": "a PASS from the validator that found the issues recovers every item; run exits 0",
+    "9": "no issue is escalated without a directive handed out for its current occurrence",
+    "10": "a subject climbs at most one ladder step per round",
+    "11": "no agent subject spans two agents, nor tells one agent another's error",
     "E": "the scenario's own expectations",
 }
 
@@ -202,6 +209,15 @@ def report_validator(data: bytes | None) -> str:
 
 
 @dataclass
+class Climb:
+    """A subject's ladder step as last observed, and what happened since it was shown."""
+
+    step: int | None
+    failures: int = 0  # failures of the subject logged since
+    turn_ended: bool = False  # its agent's turn ended since
+
+
+@dataclass
 class Checker:
     """Carries what the invariants need across runs: turns, ladder steps, episodes."""
 
@@ -228,6 +244,19 @@ class Checker:
     # entry another writer left before selfcorrect ran (cAgents' controller writes some) is
     # not one of selfcorrect's renderings.
     listed: set[str] = field(default_factory=set)
+    # invariant 8: the validator's latest PASS (its digest) and what failed after its write
+    pass_digest: str | None = None
+    validator_found: bool = False  # the validator's latest reports found issues
+    failed_after_pass: set[str] = field(default_factory=set)
+    # invariant 9: per issue fingerprint, whether its current occurrence had a directive
+    occurrences: dict[str, bool] = field(default_factory=dict)
+    last_fixer_runs: dict[str, int] = field(default_factory=dict)
+    # invariant 10: per (item, type), the step last observed and what happened since it showed
+    climbs: dict[tuple[str, str], Climb] = field(default_factory=dict)
+    # invariant 11: per tool, the agents (owning no task) that failed with no task and no file,
+    # and the error texts each agent sent
+    agentless: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    errors_by_agent: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
     # -- bookkeeping the simulation reports --------------------------------------------------
     def agent_turn(self, prompt_file: str) -> None:
@@ -237,10 +266,60 @@ class Checker:
     def failure_appended(self, subject: str) -> None:
         self.new_failures[subject] += 1
 
+    def failure_logged(
+        self,
+        names: set[str],
+        *,
+        agent: str | None = None,
+        tool: str | None = None,
+        error: str | None = None,
+        owner_less: bool = False,
+    ) -> None:
+        """One failure reached the log (an agent appended it, or the host's hook did): `names`
+        are the subjects it may count for (item, task, file, tool); `owner_less` when it has no
+        task and no file and its agent owns no task (a per-agent subject, invariant 11)."""
+        for name in names:
+            self.failure_appended(name)
+        if self.pass_digest is not None:
+            self.failed_after_pass |= names | ({agent} if agent else set())
+        for key, climb in self.climbs.items():
+            if key[0] in names or (agent and agent in key[0].split(" · ")):
+                climb.failures += 1
+        if agent and error:
+            self.errors_by_agent[agent].add(error)
+        if owner_less and tool and agent:
+            self.agentless[tool].add(agent)
+
+    def success_logged(self, names: set[str], agent: str | None) -> None:
+        """A call worked (the host's success hook): its subjects' streaks start again, so a
+        later failure may be the first of a new streak (docs/policy.md)."""
+        for key in [*self.last_step, *self.climbs]:
+            if key[0] in names or (agent and agent in key[0].split(" · ")):
+                self.last_step[key] = None
+                self.climbs[key] = Climb(None)
+
+    def turn_ended(self, items: set[str] | None = None, agent: str | None = None) -> None:
+        """An agent's turn ended (the agents step, or a Stop/SubagentStop of `agent`): every
+        subject of `items` (all when None) may climb one step at its next round."""
+        for key, climb in self.climbs.items():
+            if items is None or key[0] in items or (agent and agent in key[0].split(" · ")):
+                climb.turn_ended = True
+
+    def validator_wrote(self) -> None:
+        """The project's validator just wrote a report: a PASS opens invariant 8's check."""
+        writes = self.writes()
+        last = writes[-1] if writes else None
+        self.pass_digest = None
+        if last and last[1] != "PASS":
+            self.validator_found = True
+        elif last and self.validator_found:  # the PASS that ends the issues it found
+            self.pass_digest, self.validator_found = last[0], False
+        self.failed_after_pass = set()
+
     def person_reset(self, item: str, evidence: str) -> None:
         self.guidance[item] = evidence
         self.issue_attempts = {k: v for k, v in self.issue_attempts.items() if item not in k}
-        for key in [k for k in self.steps_seen if k[0] == item]:
+        for key in [k for k in self.steps_seen if k[0] in (item, work_item_file(item))]:
             self.steps_seen[key] = []
             self.last_step[key] = None
         self.episode_open = False  # a person's reset ends the episode (docs/policy.md)
@@ -252,7 +331,7 @@ class Checker:
             self.episode_open, self.episode_cycles = False, 0
         elif verdict and not self.episode_open:
             self.episode_open, self.episode_cycles = True, 0
-            self.episode_start_write = len(self._writes())
+            self.episode_start_write = len(self.writes())
 
     def _fixer_runs(self) -> dict[str, int]:
         """Executions of the project's autofixer per target since the previous run."""
@@ -264,13 +343,15 @@ class Checker:
             counts[target] += 1
         return counts
 
-    def _writes(self) -> list[tuple[str, str]]:
+    def writes(self) -> list[tuple[str, str]]:
         lines = self.validator_log.read_text(encoding="utf-8").split()
         return list(zip(lines[::2], lines[1::2], strict=False))
 
     def fail(self, obs: Observation, invariant: str, item: str | None, message: str) -> None:
         """Record a violation; the same one seen again in a later run adds that run to it."""
-        run = f"{obs.label} {obs.run}"
+        self.fail_at(f"{obs.label} {obs.run}", invariant, item, message)
+
+    def fail_at(self, run: str, invariant: str, item: str | None, message: str) -> None:
         key = (invariant, item, message)
         if key in self._seen:
             self._seen[key].runs.append(run)
@@ -315,11 +396,16 @@ class Checker:
         items = self.work_items(data)
         self.check_attempts_need_turns(obs, data)
         self.check_ladder(obs, data)
+        self.check_issue_ladder(obs, data)
         self.check_renderings(obs, items)
         self.check_cycles(obs, data)
         self.check_pass(obs, data)
         self.check_guidance(obs)
         self.check_counts(obs, items)
+        self.check_pass_recovers(obs, data)
+        self.check_escalated_after_directive(obs, data)
+        self.check_climbs(f"{obs.label} {obs.run}", data)
+        self.check_agent_subjects(f"{obs.label} {obs.run}", data)
         self.turns.clear()
         self.new_failures.clear()
 
@@ -344,7 +430,7 @@ class Checker:
     def check_attempts_need_turns(self, obs: Observation, data: dict[str, Any]) -> None:
         """An agent-strategy attempt is spent only after an agent's turn; an autofix attempt
         only by an execution of the fixer (one that never ran is given back): docs/policy.md."""
-        fixer_runs = self._fixer_runs()
+        fixer_runs = self.last_fixer_runs = self._fixer_runs()
         for issue in data.get("issues") or []:
             if issue.get("strategy") in NON_AGENT_STRATEGIES - {"autofix"}:
                 continue
@@ -372,6 +458,7 @@ class Checker:
 
     def check_ladder(self, obs: Observation, data: dict[str, Any]) -> None:
         ceiling = int((self.policy.get("caps") or {}).get("max_attempts_per_subject", 10))
+        per_step = int((self.policy.get("ladder") or {}).get("failures_per_step", 3))
         for subject in data.get("subjects") or []:
             ftype = str(subject.get("failure_type"))
             name = str(subject.get("subject"))
@@ -416,7 +503,11 @@ class Checker:
                     )
             previous = self.last_step.get(key)
             grew = max(self.new_failures.get(key[0], 0), self.new_failures.get(name, 0))
-            if status in ACTING and previous is not None and step == previous and grew:
+            # a climb is due once its agent's turn ended, or ladder.failures_per_step failures
+            # came, after the step was shown (docs/policy.md): never per failed call
+            climb = self.climbs.get(key)
+            due = climb is None or climb.turn_ended or climb.failures >= per_step
+            if status in ACTING and previous is not None and step == previous and grew and due:
                 self.fail(
                     obs,
                     "2",
@@ -425,6 +516,32 @@ class Checker:
                     f"step {step} though {grew} new failure(s) came after its prompt",
                 )
             self.last_step[key] = step if isinstance(step, int) else None
+
+    def check_issue_ladder(self, obs: Observation, data: dict[str, Any]) -> None:
+        """Invariant 2 for issues: an issue whose retries are spent hands its work item to the
+        ladder; a person is paged for it only after steps 1 to 5 or at the ceiling."""
+        ceiling = int((self.policy.get("caps") or {}).get("max_attempts_per_subject", 10))
+        for name, prompt in obs.prompts.items():
+            step = prompt_step(prompt) if may_act(prompt) else None
+            seen = self.steps_seen[(name, "issue")]
+            if step is not None and 1 <= step <= 5 and (not seen or seen[-1] != step):
+                seen.append(step)
+        for issue in data.get("issues") or []:
+            spent = issue.get("reason") == "MAXIMUM_ATTEMPTS_REACHED"
+            if issue.get("status") != "blocked" or not spent:
+                continue
+            item = str(issue.get("task_id") or issue.get("fingerprint"))
+            attempts = int(issue.get("attempts") or 0)
+            seen = self.steps_seen[(work_item_file(item), "issue")]
+            if attempts < ceiling and seen != list(range(1, 6)):
+                self.fail(
+                    obs,
+                    "2",
+                    item,
+                    f"issue {issue.get('fingerprint')} paged a person after {attempts} "
+                    f"attempt(s) (its retries spent, ceiling {ceiling}) having offered ladder "
+                    f"steps {seen or 'none'}; expected [1, 2, 3, 4, 5] in order",
+                )
 
     def check_renderings(self, obs: Observation, items: dict[str, list[Part]]) -> None:
         terminal = terminal_statuses(obs.status_text)
@@ -610,7 +727,7 @@ class Checker:
         if data.get("result") != "PASS":
             return
         digest = hashlib.sha256(obs.report or b"").hexdigest()
-        writes = self._writes()
+        writes = self.writes()
         ours = [i for i, (sha, _) in enumerate(writes) if sha == digest]
         who = report_validator(obs.report)
         verdict = report_status(obs.report)
@@ -625,6 +742,149 @@ class Checker:
             problems.append(f"the report on disk says {verdict or 'nothing'}")
         if problems:
             self.fail(obs, "5", None, "result PASS, but " + "; ".join(problems))
+
+    def check_pass_recovers(self, obs: Observation, data: dict[str, Any]) -> None:
+        """Invariant 8: the validator's own PASS on disk (nothing failed after its write)
+        resolves every issue and recovers every work item: result PASS, exit 0, nothing left
+        directing work (a prompt that lets an agent act, recovery/plan.md)."""
+        if self.pass_digest is None or hashlib.sha256(obs.report or b"").hexdigest() != (
+            self.pass_digest
+        ):
+            return
+        after = self.failed_after_pass
+        problems = []
+        if not after and (data.get("result") != "PASS" or obs.exit_code != 0):
+            problems.append(f"the run says {data.get('result')} with exit {obs.exit_code}")
+        for part in [*(data.get("issues") or []), *(data.get("subjects") or [])]:
+            name = str(part.get("subject") or part.get("fingerprint"))
+            item = str(part.get("task_id") or name)
+            # a task-less subject names its agent after its tool and type
+            if (
+                part.get("status") != "recovered"
+                and not {item, name, *name.split(" · ")[2:]} & after
+            ):
+                problems.append(f"{name} is {part.get('status')} ({part.get('reason')})")
+        for entry in obs.failed_items:
+            task = str(entry.get("task_id"))
+            if (
+                task in self.listed
+                and task not in after
+                and entry.get("final_status")
+                not in (
+                    "recovered",
+                    None,
+                )
+            ):
+                problems.append(f"failed_items says {task} is {entry.get('final_status')}")
+        for name, prompt in obs.prompts.items():
+            if name == "plan.md":
+                problems.append(f"recovery/plan.md still says {first_line(prompt)[:80]!r}")
+            elif may_act(prompt) and not any(work_item_file(x) == name for x in after):
+                problems.append(f"recovery/{name} still says {first_line(prompt)[:80]!r}")
+        if problems:
+            self.fail(
+                obs,
+                "8",
+                None,
+                "the validator's fresh PASS is on disk, but " + "; ".join(problems[:6]),
+            )
+
+    def check_escalated_after_directive(self, obs: Observation, data: dict[str, Any]) -> None:
+        """Invariant 9: an issue escalated because its budget ran out (attempts, a circuit, a
+        failed fix) had a directive handed out (an acting prompt, or its fixer run) for the
+        occurrence being escalated. An occurrence ends when the issue is resolved."""
+        current = set()
+        for issue in data.get("issues") or []:
+            fp = str(issue.get("fingerprint"))
+            status = str(issue.get("status"))
+            if status == "recovered":
+                self.occurrences.pop(fp, None)
+                continue
+            current.add(fp)
+            item = str(issue.get("task_id") or fp)
+            prompt = obs.prompts.get(work_item_file(item))
+            handed = (status in ACTING and prompt is not None and may_act(prompt)) or bool(
+                self.last_fixer_runs.get(str(issue.get("target")))
+            )
+            self.occurrences[fp] = self.occurrences.get(fp, False) or handed
+            escalated = status == "blocked" and issue.get("reason") in BUDGET_REASONS
+            if escalated and not self.occurrences[fp]:
+                self.fail(
+                    obs,
+                    "9",
+                    item,
+                    f"issue {fp} is escalated ({issue.get('reason')}, attempts "
+                    f"{issue.get('attempts')}) though no directive was handed out for "
+                    "this occurrence of it",
+                )
+        for fp in set(self.occurrences) - current:
+            del self.occurrences[fp]  # resolved: a later finding is a new occurrence
+
+    def check_climbs(self, where: str, data: dict[str, Any]) -> None:
+        """Invariant 10: between two observations a subject climbs at most one step, and from
+        step k to k+1 only once its agent's turn ended, or ladder.failures_per_step further
+        failures were logged, after step k was shown."""
+        per_step = int((self.policy.get("ladder") or {}).get("failures_per_step", 3))
+        for subject in data.get("subjects") or []:
+            name = str(subject.get("subject"))
+            key = (str(subject.get("task_id") or name), str(subject.get("failure_type")))
+            step = subject.get("ladder_step")
+            if subject.get("status") == "blocked" and subject.get("reason") == "LADDER_EXHAUSTED":
+                step = 6
+            step = step if isinstance(step, int) else None
+            seen = self.steps_seen[key]  # shown in a hook's answer too (invariant 2)
+            shown = step is not None and step <= 5 and subject.get("status") in ACTING
+            if shown and (not seen or seen[-1] != step):
+                seen.append(step)
+            climb = self.climbs.get(key)
+            if climb is None or climb.step is None or step is None or step <= climb.step:
+                if climb is None or climb.step != step:
+                    self.climbs[key] = Climb(step)
+                continue
+            if step - climb.step > 1:
+                problem = f"climbed from step {climb.step} to {step} in one round"
+            elif not climb.turn_ended and climb.failures < per_step:
+                problem = (
+                    f"climbed from step {climb.step} to {step} after {climb.failures} "
+                    f"failure(s) (ladder.failures_per_step {per_step}) with no end of its "
+                    "agent's turn"
+                )
+            else:
+                problem = ""
+            if problem:
+                self.fail_at(where, "10", key[0], f"subject {name} · {key[1]} {problem}")
+            self.climbs[key] = Climb(step)
+
+    def check_agent_subjects(self, where: str, data: dict[str, Any]) -> None:
+        """Invariant 11: a failure with no task and no file is its agent's own subject."""
+        for subject in data.get("subjects") or []:
+            if subject.get("task_id") or subject.get("file"):
+                continue
+            name = str(subject.get("subject"))
+            parts = name.split(" · ")
+            agents = self.agentless.get(parts[0], set())
+            if len(agents) > 1 and not agents & set(parts):
+                self.fail_at(
+                    where,
+                    "11",
+                    name,
+                    f"subject {name!r} names no agent, yet agents {sorted(agents)} each failed "
+                    f"in {parts[0]} with no task and no file",
+                )
+
+    def check_answer_is_own(self, agent: str, answer: str) -> None:
+        """Invariant 11 for a hook's answer: it never quotes another agent's error text."""
+        own = {line for text in self.errors_by_agent.get(agent, set()) for line in lines_of(text)}
+        for other, texts in self.errors_by_agent.items():
+            quoted = {x for text in texts for x in lines_of(text) if x in answer} - own
+            if other != agent and quoted:
+                self.fail_at(
+                    "hook",
+                    "11",
+                    agent,
+                    f"the failure hook's answer to {agent} quotes {other}'s error "
+                    f"{sorted(quoted)[0][:80]!r}: {answer[:200]!r}",
+                )
 
     def check_guidance(self, obs: Observation) -> None:
         for item, evidence in list(self.guidance.items()):
@@ -681,6 +941,11 @@ class Checker:
                         f"the prompt offers attempt {k}; the JSON issues "
                         f"have spent {sorted(x for x in issue_attempts if x is not None)}",
                     )
+
+
+def lines_of(error: str) -> set[str]:
+    """An error's telling lines: long enough not to be any error's ("Exit code 1")."""
+    return {x.strip() for x in error.splitlines() if len(x.strip()) >= 16}
 
 
 def prompt_step(prompt: str) -> int | None:

@@ -14,8 +14,13 @@ its agents, and `steps:`, played in order:
 - `hook: {agent, tool, input, error}`: the agent's host sends a failed call to the real failure
   hook (`selfcorrect hook claude-code post-tool-use-failure`, a subprocess, the event on stdin);
   its answer is checked against what a shadow run then says of the item;
-- `stop: {agent}`: the agent stops (SubagentStop): the hook must hold it exactly while its task
-  has a directive or micro-tasks out, once per directive;
+- `stop: {agent, held}`: the agent stops (SubagentStop), ending its turn: the hook must hold it
+  exactly while its task has a directive or micro-tasks out, once per directive;
+- `success: {agent, tool, input}`, `batch: {agent, calls}`, `call: {agent, tool, input,
+  denied}`: the success hook, PostToolBatch's rejected calls, the gate (docs/simulator.md);
+- `ci_validate`: the validator re-run with no agent turn, then a run; `run: {options}`;
+- `fix: [CHECK]`, `regress: [CHECK]`: the project fixed by hand, or a fix undone;
+  `report: TEXT`: another writer's report;
 - `expect: [...]`: the scenario's own checks on the last run (see `expect` below).
 selfcorrect's run, status and reset are invoked in-process through the CLI's `main()` (the same
 argv a user types, the same exit-code mapping), because a Python start with selfcorrect's imports
@@ -46,8 +51,8 @@ from selfcorrect.layout import work_item_file
 
 from . import person
 from .agents import Agent
+from .invariants import RESULT_EXIT, Checker, Observation, may_act, observe
 from .invariants import STATUSES as STATUS_ORDER
-from .invariants import Checker, Observation, may_act, observe
 from .project import Project, build
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
@@ -74,6 +79,12 @@ class Simulation:
         self.project: Project = build(tmp_path, spec["project"])
         self.checks = {c["id"]: c for c in spec["project"].get("checks") or []}
         self.agents = [Agent(**a) for a in spec.get("agents") or []]
+        # agent id -> the task it works (the coordination log's agent_id)
+        self.owners = {
+            str(t["agent_id"]): str(t["task_id"])
+            for t in spec["project"].get("tasks") or []
+            if t.get("agent_id")
+        }
         validator = spec["project"].get("validator") or {}
         self.checker = Checker(
             name,
@@ -84,6 +95,7 @@ class Simulation:
             self.project.validator_log,
         )
         self.run_no = 0
+        self.host_calls = 0  # hook events sent, to name the look after each
         self.last: Observation | None = None
         self.log: list[str] = []  # what happened, for failure messages
 
@@ -94,9 +106,14 @@ class Simulation:
             code = main(list(args))
             return code, out.getvalue().decode(), err.getvalue().decode()
 
-    def run(self) -> None:
+    def run(self, options: list[str] | None = None) -> None:
+        """`selfcorrect run workflow --format json [options]`; with `--validate-first` the
+        project's validator runs inside it, and its report counts as the validator's."""
         self.checker.before_run(self._report())
-        code, out, err = self.cli("run", "workflow", "--format", "json")
+        writes = len(self.checker.writes())
+        code, out, err = self.cli("run", "workflow", "--format", "json", *(options or []))
+        if len(self.checker.writes()) > writes:
+            self.checker.validator_wrote()
         self.observe("run", code, out, err)
 
     def observe(self, label: str, code: int, out: str, err: str) -> None:
@@ -135,6 +152,7 @@ class Simulation:
             capture_output=True,
         )
         self.log.append("validator wrote a report")
+        self.checker.validator_wrote()
 
     def agents_turn(self) -> None:
         """The agents' turn: every prompt that lets an agent act gets one, then each scripted
@@ -145,6 +163,7 @@ class Simulation:
                 self.checker.agent_turn(path.name)
         for agent in self.agents:
             self.log.append(f"agent {agent.item}: {agent.turn(self)}")
+        self.checker.turn_ended()
 
     def _report(self) -> bytes | None:
         path = self.project.workflow / "validation_report.yaml"
@@ -162,6 +181,22 @@ class Simulation:
             elif path.exists():
                 old, new = check.get("replace") or (check["contains"], "")
                 path.write_text(path.read_text().replace(old, new))
+
+    def regress(self, check_id: str) -> None:
+        """Undo what fixed check `check_id`: its files as the scenario started (a regression)."""
+        check = self.checks[check_id]
+        root = self.project.root
+        if "missing" in check:
+            (root / check["path"]).unlink(missing_ok=True)
+            return
+        paths = sorted(root.glob(check["glob"])) if "glob" in check else [root / check["path"]]
+        rels = [p.relative_to(root).as_posix() for p in paths]
+        subprocess.run(["git", "checkout", "-q", "HEAD", "--", *rels], cwd=root, check=True)
+
+    def write_report(self, text: str) -> None:
+        """Another writer (cAgents' safety-net hook, a person) leaves a report of its own."""
+        (self.project.workflow / "validation_report.yaml").write_text(text, encoding="utf-8")
+        self.log.append("someone else wrote validation_report.yaml")
 
     # -- the person ----------------------------------------------------------------------------
     def person(self, action: dict[str, Any]) -> None:
@@ -283,6 +318,7 @@ class Simulation:
     # -- the agent's host ----------------------------------------------------------------------
     def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The real hook, as the host runs it: a subprocess with the event on stdin."""
+        self.host_calls += 1
         done = subprocess.run(
             [sys.executable, "-m", "selfcorrect", "hook", "claude-code", event, "workflow"],
             cwd=self.project.root,
@@ -297,39 +333,156 @@ class Simulation:
             self.checker.expectation(self.last, f"hook {event} exited {done.returncode}")
         return json.loads(done.stdout) if done.stdout.strip() else None
 
+    def payload(self, event: str, agent: str | None, **fields: Any) -> dict[str, Any]:
+        """An event as the host sends it: the lead's carries no agent_id, a subagent's does."""
+        return {
+            "session_id": "sim",
+            "cwd": str(self.project.root),
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **({"agent_id": agent} if agent else {}),
+            "tool_use_id": f"toolu_sim_{self.run_no}_{len(self.log)}",
+            **fields,
+        }
+
+    def logged(
+        self, agent: str | None, tool: str, tool_input: dict[str, Any], error: str, item: str | None
+    ) -> None:
+        """Tell the checker a failed call reached the log."""
+        who = agent or "sim"  # the lead is its session
+        task = self.owners.get(who)
+        path = tool_input.get("file_path")
+        names = {str(n) for n in (item, task, path, tool) if n}
+        self.checker.failure_logged(
+            names, agent=who, tool=tool, error=error, owner_less=not task and not path
+        )
+
+    def shadow(self, label: str) -> dict[str, Any]:
+        """What a run would say now (nothing written): the between-runs invariants on it."""
+        _, out, _ = self.cli("run", "workflow", "--shadow", "--format", "json")
+        data: dict[str, Any] = json.loads(out)
+        self.checker.check_climbs(label, data)
+        self.checker.check_agent_subjects(label, data)
+        return data
+
     def hook(self, args: dict[str, Any]) -> None:
-        """A failed call reaches the failure hook; its answer must say what a run says."""
+        """A failed call reaches the failure hook; its answer must say what a run says. An
+        interrupted call (`interrupt: true`) or a probe (`probe: true`: grep finding nothing)
+        counts nothing."""
+        for n in range(1, int(args.get("repeat", 1)) + 1):
+            self.one_hook(
+                {
+                    **args,
+                    "input": {
+                        k: v.replace("{n}", str(n)) if isinstance(v, str) else v
+                        for k, v in args["input"].items()
+                    },
+                }
+            )
+
+    def one_hook(self, args: dict[str, Any]) -> None:
+        agent, interrupted = args.get("agent"), bool(args.get("interrupt"))
         answer = self.host(
             "post-tool-use-failure",
-            {
-                "session_id": "sim",
-                "hook_event_name": "PostToolUseFailure",
-                "agent_id": args["agent"],
-                "tool_name": args["tool"],
-                "tool_input": args["input"],
-                "tool_use_id": f"toolu_sim_{self.run_no}_{len(self.log)}",
-                "error": args["error"],
-                "is_interrupt": False,
-            },
+            self.payload(
+                "PostToolUseFailure",
+                agent,
+                tool_name=args["tool"],
+                tool_input=args["input"],
+                error=args["error"],
+                is_interrupt=interrupted,
+            ),
         )
         said = ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
-        self.log.append(f"hook for {args['agent']}: {said[:80]!r}")
-        _, out, _ = self.cli("run", "workflow", "--shadow", "--format", "json")
-        data = json.loads(out)
-        item = args["item"]
+        self.log.append(f"hook for {agent or 'the lead'}: {said[:80]!r}")
+        self.check_answer(args, said)
+        if not interrupted and not args.get("probe"):
+            self.logged(agent, args["tool"], args["input"], args["error"], args.get("item"))
+        self.checker.check_answer_is_own(agent or "sim", said)
+        data = self.shadow(f"after hook event {self.host_calls} (hook)")
+        item = args.get("item")
+        if item is None:
+            return
         statuses = [
             row["status"]
             for row in [*data.get("subjects", []), *data.get("issues", [])]
             if item in (row.get("subject"), row.get("task_id"))
         ]
         status = min(statuses, key=STATUS_ORDER.index) if statuses else "none"
-        esc = yaml.safe_load((self.project.workflow / "escalations.yaml").read_text()) or {}
+        escalations = self.project.workflow / "escalations.yaml"
+        esc = (yaml.safe_load(escalations.read_text()) if escalations.exists() else None) or {}
         opens = {
             str(e["id"])
             for e in esc.get("escalations") or []
             if e.get("status") == "open" and e.get("subject") == item
         }
         self.checker.check_hook_answer(item, status, opens, said)
+
+    def check_answer(self, args: dict[str, Any], said: str) -> None:
+        for text in args.get("answer_contains") or []:
+            if text not in said:
+                self.checker.expectation(self.last, f"the hook's answer lacks {text!r}: {said!r}")
+        for text in args.get("answer_lacks") or []:
+            if text in said:
+                self.checker.expectation(
+                    self.last, f"the hook's answer says {text!r}: {said[:300]!r}"
+                )
+
+    def success(self, args: dict[str, Any]) -> None:
+        """A call that worked reaches the host's success hook (PostToolUse)."""
+        self.host(
+            "post-tool-use",
+            self.payload(
+                "PostToolUse",
+                args.get("agent"),
+                tool_name=args["tool"],
+                tool_input=args["input"],
+                tool_response=args.get("response", {"stdout": "ok", "stderr": ""}),
+            ),
+        )
+        self.log.append(f"{args.get('agent') or 'the lead'}: {args['tool']} worked")
+        agent = args.get("agent") or "sim"
+        names = {args["tool"], args["input"].get("file_path"), self.owners.get(agent)}
+        self.checker.success_logged({str(n) for n in names if n}, agent)
+        self.shadow(f"after hook event {self.host_calls} (success)")
+
+    def batch(self, args: dict[str, Any]) -> None:
+        """A batch whose calls the host rejected before they ran (PostToolBatch)."""
+        agent = args.get("agent")
+        calls = []
+        for n, call in enumerate(args["calls"]):
+            calls.append(
+                {
+                    "tool_name": call["tool"],
+                    "tool_input": call["input"],
+                    "tool_use_id": f"toolu_batch_{len(self.log)}_{n}",
+                    "tool_response": f"<tool_use_error>{call['error']}</tool_use_error>",
+                }
+            )
+            self.logged(agent, call["tool"], call["input"], call["error"], args.get("item"))
+        self.host("post-tool-batch", self.payload("PostToolBatch", agent, tool_calls=calls))
+        self.log.append(f"batch of {len(calls)} rejected call(s) for {agent or 'the lead'}")
+        self.shadow(f"after hook event {self.host_calls} (batch)")
+
+    def call(self, args: dict[str, Any]) -> None:
+        """An agent is about to call a tool (PreToolUse): `denied` says what the gate must do."""
+        answer = self.host(
+            "pre-tool-use",
+            self.payload(
+                "PreToolUse", args.get("agent"), tool_name=args["tool"], tool_input=args["input"]
+            ),
+        )
+        out = (answer or {}).get("hookSpecificOutput") or {}
+        denied = out.get("permissionDecision") == "deny"
+        self.log.append(
+            f"{args.get('agent')} calls {args['tool']}: {'denied' if denied else 'allowed'}"
+        )
+        if denied != bool(args.get("denied", False)):
+            self.checker.expectation(
+                self.last,
+                f"the gate {'denied' if denied else 'allowed'} {args.get('agent')}'s "
+                f"{args['tool']} {args['input']}: {out.get('permissionDecisionReason')!r}",
+            )
 
     def stop(self, args: dict[str, Any]) -> None:
         """The agent stops: held exactly while its task has work out, and once per directive."""
@@ -349,6 +502,13 @@ class Simulation:
         first = self.host("subagent-stop", payload)
         held = first is not None and first.get("decision") == "block"
         self.log.append(f"{args['agent']} stops: {'held' if held else 'let go'}")
+        self.checker.turn_ended({self.owners.get(args["agent"], args["agent"])}, args["agent"])
+        if "held" in args and held != args["held"]:
+            self.checker.expectation(
+                self.last,
+                f"the stop hook {'held' if held else 'let go'} {args['agent']}: "
+                f"{(first or {}).get('reason')!r}",
+            )
         if held != out:
             self.checker.expectation(
                 self.last,
@@ -423,21 +583,32 @@ class Simulation:
                         f"no subject matching {args['match']!r} "
                         f"of type {args.get('failure_type', 'any')}",
                     )
-                for field_name, unwanted in args.get("not", {}).items():
-                    got = [s.get(field_name) for s in match]
-                    if unwanted in got:
-                        self.checker.expectation(
-                            obs, f"subject {args['match']}: {field_name} {got}, never {unwanted!r}"
-                        )
-                for field_name, wanted in args.get("equals", {}).items():
-                    got = [s.get(field_name) for s in match]
-                    if not match or any(g != wanted for g in got):
-                        self.checker.expectation(
-                            obs,
-                            f"subject {args['match']} "
-                            f"{args.get('failure_type', '')}: {field_name} "
-                            f"{got}, expected {wanted!r}",
-                        )
+                self.expect_fields(obs, f"subject {args['match']}", match, args)
+            elif kind == "issue":  # issues whose description, fingerprint or task has `match`
+                match = [
+                    i
+                    for i in data.get("issues") or []
+                    if any(
+                        args["match"] in str(i.get(k) or "")
+                        for k in ("description", "fingerprint", "task_id")
+                    )
+                ]
+                if args.get("exists", True) and not match:
+                    self.checker.expectation(obs, f"no issue matching {args['match']!r}")
+                self.expect_fields(obs, f"issue {args['match']}", match, args)
+            elif kind == "file_absent":
+                if (self.project.workflow / args).exists():
+                    self.checker.expectation(obs, f"workflow/{args} still exists")
+            elif kind == "file_exists":
+                if not (self.project.workflow / args).exists():
+                    self.checker.expectation(obs, f"workflow/{args} does not exist")
+            elif kind == "result_is":
+                if data.get("result") != args or obs is None or obs.exit_code != RESULT_EXIT[args]:
+                    self.checker.expectation(
+                        obs,
+                        f"result {data.get('result')} (exit {obs.exit_code if obs else None}), "
+                        f"expected {args}",
+                    )
             elif kind == "task_has_subject":
                 task = args["task"]
                 mine = [
@@ -455,6 +626,27 @@ class Simulation:
                     self.checker.expectation(obs, f"result {data.get('result')}")
             else:
                 raise ValueError(f"unknown expectation {kind!r}")
+
+    def expect_fields(
+        self, obs: Observation | None, what: str, rows: list[dict[str, Any]], args: dict[str, Any]
+    ) -> None:
+        """`absent` (no row), `not` (no row has the value), `equals` (every row has it),
+        `at_most` (no row above)."""
+        if args.get("absent") and rows:
+            names = [r.get("subject") or r.get("fingerprint") for r in rows]
+            self.checker.expectation(obs, f"{what}: {names} exist; expected none")
+        for field_name, unwanted in args.get("not", {}).items():
+            got = [r.get(field_name) for r in rows]
+            if unwanted in got:
+                self.checker.expectation(obs, f"{what}: {field_name} {got}, never {unwanted!r}")
+        for field_name, wanted in args.get("equals", {}).items():
+            got = [r.get(field_name) for r in rows]
+            if not rows or any(g != wanted for g in got):
+                self.checker.expectation(obs, f"{what}: {field_name} {got}, expected {wanted!r}")
+        for field_name, most in args.get("at_most", {}).items():
+            got = [r.get(field_name) for r in rows]
+            if any(isinstance(g, int) and g > most for g in got):
+                self.checker.expectation(obs, f"{what}: {field_name} {got}, at most {most}")
 
     # -- playing -------------------------------------------------------------------------------
     def play(self) -> list[str]:
@@ -474,8 +666,30 @@ class Simulation:
                 self.person(step["person"])
             elif isinstance(step, dict) and "watch" in step:
                 self.watch(int(step["watch"].get("rounds", 1)))
+            elif isinstance(step, dict) and "run" in step:
+                self.run(list(step["run"].get("options") or []))
+            elif step == "ci_validate":  # the validator re-run with no agent turn, then a run
+                self.log.append("CI re-runs the validator; no agent had a turn")
+                self.validate()
+                self.run()
+            elif isinstance(step, dict) and "fix" in step:  # someone else fixes the project
+                for check_id in step["fix"]:
+                    self.apply_fix(check_id)
+                self.log.append(f"fixed by hand: {step['fix']}")
+            elif isinstance(step, dict) and "regress" in step:
+                for check_id in step["regress"]:
+                    self.regress(check_id)
+                self.log.append(f"regressed: {step['regress']}")
+            elif isinstance(step, dict) and "report" in step:
+                self.write_report(step["report"])
             elif isinstance(step, dict) and "hook" in step:
                 self.hook(step["hook"])
+            elif isinstance(step, dict) and "success" in step:
+                self.success(step["success"])
+            elif isinstance(step, dict) and "batch" in step:
+                self.batch(step["batch"])
+            elif isinstance(step, dict) and "call" in step:
+                self.call(step["call"])
             elif isinstance(step, dict) and "stop" in step:
                 self.stop(step["stop"])
             elif isinstance(step, dict) and "expect" in step:

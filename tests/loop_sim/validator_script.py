@@ -4,7 +4,9 @@
 It checks the project's files directly (no pytest subprocess, so a run stays fast) against the
 checks in tools/checks.json, and writes `validation_report.yaml` into the workflow folder
 ($SELFCORRECT_DIR, or the folder named in checks.json): canonical form, or dialect B with
-`summary`/`next_action` mappings. The report is JSON text, which every YAML reader accepts.
+`summary`/`next_action` mappings. A check with `report_blocked: REASON` makes the whole report
+BLOCKED while it fails (dialect B: `classification: BLOCKED`, next agent `hitl`). The report is
+JSON text, which every YAML reader accepts.
 Each report it writes is logged (sha256, status) in ../validator-writes.log, outside the
 project, so the simulator can tell its reports from anyone else's.
 Only the standard library: it starts in a few milliseconds.
@@ -45,6 +47,8 @@ def failing(check: dict) -> list[dict]:
                 issue["task_id"] = check["task_id"]
             if check.get("classification"):
                 issue["classification"] = check["classification"]
+            if check.get("report_blocked"):  # the whole report is BLOCKED while it fails
+                issue["report_blocked"] = check["report_blocked"]
             found.append(issue)
             if check.get("first_only"):
                 break
@@ -58,6 +62,11 @@ def dialect_b(name: str, issues: list[dict], stamp: str) -> dict:
             {k: v for k, v in issue.items() if k not in ("severity", "id")}
         )
     verdict = "FIXABLE" if issues else "PASS"
+    blocked = [i["report_blocked"] for i in issues if i.get("report_blocked")]
+    if blocked:
+        verdict = "BLOCKED"
+    for issue in issues:
+        issue.pop("report_blocked", None)
     return {
         "classification": verdict,
         "confidence": 0.9,
@@ -76,8 +85,9 @@ def dialect_b(name: str, issues: list[dict], stamp: str) -> dict:
         "recommendations": ["fix what is listed"] if issues else [],
         "next_action": {
             "classification": verdict,
-            "action": "self_correct" if issues else "complete",
-            "agent": "cagents:self-correct",
+            "action": "escalate" if blocked else "self_correct" if issues else "complete",
+            "agent": "hitl" if blocked else "cagents:self-correct",
+            **({"reason": "; ".join(blocked)} if blocked else {}),
         },
     }
 
@@ -91,8 +101,10 @@ def main() -> int:
     if CONFIG.get("dialect") == "B":
         report = dialect_b(name, issues, stamp)
     else:
+        blocked = [i.pop("report_blocked") for i in issues if i.get("report_blocked")]
         report = {
-            "status": "FIXABLE" if issues else "PASS",
+            "status": "BLOCKED" if blocked else "FIXABLE" if issues else "PASS",
+            **({"reason": "; ".join(blocked)} if blocked else {}),
             "generated_at": stamp,
             "validator": name,
             "issues": issues,
