@@ -106,6 +106,14 @@ def build(tmp_path: Path, spec: dict[str, Any]) -> Project:
         )
     if spec.get("report") is not None:
         (workflow / "validation_report.yaml").write_text(spec["report"], encoding="utf-8")
+    if spec.get("host"):  # the agent host's hooks installed, as a user installs them
+        subprocess.run(
+            [sys.executable, "-m", "selfcorrect", "install", spec["host"]],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     (root / ".gitignore").write_text("workflow/.selfcorrect/\n__pycache__/\n", encoding="utf-8")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
