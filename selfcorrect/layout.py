@@ -38,6 +38,10 @@ WATCH_LOCK = PurePath(STATE) / "watch.lock"
 UNDONE = PurePath(STATE) / "undone"
 # What the agent hooks read (docs/hooks.md): written by every run, read by the gate alone.
 GATE = PurePath(STATE) / "gate.json"
+# The last report a validator wrote (not a stub), with its digest and write: while a stub that
+# says no validator ran is on disk, decisions stand on it (docs/rules.md §5).
+LAST_REPORT = PurePath(STATE) / "last_report.yaml"
+LAST_REPORT_ID = PurePath(STATE) / "last_report.json"
 # The directives a stop hook already held an agent back for: each holds it back once.
 STOP_HOLDS = PurePath(STATE) / "stop_holds.json"
 # Copies of the shipped schemas that `init` writes, for editors' `$schema=` modelines.

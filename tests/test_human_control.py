@@ -217,9 +217,9 @@ def test_resolving_without_retry_waits_for_new_evidence(blocked: Path, run_line)
     out = run_json(run_line, blocked)
     assert subject(out, "WI-3")["status"] != "blocked"
     assert out["result"] != "BLOCKED"
-    add_failure(blocked, "one more try")  # the spent budget still applies to new failures
+    add_failure(blocked, "one more try")  # a reset starts clean: a fresh budget all the same
     out = run_json(run_line, blocked)
-    assert subject(out, "WI-3")["status"] == "blocked"
+    assert (subject(out, "WI-3")["status"], subject(out, "WI-3")["attempts"]) == ("pending", 1)
 
 
 def test_false_positive_marks_are_journaled_against_the_rule(blocked: Path, run_line) -> None:
@@ -392,3 +392,48 @@ def test_a_person_unblocking_an_item_is_never_overwritten(tmp_path: Path, run_li
     journal = (folder / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
     (reset,) = [r for r in map(json.loads, journal) if r["event"] == "reset"]
     assert (reset["event"], reset["via"], reset["retry"]) == ("reset", "failed_items", True)
+
+
+def test_handing_an_item_back_restarts_every_part_of_it(tmp_path: Path, run_line) -> None:
+    """WI-9's issue is escalated (too long to fix) while its agent's TypeErrors climb the
+    ladder, held meanwhile (one item, one escalation). The person hands the item back: its
+    stuck subject starts again too, so its next failure does not page a person at once."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text(
+        "implementation_tasks:\n  - task_id: WI-9\n    agent_id: exec-9\n    status: in_progress\n"
+    )
+    report = folder / "validation_report.yaml"
+    report.write_text(
+        "status: FIXABLE\nissues:\n  - id: V-1\n    type: missing_documentation\n"
+        "    severity: MINOR\n    task_id: WI-9\n    description: docs missing\n"
+        "    estimated_minutes: 100\n"
+    )
+    failures = [
+        f'  - tool: Bash\n    error: "TypeError: x is undefined"\n'
+        f'    timestamp: "2026-11-29T10:0{n}:00Z"\n    agent_id: exec-9\n    approach: "try {n}"\n'
+        for n in range(9)
+    ]
+    log = folder / "tool_failures.yaml"
+    log.write_text("failures:\n" + "".join(failures[:3]))
+    assert run_line(["run", folder]).exit_code == 1  # blocked by the issue; the subject held
+    log.write_text("failures:\n" + "".join(failures[:8]))  # it kept failing meanwhile
+    assert run_line(["run", folder]).exit_code == 1
+    entries = load(folder / "escalations.yaml")["escalations"]
+    assert [e["status"] for e in entries] == ["open"]
+    ident = entries[0]["id"]
+    assert (
+        run_line(
+            ["reset", folder, "--escalation", ident, "--evidence", "write a short page only"]
+        ).exit_code
+        == 0
+    )
+    reset = next(r for r in records(folder) if r["event"] == "reset")
+    assert [s["subject"] for s in reset["subjects"]] == ["WI-9"]  # the held subject too
+    report.write_text(report.read_text().replace("estimated_minutes: 100", "estimated_minutes: 10"))
+    log.write_text("failures:\n" + "".join(failures))  # one more failure after the reset
+    result = run_line(["run", folder, "--format", "json"])
+    out = json.loads(result.stdout)
+    subject = next(s for s in out["subjects"] if s["subject"] == "WI-9")
+    assert subject["status"] != "blocked"
+    assert [e["status"] for e in load(folder / "escalations.yaml")["escalations"]] == ["resolved"]

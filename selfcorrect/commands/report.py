@@ -352,7 +352,7 @@ def _prompt_for(name: str, rendered: set[str]) -> str | None:
 
 
 def _journal_events(
-    record: jr.Stamped, number: int, owner: Mapping[str, str]
+    record: jr.Stamped, number: int, owner: dict[str, str]
 ) -> Iterable[tuple[str, Event]]:
     """The journal record as timeline events, each with the work item it belongs to."""
     at = record.at or ""
@@ -369,6 +369,9 @@ def _journal_events(
             yield name, Event(at, record.status, f"{record.status}: {record.reason}", "", number)
     elif isinstance(record, jr.IssueEvent):
         name = record.work_item or owner.get(record.fingerprint, record.fingerprint)
+        # Later records that name only the fingerprint (a reset) belong to the same item, even
+        # once no report carries the issue any more.
+        owner.setdefault(record.fingerprint, name)
         titles = {
             "directive": f"directive handed out ({record.strategy or 'agent'}), "
             f"attempt {record.attempt}",

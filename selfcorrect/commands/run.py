@@ -49,7 +49,7 @@ from selfcorrect.effects.remediation import (
 )
 from selfcorrect.effects.revalidate import Revalidation, revalidate, verification_line
 from selfcorrect.effects.work_files import write_work
-from selfcorrect.io import atomic, documents, folder_lock, journal, safe_paths
+from selfcorrect.io import atomic, documents, folder_lock, journal, last_report, safe_paths
 from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.process import run_argv
@@ -511,6 +511,9 @@ def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, s
         written.append(documents.display_path(escalations))
     written += write_recovery(folder, plan, rendered)
     written += write_work(folder, plan, decisions.policy.limits.max_text)
+    report = decisions.report
+    if report is not None and not report.stub:  # kept for when a stub stands in its place
+        last_report.keep(folder, decisions.report_digest, decisions.inputs.report_stamp)
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # rules §13: what worked. The journal as analysed plus this plan's records: no second read

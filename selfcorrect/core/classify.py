@@ -190,7 +190,8 @@ class IssueClassifier:
         decision = self._decide(
             issue, prior, report_digest, circuit_open, validations, agent_had_turn
         )
-        decision = replace(decision, returns=returns)
+        # While this occurrence is out its prompt keeps saying it came back (docs/rules.md §5).
+        decision = replace(decision, returns=returns, recurrences=prior.recurrences)
         if recurs:
             decision = self._recurred(decision, prior.recurrences + 1)
         rule = self.policy.issue_type(decision.type) or self.policy.issue_type(UNCLASSIFIED)

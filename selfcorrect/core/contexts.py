@@ -206,7 +206,9 @@ def stuck_context(
         # The chain still lists what failed before a person's reset; say so beside the count.
         "before_reset": max(len(record.chain) - decision.attempts, 0) if decision.epoch else 0,
         "pattern_summary": "; ".join(dict.fromkeys(patterns)),
-        "partial_successes": list(record.partial_successes),
+        # What worked: its successes (a call that worked, kept across them), then what partly
+        # did (docs/rules.md §8, step 3 combines them).
+        "partial_successes": list(dict.fromkeys([*record.worked, *record.partial_successes])),
         "failure_summary": error_summary(record.chain[-1].error) if record.chain else "",
         "next_step": step,
         "failed_approaches": list(record.approaches),

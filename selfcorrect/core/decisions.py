@@ -36,6 +36,7 @@ from selfcorrect.core.model import (
     HANDED_OUT,
     Coordination,
     Escalation,
+    EscalationStatus,
     FinalStatus,
     Issue,
     IssueStatus,
@@ -167,20 +168,20 @@ def decide(
     warnings = list(inputs.warnings)
     history = list(inputs.history)
     records = list(inputs.records)  # parsed once per load; every fold reads these
-    state = derive(records)
+    state = _derive(records, inputs)
     # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
     # before any decision, exactly as `selfcorrect reset` would have (rules §10).
     human = hand_edits(inputs, state, warnings)
     if human:
         history += [r.record.to_json() for r in human]
         records += [r.record for r in human]
-        state = derive(records)
+        state = _derive(records, inputs)
     # A passing report recovers what was still failing before it (docs/rules.md §9.1).
     passed = passing_report(inputs, state)
     if passed is not None:
         history.append(passed.to_json())
         records.append(passed)
-        state = derive(records)
+        state = _derive(records, inputs)
     circuits = fold_circuits(records)
     trips = circuits.trips(policy)
     for trip in assume_open:
@@ -202,7 +203,9 @@ def decide(
         # that starts at the cap says how many cycles were spent, never "0" (rules §4).
         issues = [capped(d, max(state.episode_cycles, cycles), agent) for d in issues]
     resolved: list[tuple[str, IssueState]] = []
-    if inputs.report is not None:  # a fresh report that no longer carries an issue handed out
+    # A fresh report that no longer carries an issue handed out; a stub (no validator ran)
+    # resolves nothing (docs/rules.md §5).
+    if inputs.report is not None and not inputs.report.stub:
         current = {d.fingerprint for d in issues}
         resolved = [
             (fp, prior)
@@ -214,6 +217,12 @@ def decide(
                 or prior.validations != state.validations
             )
         ]
+        if passed is not None:  # a PASS resolves what was blocked too (docs/rules.md §9.1)
+            resolved += [
+                (fp, prior)
+                for fp, prior in state.issues.items()
+                if prior.status == IssueStatus.BLOCKED and fp not in current
+            ]
     return Decisions(
         inputs=inputs,
         state=state,
@@ -236,12 +245,22 @@ def decide(
     )
 
 
+def _derive(records: Sequence[Any], inputs: Inputs) -> State:
+    """The journal's state, knowing whether the host reports turns (its stop hooks are
+    installed): then only a turn ends a ladder round or lets a report spend an attempt."""
+    state = derive(records)
+    state.host_installed = inputs.host_turns
+    return state
+
+
 def passing_report(inputs: Inputs, state: State) -> SuccessEvent | None:
     """The success a passing report is, the first time it is seen (its content and its write):
-    every subject selfcorrect had handed to the agents or skipped before it recovers, not one
-    a person must act on, and its counts start again after it. A stub (no validator ran) or a
-    PASS with issues or failed evidence is none. Failures first seen beside the report are
-    not covered: nothing says they came before it."""
+    every work item with no failure logged after it recovers (docs/rules.md §9.1): the subjects
+    selfcorrect had handed out or skipped, and those failing under budget or blocked whose
+    failures an earlier load had read; their open escalations are settled, and their counts
+    start again after it. A stub (no validator ran) or a PASS with issues or failed evidence is
+    none. Failures first seen beside the report are not covered: nothing says they came before
+    it, and their work items keep their escalations."""
     report = inputs.report
     seen = f"{inputs.report_digest}|{inputs.report_stamp}"
     if (
@@ -253,17 +272,31 @@ def passing_report(inputs: Inputs, state: State) -> SuccessEvent | None:
         or seen in state.passes
     ):
         return None
-    subjects = [
-        ResetBaseline(
-            subject=s,
-            log_position=record.latest_position,
-            attempts=dict(record.attempts),
-            successes=record.successes,
-        )
-        for s, record in inputs.log.records.items()
-        if state.subject(s).status in (SubjectStatus.RECOVERING.value, SubjectStatus.SKIPPED.value)
+    handed_out = (SubjectStatus.RECOVERING.value, SubjectStatus.SKIPPED.value)
+    before = inputs.log.seen_before
+    covered, late = [], set()
+    for name, record in inputs.log.records.items():
+        status = state.subject(name).status
+        if status in handed_out or (record.attempts and record.latest_position < before):
+            covered.append(
+                ResetBaseline(
+                    subject=name,
+                    log_position=record.latest_position,
+                    attempts=dict(record.attempts),
+                    successes=record.successes,
+                )
+            )
+        elif record.attempts:
+            late |= {name, record.task_id or name}
+    settled = [
+        e.id
+        for e in inputs.escalations
+        if e.status is EscalationStatus.OPEN
+        and e.extra.get("kind") != "circuit"  # a rule's circuit only a person closes
+        and e.subject not in late
+        and e.id not in state.resolved_escalations
     ]
-    return SuccessEvent(source="report", report_digest=seen, subjects=subjects)
+    return SuccessEvent(source="report", report_digest=seen, subjects=covered, escalations=settled)
 
 
 def unsettled(decisions: Decisions) -> bool:

@@ -140,13 +140,13 @@ def _targets_of(
     printed = entry.extra.get("fingerprint")
     if kind == "circuit" and entry.rule:
         return [], [], [], [entry.rule]
-    if isinstance(printed, str) and printed:
-        return [], [printed], [], []
     if kind == "task":
         return [], [], [entry.subject], []
+    # A work item has one open escalation, and its other parts were held meanwhile: handing it
+    # back restarts them all, or a held stuck subject would page a person again at once.
     subjects, fingerprints, tasks = _named(entry.subject, state, records)
-    if kind == "subject":
-        return subjects, [], [], []
+    if isinstance(printed, str) and printed:
+        fingerprints = list(dict.fromkeys([printed, *fingerprints]))
     return subjects, fingerprints, tasks, []
 
 

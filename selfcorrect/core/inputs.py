@@ -42,6 +42,9 @@ class LogFold:
     records: Mapping[str, SubjectRecord] = field(default_factory=dict)
     firing: Mapping[str, tuple[Firing, ...]] = field(default_factory=dict)
     entries: int = 0
+    # Entries an earlier load (a run's, a hook's) had read: logged before anything this load
+    # sees for the first time, a passing report included (docs/rules.md §9.1).
+    seen_before: int = 0
     # Identical calls failing since their last success, for the hook's gate (core/repeated_calls)
     repeats: tuple[Repeat, ...] = ()
 
@@ -68,6 +71,8 @@ class Inputs:
     rechecked: tuple[Issue, ...] = ()  # a PASS's cited evidence that does not hold
     warnings: tuple[Diagnostic, ...] = ()  # hook-log entries skipped, and the like
     project: ProjectView = field(default_factory=ProjectView)
+    # An agent host's stop hooks are installed: it says when turns end (docs/rules.md §8).
+    host_turns: bool = False
 
     @property
     def checkpoints(self) -> list[str]:

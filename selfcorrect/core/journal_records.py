@@ -310,6 +310,8 @@ class SuccessEvent(WithBaselines):
     event = SUCCESS
     source: str  # report
     report_digest: str | None
+    # The open escalations it settles: the work they were about passes now (absent: none).
+    escalations: Sequence[str] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)

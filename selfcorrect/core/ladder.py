@@ -78,8 +78,9 @@ def ladder_step(policy: Policy, step: int) -> dict[str, Any]:
 
 
 def _counts(record: SubjectRecord, baseline: Baseline | None) -> dict[str, int]:
-    """Failures that count against the budget: a person's retry subtracts those before it."""
-    if baseline is None or not baseline.retry or record.successes > baseline.successes:
+    """Failures that count against the budget: a person's reset (with a retry or not) or a
+    passing report subtracts those before it (docs/rules.md §10: a reset starts clean)."""
+    if baseline is None or record.successes > baseline.successes:
         return dict(record.attempts)  # a success since the reset already cleared the old ones
     counts = {t: n - baseline.attempts.get(t, 0) for t, n in record.attempts.items()}
     return {t: n for t, n in counts.items() if n > 0}

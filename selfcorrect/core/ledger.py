@@ -20,6 +20,7 @@ from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_caps import MAX_KEY, bounded_key
 
+WORKED = 5  # successes a subject keeps for "What worked"
 CHAIN_LENGTH = 20  # attempts shown in a prompt's error chain; older ones are summarised by count
 # Tools whose calls change nothing: their failures never give a file to change, and they reach
 # the ladder only through a stuck signal (docs/policy.md, `stuck.read_only_tools` adds more).
@@ -109,6 +110,9 @@ class SubjectRecord:
     mutating: int = 0  # failures since the last success of tools that change something
     context_usage: float | None = None
     successes: int = 0
+    # What worked on it (successes' approaches, latest last): kept across successes, so a
+    # later prompt's step 3 has something to combine (docs/rules.md §8).
+    worked: list[str] = field(default_factory=list)
 
     @property
     def attempts_of_latest(self) -> int:
@@ -166,6 +170,8 @@ class Ledger:
             record.context_usage = failure.context_usage
         if failure.outcome is Outcome.SUCCESS:
             # The situation changed: budgets and streaks start again (rules §7).
+            if failure.approach and failure.approach not in record.worked:
+                record.worked = [*record.worked, failure.approach][-WORKED:]
             record.successes += 1
             record.attempts.clear()
             record.chain.clear()
@@ -249,6 +255,7 @@ def _record_state(record: SubjectRecord) -> dict[str, Any]:
     state["approaches"] = list(record.approaches)
     state["partial_successes"] = list(record.partial_successes)
     state["files"] = list(record.files)
+    state["worked"] = list(record.worked)
     return state
 
 
@@ -275,6 +282,7 @@ def _record_of(subject: str, state: Any) -> SubjectRecord:
         mutating=saved.integer(data["mutating"]),
         context_usage=saved.optional(saved.finite)(data["context_usage"]),
         successes=saved.integer(data["successes"]),
+        worked=saved.texts(data["worked"])[-WORKED:],
     )
 
 

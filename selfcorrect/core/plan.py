@@ -401,8 +401,20 @@ def _plan_work(
 def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> None:
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
-    # A passing report's success, seen now: journaled first, as a hand edit is.
+    # A passing report's success, seen now: journaled first, as a hand edit is; the
+    # escalations of the work it covers are settled (docs/rules.md §9.1).
     plan.journal += [replace(record, **stamp(run)).to_json() for record in run.successes]
+    plan.resolutions += [
+        Resolution(
+            ident,
+            EscalationStatus.RESOLVED,
+            run.now,
+            "selfcorrect",
+            "a passing report by the validator: the work it was about passes now",
+        )
+        for success in run.successes
+        for ident in success.escalations or ()
+    ]
     for reset in run.human_resets:
         record = reset.record
         # The person who acted stays its actor; the run stamps when.

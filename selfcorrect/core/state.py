@@ -132,6 +132,7 @@ class State:
     passes: set[str] = field(default_factory=set)
     # Agents' turns that ended, in journal order: the host's Stop hooks, agent commands.
     turns: list[Turn] = field(default_factory=list)
+    host_installed: bool = False  # the host's stop hooks are installed (core/inputs.Inputs)
     # The blocked tasks recovery/plan.md names while it is out; None when none is.
     plan_revision: tuple[str, ...] | None = None
 
@@ -144,7 +145,7 @@ class State:
     @property
     def host_reports_turns(self) -> bool:
         """A host's Stop hooks said when turns end: a run seeing new failures is no turn."""
-        return any(turn.host for turn in self.turns)
+        return self.host_installed or any(turn.host for turn in self.turns)
 
     def turn_after(self, seq: int, agents: Iterable[str | None], task: str | None) -> Turn | None:
         """The first turn of one of `agents` (or of `task`'s agent) ended after record `seq`."""
@@ -238,6 +239,7 @@ def _apply_success(state: State, record: SuccessEvent, seq: int) -> None:
         state.passes.add(record.report_digest)
     # Its cycles are closed by the `episode` record the run writes after a checked PASS.
     _passed(state)
+    state.resolved_escalations.update(str(e) for e in record.escalations or ())
     for entry in record.subjects or ():
         _start_again(
             state, entry, record, seq, status="recovered", step=0, retry=True, reason="SUCCEEDED"

@@ -229,7 +229,12 @@ def _subject_part(run: Decisions, decision: SubjectDecision, item: str) -> Part 
         )
     if status is SubjectStatus.SKIPPED:
         return Part("subject", decision.subject, FinalStatus.SKIPPED, why, task=task)
-    if status is SubjectStatus.RECOVERED and decision.new:
+    # Recovered now, or again after failed_items last said otherwise (it had failed again
+    # after recovering, and a success came): nothing stale stays behind.
+    said = run.written.get(item)
+    if status is SubjectStatus.RECOVERED and (
+        decision.new or (said is not None and said != FinalStatus.RECOVERED.value)
+    ):
         return Part("subject", decision.subject, FinalStatus.RECOVERED, SUCCEEDED, task=task)
     if status is SubjectStatus.FAILING and run.state.subject(decision.subject).status == (
         SubjectStatus.RECOVERED.value
@@ -336,8 +341,10 @@ def _reset_parts(run: Decisions) -> Iterable[tuple[str, Part]]:
 
 
 def _settled(run: Decisions) -> set[str]:
-    """Escalations a person settles in this run (a reset, a hand edit acted on now)."""
-    return {ident for reset in run.human_resets for ident in reset.escalations}
+    """Escalations settled in this run: a person's (a reset, a hand edit acted on now), or a
+    passing report's (the work they were about passes now)."""
+    settled = {ident for reset in run.human_resets for ident in reset.escalations}
+    return settled | {ident for success in run.successes for ident in success.escalations or ()}
 
 
 def _open_escalations(run: Decisions) -> dict[str, set[str]]:

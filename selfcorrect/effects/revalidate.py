@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.core.normalise.report import SAFETY_NET
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import InputError
-from selfcorrect.io import documents, folder_lock, yaml_nodes
+from selfcorrect.io import documents, folder_lock, last_report, yaml_nodes
 from selfcorrect.io.process import Completed, run_argv
 
 BUILT_IN = "selfcorrect"  # the `validator` the built-in validator writes into its reports
@@ -101,6 +102,10 @@ def _foreign_and_unrunnable(folder: Path, policy: Policy) -> Owner | None:
     if policy.validator.command:
         return None
     owner = report_owner(folder / layout.REPORT, policy.limits.max_bytes)
+    stubs = {SAFETY_NET, *policy.stub_validators}
+    kept = last_report.kept(folder) if owner is not None and owner.name in stubs else None
+    if kept is not None:  # a stub stands in for the validator that wrote the kept report
+        owner = report_owner(kept[0], policy.limits.max_bytes)
     return owner if owner is not None and owner.foreign else None
 
 

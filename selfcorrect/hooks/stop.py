@@ -7,9 +7,9 @@ work, as it hands the work out. Each directive holds an agent back once (remembe
 `.selfcorrect/stop_holds.json`), and never when the event says a stop hook is already active,
 so an agent that cannot go on is never looped. Reads only the gate's state.
 
-A stop let through is the end of that agent's turn: it is journaled (a `turn` record), and the
-ladder climbs, and a fresh report spends a directive's attempt, only after one
-(docs/rules.md §5, §8).
+Every stop is the end of that agent's turn (a hold starts its next one): it is journaled (a
+`turn` record), and the ladder climbs, and a fresh report spends a directive's attempt, only
+after one (docs/rules.md §5, §8).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
 
         decide(folder)
     held, tasks = _hold(event, folder, subagent=subagent)
-    if held is None:
-        _record_turn(event, folder, subagent=subagent, tasks=tasks)
+    # Held back or not, the agent ended what it was doing: a hold starts its next turn.
+    _record_turn(event, folder, subagent=subagent, tasks=tasks)
     return held
 
 

@@ -40,9 +40,28 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
 
     fields = entry(event, Path(folder), error="")
     fields["outcome"] = "success"
+    worked = what_worked(event)
+    if worked:  # what a later prompt's "What worked" names (docs/rules.md §8, step 3)
+        fields["approach"] = worked
     append_failure(Path(folder) / layout.FAILURE_LOG, fields)
     decide(Path(folder))
     return None
+
+
+WORKED_CHARS = 160  # a command or a path, cut: it names the call, it does not repeat it
+
+
+def what_worked(event: HookEvent) -> str | None:
+    """The call that worked, in a few words: the shell command, or the file edited or written."""
+    tool, given = event.tool or "", event.tool_input
+    command = given.get("command")
+    if isinstance(command, str) and command.strip():
+        said = " ".join(command.split())
+    elif isinstance(given.get("file_path"), str):
+        said = f"{tool} of {given['file_path']}"
+    else:
+        return None
+    return said if len(said) <= WORKED_CHARS else said[: WORKED_CHARS - 1] + "…"
 
 
 def listed(event: HookEvent, state: GateState, folder: str) -> bool:

@@ -35,8 +35,9 @@ from selfcorrect.core.repeated_calls import RepeatedCalls
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import Taxonomy
 from selfcorrect.errors import Diagnostic, EnvironmentProblem, InputError
-from selfcorrect.io import documents, journal
+from selfcorrect.io import documents, journal, last_report
 from selfcorrect.io.failure_log import RawFailure
+from selfcorrect.io.host_settings import reports_turns
 from selfcorrect.io.log_cursor import LogCursor
 from selfcorrect.io.policy_file import load_policy, shipped_commands
 from selfcorrect.io.project_paths import placer
@@ -107,6 +108,8 @@ def load_inputs(
     absent: tuple[Report | None, str] = (None, "absent")
     report, digest = strict(lambda: _load_report(folder, policy, warnings), absent)
     stamp = report_stamp(folder / layout.REPORT) if report is not None else ""
+    if report is not None and report.stub:  # no validator ran: the last real report stands
+        report, digest, stamp = _last_real(folder, policy, warnings, (report, digest, stamp))
     coordination = None
     if (folder / layout.COORDINATION_LOG).exists():
         doc = strict(
@@ -157,6 +160,7 @@ def load_inputs(
             waypoints.append(normalise_waypoint(loaded.data, loaded.display))
     root = project_root(folder)
     return Inputs(
+        host_turns=reports_turns(root),
         workflow_dir=documents.display_path(folder),
         policy=policy,
         report=report,
@@ -214,14 +218,16 @@ def _fold_log(
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
             probes = Probes(policy.probe_commands)
             entries = _feed(raws, taxonomy, ledger, detector, owners, repeated, probes)
+        seen_before = 0  # read whole: nothing says an entry came before what this load sees
     else:
+        seen_before = cache.entries  # what the load before this one had read
         ledger, detector, repeated, entries = _read_on(
             cache, log, policy, max_bytes, warnings, owners
         )
     records = dict(ledger.records)
     firing = {s: detector.firing(s) for s in records}
     # Every call failing since it was cleared: the success hook watches them all (docs/hooks.md).
-    return LogFold(records, firing, entries, repeated.at_least(1))
+    return LogFold(records, firing, entries, seen_before, repeated.at_least(1))
 
 
 def fresh_fold(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
@@ -334,6 +340,36 @@ def report_stamp(path: Path) -> str:
     except OSError:
         return ""
     return f"{info.st_ino}:{info.st_mtime_ns}"
+
+
+def _last_real(
+    folder: Path,
+    policy: Policy,
+    warnings: list[Diagnostic],
+    stub: tuple[Report, str, str],
+) -> tuple[Report, str, str]:
+    """The validator's last report (its copy, io/last_report.py) in place of a stub, with a
+    warning; the stub itself when no real report was kept."""
+    copy = last_report.kept(folder)
+    if copy is None:
+        return stub
+    path, stamp = copy
+    try:
+        doc = documents.load_decision(path, "validation_report", max_bytes=policy.limits.max_bytes)
+    except InputError:
+        return stub
+    shown = documents.display_path(folder / layout.REPORT)
+    warnings.append(
+        Diagnostic(
+            shown,
+            1,
+            1,
+            f"a stub ({stub[0].stub}): no validator ran, so the validator's last report stands "
+            "until it writes a new one",
+            "warning",
+        )
+    )
+    return normalise_report(doc.data, policy.stub_validators), doc.digest, stamp
 
 
 def _load_report(
