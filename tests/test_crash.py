@@ -450,11 +450,12 @@ def check_journal(folder: Path) -> None:
     assert not misnumbered, f"{tag}: 3. attempts counted twice or not at all: {misnumbered}"
     # An attempt is a fix that started, or a directive handed to the agent (a fix's retries
     # spent hand the task to the recovery ladder: docs/rules.md §5).
+    handed = defaultdict(set, {fp: set(a) for fp, a in started.items()})
     for r in records:
         if r.get("event") == "issue" and r.get("status") == "directive":
-            started[r["fingerprint"]].add(r["attempt"])
+            handed[r["fingerprint"]].add(r["attempt"])
     counted = {fp: issue.attempts for fp, issue in derive(records).issues.items()}
-    phantom = {fp: (n, sorted(started[fp])) for fp, n in counted.items() if n > len(started[fp])}
+    phantom = {fp: (n, sorted(handed[fp])) for fp, n in counted.items() if n > len(handed[fp])}
     assert not phantom, f"{tag}: 4. attempts counted, never started (count, started): {phantom}"
     over = {fp: sorted(a) for fp, a in started.items() if len(a) > RETRIES}
     assert not over, f"{tag}: 5. more remediations than the {RETRIES} retries allow: {over}"
