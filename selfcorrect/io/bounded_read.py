@@ -14,20 +14,24 @@ from pathlib import Path
 
 from selfcorrect.io import platform
 
-_FLAGS = os.O_RDONLY | platform.O_NOFOLLOW | platform.O_NONBLOCK | platform.O_CLOEXEC
+_FOLLOW = os.O_RDONLY | platform.O_NONBLOCK | platform.O_CLOEXEC
+_FLAGS = _FOLLOW | platform.O_NOFOLLOW
 
 
-def read_bounded(path: Path, limit: int, *, linked_folder: bool = False) -> bytes | None:
+def read_bounded(
+    path: Path, limit: int, *, linked_folder: bool = False, follow: bool = False
+) -> bytes | None:
     """The bytes of the regular file `path`, at most `limit` of them; None when it is absent,
     a symlink, not a regular file, larger than `limit` or unreadable. Its folder must be a real
     folder, not a link to one, unless `linked_folder` (a person's own settings folder may be a
-    link into their dotfiles; a state folder never is)."""
+    link into their dotfiles; a state folder never is). `follow`: links are read through (a
+    person's settings file may be one; the caller checks where a link may lead)."""
     try:
-        if not linked_folder and not stat.S_ISDIR(os.lstat(path.parent).st_mode):
+        if not (linked_folder or follow) and not stat.S_ISDIR(os.lstat(path.parent).st_mode):
             return None  # a link to a folder is a link: not read through
-        if stat.S_ISLNK(os.lstat(path).st_mode):
+        if not follow and stat.S_ISLNK(os.lstat(path).st_mode):
             return None  # where O_NOFOLLOW is 0 (Windows), refused here
-        fd = os.open(path, _FLAGS)
+        fd = os.open(path, _FOLLOW if follow else _FLAGS)
     except OSError:
         return None
     try:
