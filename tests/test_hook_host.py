@@ -216,6 +216,112 @@ def test_beside_the_cagents_logger_no_second_entry_is_written(project: Path) -> 
     assert (project / "workflow/.selfcorrect/gate.json").is_file()  # it decided all the same
 
 
+CAGENTS_HOOKS = {  # cAgents' own hooks file, as its plugin manifest names it
+    "hooks": {
+        "PostToolUseFailure": [
+            {"hooks": [{"type": "command", "timeout": 5, "command":
+             "bash -c 'R=\"${CLAUDE_PLUGIN_ROOT:-${CLAUDE_PROJECT_DIR:-$(pwd)}}\"; "
+             "node \"$R/.claude/hooks/run-hook.cjs\" tool-failure-tracker'"}]}
+        ]
+    }
+}  # fmt: skip
+CAGENTS_ENTRY = (  # what the cAgents hook appended for the failing `npm test`, in its template
+    "# Tool Failure Log\n\nfailures:\n"
+    '- tool: "Bash"\n  error: "npm ERR! Test failed. See above for more details."\n'
+    '  timestamp: "2026-12-03T06:00:00Z"\n  agent_id: "agent-1"\n'
+)
+
+
+def install_plugin(
+    home: Path, name: str, files: dict[str, Any], *, v1: bool = False, where: Path | None = None
+) -> Path:
+    """A plugin installed as Claude Code installs one: its folder under ~/.claude/plugins/cache
+    (or `where`), and its entry in ~/.claude/plugins/installed_plugins.json."""
+    plugins = home / ".claude" / "plugins"
+    plugin, marketplace = name.split("@")
+    root = where or plugins / "cache" / marketplace / plugin / "10.9.0"
+    for rel, content in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(json.dumps(content), "utf-8")
+    entry = {"version": "10.9.0", "installPath": str(root), "installedAt": "2026-12-01T00:00:00Z"}
+    installed = (
+        {"version": 1, "plugins": {name: entry}}
+        if v1
+        else {"version": 2, "plugins": {name: [{"scope": "user", **entry}]}}
+    )
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "installed_plugins.json").write_text(json.dumps(installed), "utf-8")
+    return root
+
+
+def enable(settings: Path, plugins: dict[str, bool]) -> None:
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"enabledPlugins": plugins}), "utf-8")
+
+
+def logged_twice(project: Path) -> bool:
+    """Whether our failure hook appended its own entry beside the cAgents one."""
+    log = project / "workflow/tool_failures.yaml"
+    log.write_text(CAGENTS_ENTRY, "utf-8")
+    hook(project, "post-tool-use-failure", failure("agent-1", "Bash", NPM, NPM_ERROR))
+    assert (project / "workflow/.selfcorrect/gate.json").is_file()  # it decided all the same
+    return log.read_text("utf-8") != CAGENTS_ENTRY
+
+
+def test_beside_the_cagents_plugin_no_second_entry_is_written(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cAgents installed as a plugin (its manifest names `.claude/settings.json` as its
+    hooks), enabled in the user's settings: companion mode, as with the hook in settings."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    manifest = {"name": "cagents", "version": "10.9.0", "hooks": "./.claude/settings.json"}
+    install_plugin(
+        home,
+        "cagents@cagents-marketplace",
+        {".claude-plugin/plugin.json": manifest, ".claude/settings.json": CAGENTS_HOOKS},
+    )
+    enable(home / ".claude/settings.json", {"cagents@cagents-marketplace": True})
+    assert not logged_twice(project)
+
+
+def test_a_plugin_hooks_file_enabled_by_the_project_counts_too(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default place of a plugin's hooks (`hooks/hooks.json`), the older registry format,
+    and the project's own settings enabling it."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    files = {".claude-plugin/plugin.json": {"name": "tracker"}, "hooks/hooks.json": CAGENTS_HOOKS}
+    install_plugin(home, "tracker@team", files, v1=True)
+    enable(project / ".claude/settings.json", {"tracker@team": True})
+    assert not logged_twice(project)
+
+
+def test_a_disabled_or_outside_plugin_is_not_a_companion(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin the local settings disable, and one whose folder is a link out of
+    ~/.claude/plugins, run no hook here that we know of: our hook logs the call itself."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    files = {".claude-plugin/plugin.json": {"name": "tracker"}, "hooks/hooks.json": CAGENTS_HOOKS}
+    install_plugin(home, "tracker@team", files)
+    enable(home / ".claude/settings.json", {"tracker@team": True})
+    enable(project / ".claude/settings.local.json", {"tracker@team": False})
+    assert logged_twice(project)
+
+    elsewhere = tmp_path / "elsewhere"
+    install_plugin(home, "tracker@team", files, where=elsewhere)  # installed outside
+    (project / ".claude/settings.local.json").unlink()
+    assert logged_twice(project)
+    link = home / ".claude/plugins/cache/team/tracker/linked"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere)  # inside by its name, outside by its real path
+    install_plugin(home, "tracker@team", {}, where=link)
+    assert logged_twice(project)
+
+
 @pytest.mark.parametrize("spelling", ["link", "hard", "dotdot", "state", "absolute"])
 def test_the_persons_files_are_denied_to_agents_by_real_path(project: Path, spelling: str) -> None:
     hook(project, "post-tool-use-failure", failure("agent-1", "Bash", NPM, NPM_ERROR))

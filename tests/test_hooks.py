@@ -434,28 +434,20 @@ def test_the_gate_allows_when_no_run_has_written_its_state(project: Path) -> Non
     assert answer.json is None and answer.stderr == ""
 
 
-def test_the_gate_imports_nothing_it_does_not_need(project: Path) -> None:
-    """It runs before every tool call, so its path costs what Python's start-up costs: no
-    click or YAML library, and none of the heavier standard modules either (typing,
-    dataclasses and pathlib were a third of its time; OpenSSL only when a digest can matter)."""
-    subprocess.run(
-        [sys.executable, "-m", "selfcorrect", "run", "workflow", "-q"],
-        cwd=project,
-        timeout=WAIT_S,
-        check=False,
-    )
+def hook_modules(
+    project: Path, name: str, payload: dict[str, Any], names: tuple[str, ...]
+) -> tuple[str, list[str]]:
+    """Hook `name` run in a fresh interpreter, as the host runs it: its answer, and which of
+    the packages `names` it loaded."""
     probe = (
         "import runpy, sys, io, json\n"
-        "sys.argv = ['selfcorrect', 'hook', 'claude-code', 'pre-tool-use']\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps({'tool_name': 'Edit',"
-        " 'tool_input': {'file_path': 'src/app.py'}}).encode()))\n"
+        f"sys.argv = ['selfcorrect', 'hook', 'claude-code', {name!r}]\n"
+        f"sys.stdin = io.TextIOWrapper(io.BytesIO({json.dumps(payload)!r}.encode()))\n"
         "try:\n"
         "    runpy.run_module('selfcorrect', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in"
-        " ('click', 'yaml', 'ruamel', 'jsonschema', 'jinja2', 'git', 'watchdog', 'typing',"
-        " 'dataclasses', 'pathlib', 'hashlib', 'inspect'))\n"
+        f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {set(names)!r})\n"
         "print(json.dumps(heavy), file=sys.stderr)\n"
     )
     done = subprocess.run(
@@ -466,9 +458,83 @@ def test_the_gate_imports_nothing_it_does_not_need(project: Path) -> None:
         timeout=WAIT_S,
         env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)},
     )
+    return done.stdout, json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_the_gate_imports_nothing_it_does_not_need(project: Path) -> None:
+    """It runs before every tool call, so its path costs what Python's start-up costs: no
+    click or YAML library, and none of the heavier standard modules either (typing,
+    dataclasses and pathlib were a third of its time; OpenSSL only when a digest can matter)."""
+    subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", "-q"],
+        cwd=project,
+        timeout=WAIT_S,
+        check=False,
+    )
+    unused = ("click", "yaml", "ruamel", "jsonschema", "jinja2", "git", "watchdog", "typing")
+    unused += ("dataclasses", "pathlib", "hashlib", "inspect")
+    edit = {"tool_name": "Edit", "tool_input": {"file_path": "src/app.py"}}
+    stdout, heavy = hook_modules(project, "pre-tool-use", edit, unused)
     assert (project / "workflow" / ".selfcorrect" / "gate.json").is_file()  # it read a state
-    assert done.stdout == ""  # allowed
-    assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+    assert stdout == ""  # allowed
+    assert heavy == []
+
+
+# Modules a failure hook that decides nothing new has no use for: the prompts it would render
+# are on disk already (io/output_memo.py), and it runs no fixer, validator or watcher.
+NOT_FOR_THE_FAILURE_HOOK = ("click", "jinja2", "ruamel", "jsonschema", "git", "watchdog")
+
+
+def failure_hook_modules(project: Path, payload: dict[str, Any]) -> tuple[str, list[str]]:
+    return hook_modules(project, "post-tool-use-failure", payload, NOT_FOR_THE_FAILURE_HOOK)
+
+
+def test_the_failure_hook_imports_no_renderer_when_nothing_new_is_decided(
+    project: Path,
+) -> None:
+    """An agent hook runs on every failed call: when the call changes no prompt (here the
+    host sends a call it already logged: one entry per call), the hook answers as before and
+    leaves every file as it was, without Jinja2 (its import and the templates' compilation
+    were a quarter of the hook's time) or any other module a hook has no use for."""
+    folder = project / "workflow"
+    calls = [failure("agent-1", "Bash", MAKE, MAKE_ERROR) for _ in range(3)]
+    for payload in calls:
+        answered = hook(project, "post-tool-use-failure", payload)
+    prompt = folder / "recovery" / "WI-1.md"
+    before = prompt.read_bytes()
+    assert answered.context is not None and "workflow/recovery/WI-1.md" in answered.context
+    stdout, heavy = failure_hook_modules(project, calls[-1])  # the same call, sent again
+    assert heavy == []
+    context = json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Signal: consecutive_failures" in context  # the same advice, the same prompt
+    assert "Read workflow/recovery/WI-1.md before your next try" in context
+    assert prompt.read_bytes() == before
+
+
+def test_a_prompt_is_rendered_again_when_its_template_or_file_changed(project: Path) -> None:
+    """Reading a prompt back instead of rendering it never keeps a stale one: a template the
+    person overrides, or a prompt file edited by hand, is rendered again at the next hook."""
+    folder = project / "workflow"
+    calls = [failure("agent-1", "Bash", MAKE, MAKE_ERROR) for _ in range(3)]
+    for payload in calls:
+        hook(project, "post-tool-use-failure", payload)
+    prompt = folder / "recovery" / "WI-1.md"
+    rendered = prompt.read_text("utf-8")
+    assert rendered.startswith("STATUS: ")
+
+    prompt.write_text("edited by hand\n", encoding="utf-8")
+    hook(project, "post-tool-use-failure", calls[-1])
+    assert prompt.read_text("utf-8") == rendered
+
+    (folder / "templates").mkdir()
+    (folder / "templates" / "status.md.j2").write_text(
+        "OVERRIDDEN {{ work_item }}: {{ status }}\n", encoding="utf-8"
+    )
+    hook(project, "post-tool-use-failure", calls[-1])
+    assert prompt.read_text("utf-8").startswith("OVERRIDDEN WI-1: recovering\n")
+    _stdout, heavy = failure_hook_modules(project, calls[-1])
+    assert heavy == []  # the override, unchanged since, is not rendered again either
+    assert prompt.read_text("utf-8").startswith("OVERRIDDEN WI-1: recovering\n")
 
 
 # --- many subagents failing at once ------------------------------------------------------------

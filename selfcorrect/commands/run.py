@@ -10,11 +10,11 @@ re-validating. --shadow stops after the first plan and writes nothing at all.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
@@ -35,28 +35,27 @@ from selfcorrect.core.outputs import stamp as journal_stamp
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.plan_issues import blocked_record
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.verification import FixVerdict, degraded
+from selfcorrect.core.verification import degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.policy_commands_file import remember as remember_commands
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
-from selfcorrect.effects.remediation import (
-    FIX_PROGRESS,
-    FixOutcome,
-    apply_fix,
-    compensate,
-    transition_writer,
-)
-from selfcorrect.effects.revalidate import Revalidation, revalidate, verification_line
+from selfcorrect.effects.revalidate import verification_line
 from selfcorrect.effects.work_files import write_work
 from selfcorrect.io import atomic, documents, folder_lock, journal, last_report, safe_paths
 from selfcorrect.io.log_state import load_log_cache, save_log_cache
+from selfcorrect.io.output_memo import OutputMemo
 from selfcorrect.io.policy_file import load_policy
-from selfcorrect.io.process import run_argv
 from selfcorrect.io.programs import installed
 from selfcorrect.io.workflow_inputs import LogCache, load_inputs, report_stamp
 from selfcorrect.io.workspace import project_root
 from selfcorrect.layout import work_item_file
+
+if TYPE_CHECKING:
+    # Fixers, the validator and agent commands run in a full run, never in an agent hook's:
+    # their modules are imported where they run (docs/hooks.md: the failure hook's cost).
+    from selfcorrect.effects.remediation import FixOutcome
+    from selfcorrect.effects.revalidate import Revalidation
 
 OUTPUT_DIRS = (
     layout.RECOVERY,
@@ -137,7 +136,7 @@ class _Run:
     ) -> None:
         self.folder, self.policy_path, self.clock = folder, policy_path, clock
         self.is_installed, self.cache = is_installed, cache
-        self.trace = uuid.uuid4().hex[:12]
+        self.trace = os.urandom(6).hex()  # 12 hex digits (uuid costs the hooks `platform`)
         self.root = project_root(folder)
         self.written: list[str] = []
         self.uncertain: list[str] = []
@@ -186,6 +185,13 @@ class _Run:
         """Run the plan's fixes, each under the remediation state machine; a fix whose rule's
         circuit earlier fixes of this cycle tripped is refused. Failed and refused fixes are
         journaled, and the next decision blocks their issues."""
+        from selfcorrect.effects.remediation import (
+            FIX_PROGRESS,
+            FixOutcome,
+            apply_fix,
+            transition_writer,
+        )
+
         policy, refused, outcomes = decisions.policy, [], []
         progress = FIX_PROGRESS.get()
         # The journal as it stands: what was read, what this plan wrote, and each transition
@@ -319,7 +325,8 @@ def decide_and_write(
     run = _Run(folder, policy_path, clock, is_installed, cache)
     inputs = run.load()
     decisions, plan = run.settle(inputs, 0, None)  # the same settle as a run's: one logic
-    rendered = render_recovery(folder, plan, inputs.policy)
+    memo = OutputMemo(folder)  # most failures change no output: none is made again
+    rendered = render_recovery(folder, plan, inputs.policy, memo)
     deferred = None
     if unsettled(decisions):
         deferred = "a fix awaits its validation"
@@ -327,7 +334,8 @@ def decide_and_write(
         deferred = f"{len(plan.fixes)} fix(es) due"
     if deferred is not None:
         return RunOutcome(decisions, plan, rendered, [], False, deferred=deferred)
-    run.written += _write(folder, decisions, plan, rendered)
+    run.written += _write(folder, decisions, plan, rendered, memo)
+    memo.save()
     return run.finish(decisions, plan, rendered)
 
 
@@ -368,6 +376,8 @@ def _run_agent(
     files: list[str],
     record: Callable[[dict[str, Any]], None],
 ) -> None:
+    from selfcorrect.io.process import run_argv
+
     timeout = policy.remediation.step_timeout_s
     for name in files:
         prompt = folder / layout.RECOVERY / name
@@ -389,6 +399,8 @@ def _validate(
     """Run the validator; a fresh report is journaled, so a report with the same content as
     one seen before still counts as a new verdict and attempts are judged by it. `cycle`: it
     ends a correction cycle, counted against caps.global_cycles across runs."""
+    from selfcorrect.effects.revalidate import revalidate
+
     checked = revalidate(folder, policy, root)
     if checked.fresh:
         event = ValidatedEvent(
@@ -474,6 +486,9 @@ def _undo_cycle(
     clock: Clock,
 ) -> None:
     """The re-validated report scores worse: restore every fix of this cycle (rules §9.4)."""
+    from selfcorrect.core.verification import FixVerdict
+    from selfcorrect.effects.remediation import compensate, transition_writer
+
     undone = []
     for outcome in (o for o in reversed(outcomes) if o.applied):
         outcome.verdict = FixVerdict.DEGRADED
@@ -485,16 +500,29 @@ def _undo_cycle(
     _journal_failed(folder, decisions, undone)
 
 
-def _write(folder: Path, decisions: Decisions, plan: Plan, rendered: dict[str, str]) -> list[str]:
+def _write(
+    folder: Path,
+    decisions: Decisions,
+    plan: Plan,
+    rendered: dict[str, str],
+    memo: OutputMemo | None = None,
+) -> list[str]:
     written: list[str] = []
     max_bytes = decisions.policy.limits.max_bytes
     # The files a write may refuse (over limits.max_bytes, read-only) first: a refusal then
     # leaves no prompt behind that points at failed_items the log never received.
     log = folder / layout.COORDINATION_LOG
+
+    def merge() -> bool:
+        return documents.update_failed_items(log, plan.failed_items, max_bytes=max_bytes)
+
+    def settled() -> bytes | None:
+        return documents.failed_items_settled(log, plan.failed_items, max_bytes=max_bytes)
+
     if (
         plan.failed_items
         and log.exists()
-        and documents.update_failed_items(log, plan.failed_items, max_bytes=max_bytes)
+        and (merge() if memo is None else memo.merge(log, plan.failed_items, merge, settled))
     ):
         written.append(documents.display_path(log))
     escalations = folder / layout.ESCALATIONS

@@ -44,6 +44,7 @@ class Typed:
 
 
 _UNTYPED = Typed(UNKNOWN, 0.0, TypeSource.NONE, None)
+_LAST: list[tuple[Policy, Taxonomy]] = []  # Taxonomy.of's one policy and its taxonomy
 
 
 class Taxonomy:
@@ -80,6 +81,17 @@ class Taxonomy:
             shipped,
         )
         self._cache: dict[tuple[str, str | None], Typed] = {}
+
+    @classmethod
+    def of(cls, policy: Policy) -> Taxonomy:
+        """The taxonomy of `policy`: the one built last when `policy` is the same object (a
+        policy is deeply read-only and a taxonomy answers the same for the same text), so a
+        process that loads one policy compiles its patterns once."""
+        if _LAST and _LAST[0][0] is policy:
+            return _LAST[0][1]
+        taxonomy = cls(policy)
+        _LAST[:] = [(policy, taxonomy)]
+        return taxonomy
 
     def classify(self, failure: Failure) -> Typed:
         """Explicit type, else typed code, else the first matching pattern, else unknown."""

@@ -8,7 +8,9 @@ lists the work items past the limit (100,000 issues once wrote 100,000 prompt fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
 from selfcorrect.core.model import FinalStatus
@@ -20,12 +22,21 @@ from selfcorrect.core.work_items import MEANING
 from selfcorrect.io import atomic, documents, prompts, safe_paths
 from selfcorrect.layout import work_item_file
 
+if TYPE_CHECKING:
+    from selfcorrect.io.output_memo import OutputMemo
+
 INPUTS = "the workflow's input files"  # where the whole of a cut text is, when no one file
 MORE = "_more.md"  # no work item's file name starts with "_" (layout.work_item_file)
 
 
-def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
-    """File name -> text, for every work item with a prompt or a status an agent must see."""
+def render_recovery(
+    folder: Path, plan: Plan, policy: Policy, memo: OutputMemo | None = None
+) -> dict[str, str]:
+    """File name -> text, for every work item with a prompt or a status an agent must see.
+
+    With a `memo` (an agent hook's run), a file whose templates and contexts are the ones it
+    was last rendered from, and that still holds that text, is read back, not rendered
+    (io/output_memo.py)."""
     overrides = folder / layout.TEMPLATES
     workflow_dir = documents.display_path(folder)
     sections: dict[str, list[Prompt]] = {}
@@ -42,24 +53,44 @@ def render_recovery(folder: Path, plan: Plan, policy: Policy) -> dict[str, str]:
         item = plan.work_items.get(work_item)
         body = sections[work_item] if item is None or item.acts else []
         # Contexts built from one input say where their text is; this catches every other.
-        texts = [
-            prompts.render(
-                p.template, cap_all(p.context, max_text, INPUTS), overrides=overrides
-            ).rstrip("\n")
-            for p in body
-        ]
-        head = _status(item, workflow_dir, max_text, overrides) if item else ""
-        text = head + "\n\n---\n\n".join(texts)
-        rendered[work_item_file(work_item)] = text.rstrip("\n") + "\n"
+        calls = [(p.template, cap_all(p.context, max_text, INPUTS)) for p in body]
+        head = _status(item, workflow_dir, max_text) if item else None
+        name = work_item_file(work_item)
+        rendered[name] = _text(name, head, calls, overrides, memo)
     rest = [cap_text(item, max_text, INPUTS) for item in sections if item not in kept]
     if rest:
         context = {"count": len(rest), "written": len(kept), "items": rest}
         context["workflow_dir"] = workflow_dir
-        rendered[MORE] = prompts.render("more_prompts.md.j2", context, overrides=overrides)
+        more = [("more_prompts.md.j2", context)]
+        rendered[MORE] = _memo(memo, MORE, more, lambda: _render(more[0], overrides))
     return rendered
 
 
-def _status(item: WorkItemDecision, workflow_dir: str, max_text: int, overrides: Path) -> str:
+Call = tuple[str, Any]  # a template's name and its context
+
+
+def _text(
+    name: str, head: Call | None, calls: list[Call], overrides: Path, memo: OutputMemo | None
+) -> str:
+    """A work item's file: its STATUS head, then its prompts, each rendered."""
+
+    def render() -> str:
+        texts = [_render(call, overrides).rstrip("\n") for call in calls]
+        top = _render(head, overrides).rstrip("\n") + "\n\n" if head else ""
+        return (top + "\n\n---\n\n".join(texts)).rstrip("\n") + "\n"
+
+    return _memo(memo, name, [head, *calls] if head else calls, render)
+
+
+def _memo(memo: OutputMemo | None, name: str, calls: list[Call], render: Callable[[], str]) -> str:
+    return render() if memo is None else memo.text(name, calls, render)
+
+
+def _render(call: Call, overrides: Path) -> str:
+    return prompts.render(call[0], call[1], overrides=overrides)
+
+
+def _status(item: WorkItemDecision, workflow_dir: str, max_text: int) -> Call:
     guidance = item.guidance
     context = {
         "work_item": item.id,
@@ -78,8 +109,7 @@ def _status(item: WorkItemDecision, workflow_dir: str, max_text: int, overrides:
         "workflow_dir": workflow_dir,
     }
     where = f"{workflow_dir}/{layout.JOURNAL}"
-    text = prompts.render("status.md.j2", cap_all(context, max_text, where), overrides=overrides)
-    return text.rstrip("\n") + "\n\n"
+    return "status.md.j2", cap_all(context, max_text, where)
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -20,14 +20,16 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
 from selfcorrect.core.normalise.report import SAFETY_NET
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import InputError
 from selfcorrect.io import documents, folder_lock, last_report, yaml_nodes
-from selfcorrect.io.process import Completed, run_argv
+
+if TYPE_CHECKING:  # the validator runs in a full run only; a hook needs the verify line
+    from selfcorrect.io.process import Completed
 
 BUILT_IN = "selfcorrect"  # the `validator` the built-in validator writes into its reports
 # Keys only the cAgents dialects write at the top of a report (docs/integration.md).
@@ -150,6 +152,8 @@ def _identity(path: Path) -> tuple[int, int, int, int, str] | None:
 
 
 def revalidate(folder: Path, policy: Policy, root: Path) -> Revalidation:
+    from selfcorrect.io.process import run_argv
+
     owner = _foreign_and_unrunnable(folder, policy)
     if owner is not None:
         # The built-in validator would replace that report with its own verdict on other

@@ -242,7 +242,7 @@ def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
     inputs = outcome.decisions.inputs
     owners = task_owners(inputs.coordination.tasks) if inputs.coordination else {}
     failure = attributed(normalise_failure(fields, max(inputs.log.entries - 1, 0)), owners)
-    subject = subject_of(failure, Taxonomy(inputs.policy).classify(failure).failure_type)
+    subject = subject_of(failure, Taxonomy.of(inputs.policy).classify(failure).failure_type)
     for decision in outcome.decisions.subjects:
         if decision.subject == subject and (
             decision.signals or decision.ladder_step or decision.status.value in _STOPPED

@@ -202,6 +202,22 @@ def update_failed_items(
     return update_owned_list(path, FAILED_ITEMS, entries, max_bytes=max_bytes)
 
 
+def failed_items_settled(
+    path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> bytes | None:
+    """coordination_log.yaml's bytes when merging `entries` into its failed_items would
+    change nothing (as `update_failed_items` leaves it); None otherwise, or unreadable."""
+    from selfcorrect.io.owned_list import FAILED_ITEMS, splice
+
+    display = display_path(path)
+    try:
+        data = read_limited(path, display, max_bytes)
+        text = yaml_nodes.decode(data, display)
+        return data if splice(text, FAILED_ITEMS, entries, display) == text else None
+    except InputError:
+        return None
+
+
 def add_escalations(
     path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> bool:

@@ -66,9 +66,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +74,8 @@ from selfcorrect import layout
 from selfcorrect.core import saved
 from selfcorrect.core.repeated_calls import RepeatedCalls
 from selfcorrect.errors import InputError
-from selfcorrect.io import platform
 from selfcorrect.io.atomic import replace_file
+from selfcorrect.io.bounded_read import read_bounded
 from selfcorrect.io.log_cursor import LogCursor, diagnostic_of, diagnostic_state
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.safe_paths import ensure_dir
@@ -117,7 +115,7 @@ def load_log_cache(folder: Path, policy_path: Path | None = None) -> LogCache:
     (`policy_path`, else the folder's), and only when it is the one the state was made with.
     """
     try:
-        data = _read(log_state_path(folder))
+        data = read_bounded(log_state_path(folder), MAX_STATE)
         if data is None:
             return LogCache()
         document = json.loads(unseal(data), object_pairs_hook=_no_duplicates)
@@ -222,26 +220,6 @@ def _restore(folder: Path, policy_path: Path | None, document: Any) -> LogCache:
         entries=saved.integer(data["entries"]),
         warnings=[diagnostic_of(d) for d in saved.items(data["warnings"])],
     )
-
-
-def _read(path: Path) -> bytes | None:
-    """The state file's bytes; None when it is absent, not a regular file, a symlink (or in a
-    `.selfcorrect` that is one), over MAX_STATE, or cannot be read."""
-    try:
-        if not stat.S_ISDIR(os.lstat(path.parent).st_mode):
-            return None  # a link to a folder is a link: not read through
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            return None  # where O_NOFOLLOW is 0 (Windows), refused here
-        flags = os.O_RDONLY | platform.O_NOFOLLOW | platform.O_NONBLOCK | platform.O_CLOEXEC
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STATE:
-            return None
-        data = handle.read(MAX_STATE + 1)
-    return data if len(data) <= MAX_STATE else None
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

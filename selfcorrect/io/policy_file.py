@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents
+from selfcorrect.io.bounded_read import read_bounded
 from selfcorrect.io.resources import data_file
 
 if TYPE_CHECKING:
@@ -85,7 +87,34 @@ def max_bytes_of(path: Path) -> int:
 
 
 def load_policy(path: Path | None) -> Policy:
-    """Defaults merged with the user's policy file (absent or empty file: defaults only)."""
+    """Defaults merged with the user's policy file (absent or empty file: defaults only).
+
+    The policy is deeply read-only, so a process that loads the same file with the same bytes
+    again (an agent hook loads it for its cursor, its entry and its run) gets the same object,
+    its derived views built once. A file that cannot be read small and plain is loaded anew."""
+    key = _identity(path)
+    if key is not None and _LAST and _LAST[0][0] == key:
+        return _LAST[0][1]
+    policy = _load_policy(path)
+    if key is not None:
+        _LAST[:] = [(key, policy)]
+    return policy
+
+
+_LAST: list[tuple[tuple[str, bytes | None], Policy]] = []  # the last policy loaded, by bytes
+_MAX_KEYED = 1 << 20
+
+
+def _identity(path: Path | None) -> tuple[str, bytes | None] | None:
+    """The policy file as its path and bytes (None: no file); None when it is not a small
+    regular file (the full load then says what is wrong with it)."""
+    if path is None or not os.path.lexists(path):
+        return str(path), None
+    data = read_bounded(path, _MAX_KEYED, linked_folder=True)
+    return None if data is None else (str(path), data)
+
+
+def _load_policy(path: Path | None) -> Policy:
     from selfcorrect.core.policy import build_policy  # not at import: see max_bytes_of
 
     user = None

@@ -237,7 +237,7 @@ def fresh_fold(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
         frozenset(stuck.exempt_subjects),
         read_only_tools(policy),  # a failed read never gives a scope (docs/rules.md §6)
     )
-    return Taxonomy(policy), ledger, StuckDetector(policy)
+    return Taxonomy.of(policy), ledger, StuckDetector(policy)
 
 
 def _feed(
