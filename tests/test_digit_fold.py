@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bench import generate
 from selfcorrect.core import taxonomy as taxonomy_module
-from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
+from selfcorrect.core.digit_fold import DIGITS, MEMO_SIZE, Folding, Memo
 from selfcorrect.core.normalise import normalise_failure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stuck import StuckDetector
@@ -88,19 +88,28 @@ def test_error_classes_equal_error_class() -> None:
             assert classes(text) == error_class(text), text
 
 
-def test_a_memo_is_emptied_when_full() -> None:
+def test_a_memo_stays_bounded_and_keeps_what_is_still_used() -> None:
     memo: Memo[int, int] = Memo(size=100)
     for key in range(10_000):
         assert memo.get(key, lambda key=key: key * 2) == key * 2
+        assert memo.get(-1, lambda: -2) == -2  # one result asked for all along
         assert len(memo) <= 100
     assert memo.get(9_999, lambda: -1) == 19_998  # remembered, not computed again
+    # Filling up never forgets a result still in use: it was computed once only.
+    computed: list[int] = []
+    memo = Memo(size=100)
+    for key in range(1_000):
+        memo.get(key, lambda key=key: key)
+        memo.get(-1, lambda: computed.append(-1) or -1)
+    assert computed == [-1]
 
 
 def _distinct(count: int) -> list[str]:
     """Texts that differ in letters, so no two share a shape."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     return [
-        f"TypeError: {letters[i % 26]}{letters[i // 26 % 26]}{letters[i // 676]} 42"
+        f"TypeError: {letters[i % 26]}{letters[i // 26 % 26]}{letters[i // 676 % 26]}"
+        f"{letters[i // 17_576]} 42"
         for i in range(count)
     ]
 
@@ -108,12 +117,12 @@ def _distinct(count: int) -> list[str]:
 def test_caches_stay_bounded_on_all_distinct_texts() -> None:
     policy = load_policy(None)
     taxonomy, detector = Taxonomy(policy), StuckDetector(policy)
-    for index, text in enumerate(_distinct(10_000)):
+    for index, text in enumerate(_distinct(MEMO_SIZE + 4_000)):
         taxonomy.classify_text(text)
         detector.feed(normalise_failure({"tool": "Bash", "error": text, "task_id": "WI-1"}, index))
-    assert 0 < len(taxonomy._blind._memo) <= 4096
-    assert 0 < len(detector._shapes) <= 4096
-    assert 0 < len(detector._classes._memo) <= 4096
+    assert 0 < len(taxonomy._blind._memo) <= MEMO_SIZE
+    assert 0 < len(detector._shapes) <= MEMO_SIZE
+    assert 0 < len(detector._classes._memo) <= MEMO_SIZE
     assert len(taxonomy._cache) <= 4096 and len(detector._texts) <= 4096
 
 

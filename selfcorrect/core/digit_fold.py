@@ -153,31 +153,42 @@ def _walk(items: Any, sets: list[frozenset[int]]) -> bool:
     return True
 
 
+# Results a memo holds at most: a 100,000-entry log of the benchmark has about 5,000 shapes, and
+# a memo that forgets them as it goes computes most of them again (docs/rules.md §18).
+MEMO_SIZE = 16384
+
+
 class Memo(Generic[K, V]):
-    """A dict of at most `size` results, emptied when full: a log of all-distinct texts (or a
-    watcher running for days) cannot make it grow without bound."""
+    """At most `size` results in two generations: new results go to the young one, and when it
+    holds half of `size` the old one is dropped and the young one becomes old; a result found
+    in the old one moves back to the young. So a log of all-distinct texts (or a watcher
+    running for days) cannot make it grow without bound, and a log whose shapes outnumber half
+    of `size` keeps the recent ones instead of losing every result at once."""
 
-    __slots__ = ("_data", "_size")
+    __slots__ = ("_half", "_old", "_young")
 
-    def __init__(self, size: int = 4096) -> None:
-        self._data: dict[K, V] = {}
-        self._size = size
+    def __init__(self, size: int = MEMO_SIZE) -> None:
+        self._young: dict[K, V] = {}
+        self._old: dict[K, V] = {}
+        self._half = max(size // 2, 1)
 
     def get(self, key: K, compute: Callable[[], V]) -> V:
         """The remembered result for `key`, else `compute()`, remembered."""
-        data = self._data
+        young = self._young
         try:
-            return data[key]
+            return young[key]
         except KeyError:
             pass
-        value = compute()
-        if len(data) >= self._size:
-            data.clear()
-        data[key] = value
+        old = self._old
+        value = old.pop(key) if key in old else compute()
+        if len(young) >= self._half:
+            self._old, self._young = young, {}
+            young = self._young
+        young[key] = value
         return value
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._young) + len(self._old)
 
 
-__all__ = ["DIGITS", "Folding", "Memo"]
+__all__ = ["DIGITS", "MEMO_SIZE", "Folding", "Memo"]
