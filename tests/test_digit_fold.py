@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bench import generate
 from selfcorrect.core import taxonomy as taxonomy_module
-from selfcorrect.core.digit_fold import DIGITS, MEMO_SIZE, Folding, Memo
+from selfcorrect.core.digit_fold import DIGITS, MEMO_SIZE, Folding, Memo, ShapeKey
 from selfcorrect.core.normalise import normalise_failure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stuck import StuckDetector
@@ -62,6 +62,51 @@ def test_a_folding_keeps_apart_the_digits_a_pattern_tells_apart() -> None:
     assert folding.key("503") != folding.key("303")
     assert folding.key("E2BIG") != folding.key("E3BIG")
     assert Folding.of([re.compile(r"(\d)\1")]) is None  # a backreference compares digits
+
+
+def test_a_shape_key_folds_digits_where_no_guard_word_stands() -> None:
+    shapes = ShapeKey([taxonomy_module._CLASS])
+    # No "HTTP", "status" or E2BIG-like name: line numbers, ports and counts share one key.
+    assert shapes.key("TypeError at line 12:4") == shapes.key("TypeError at line 47:9")
+    assert shapes.key("exit code 5 after 413 tries") == shapes.key("exit code 3 after 512 tries")
+    # Where the pattern tells digits apart, its own folding keeps them apart.
+    assert shapes.key("HTTP 503 at line 12") != shapes.key("HTTP 303 at line 12")
+    assert shapes.key("Status: 404") != shapes.key("Status: 204")
+    assert shapes.key("E2BIG: too long") != shapes.key("E3BIG: too long")
+    # Non-ASCII text is never coarse: IGNORECASE is more than lower case there.
+    assert shapes.key("\u212a 12") != shapes.key("\u212a 47")
+    assert not ShapeKey([re.compile(r"(\d)\1")]).readable
+
+
+GUARDED = [
+    taxonomy_module._CLASS,
+    taxonomy_module._STATUS_RX,
+    re.compile(r"\bexit code 2\b", re.IGNORECASE),
+    re.compile(r"(?:429|502|503)(?!\d)"),
+    re.compile(r"\bHTTP\s+5\d\d\b|line [2-4]", re.IGNORECASE),
+    re.compile(r"(?:x[2-9]y)+|E2BIG", re.IGNORECASE),
+]
+
+
+_PIECES = ["HTTP", "http/1.1", "Status:", "status code", "E2BIG", "E7BIG", "EL3HLT", "exit code"]
+_PIECES += ["line", "x", "y", "a", " ", " ", "-", ":", "'", "0", "2", "3", "4", "5", "503", "42"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join), st.data())
+def test_texts_of_one_shape_key_match_alike(text: str, data: Any) -> None:
+    twin = "".join(
+        data.draw(st.sampled_from("123456789")) if char in "123456789" else char for char in text
+    )
+    for pattern in GUARDED:
+        shapes = ShapeKey([pattern])
+        if shapes.key(text) != shapes.key(twin):
+            continue
+        found, again = pattern.search(text), pattern.search(twin)
+        assert (found is None) == (again is None), (pattern.pattern, text, twin)
+        if found is not None and again is not None:
+            assert found.span() == again.span(), (pattern.pattern, text, twin)
+            assert found.regs == again.regs, (pattern.pattern, text, twin)
 
 
 ERROR_CLASS_TEXTS = [

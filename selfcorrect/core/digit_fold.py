@@ -153,6 +153,154 @@ def _walk(items: Any, sets: list[frozenset[int]]) -> bool:
     return True
 
 
+# --- guards: the literal text that must be present for a pattern to tell digits apart --------
+
+# Marks a key made by DIGITS: no byte of UTF-8 is 0xff, so it never begins a key of the text.
+_COARSE = b"\xff"
+
+
+class ShapeKey:
+    """Memo keys for `patterns`: their own folding, or DIGITS on a text where they cannot tell
+    digits apart.
+
+    The parts of a pattern that tell digits apart ("HTTP 503", "E2BIG") need literal words
+    around them (`guards`: "http", "status", "e2big"); a text holding none of those words is
+    matched as the pattern without those parts would match it, and that pattern is blind to
+    1-9. So most texts share the coarse key of their shape, and only those that hold a guard
+    are keyed by the finer folding. Compared on ASCII text only, where `re`'s IGNORECASE is
+    plain lower case.
+    """
+
+    __slots__ = ("_fine", "_guards")
+
+    def __init__(self, patterns: Iterable[re.Pattern[str]]) -> None:
+        patterns = list(patterns)
+        self._fine = Folding.of(patterns)
+        found: set[str] | None = set()
+        for pattern in patterns:
+            guard = _pattern_guards(pattern)
+            found = None if guard is None or found is None else found | guard
+        self._guards = None if found is None else tuple(sorted(found))
+
+    @property
+    def readable(self) -> bool:
+        """Whether keys exist at all (else: remember per text)."""
+        return self._fine is not None
+
+    def key(self, text: str) -> bytes:
+        """The memo key of `text`; only when `readable`."""
+        guards = self._guards
+        if guards is not None and text.isascii():
+            lowered = text.lower()
+            for guard in guards:
+                if guard in lowered:
+                    break
+            else:
+                return _COARSE + DIGITS.key(text)
+        fine = self._fine
+        if fine is None:
+            raise ValueError("no keys for unreadable patterns: remember per text")
+        return fine.key(text)
+
+
+def _pattern_guards(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    if not isinstance(pattern.pattern, str):
+        return None
+    return _parsed_guards(pattern.pattern, pattern.flags)
+
+
+@lru_cache(maxsize=512)
+def _parsed_guards(source: str, flags: int) -> frozenset[str] | None:
+    """Lower-case words one of which every match of a digit-telling part of the pattern holds
+    (empty when no part tells 1-9 apart); None when some part needs none."""
+    if _sre_parse is None:
+        return None
+    try:
+        parsed = _sre_parse.parse(source, flags)
+    except Exception:  # an unparsable pattern is not folded
+        return None
+    return _guards(list(parsed))
+
+
+def _tells_digits(items: Any) -> bool | None:
+    """Whether `items` tell apart digits DIGITS folds together; None when unreadable."""
+    sets: list[frozenset[int]] = []
+    if not _walk(items, sets):
+        return None
+    return not all(
+        group <= split or not group & split for split in sets for group in DIGITS._classes
+    )
+
+
+def _guards(items: Any) -> frozenset[str] | None:
+    """Guards of a sequence: the words it needs as a whole, or those its telling parts need,
+    whichever are longer (a longer word is met by fewer texts)."""
+    tells = _tells_digits(items)
+    if tells is None:
+        return None
+    if not tells:
+        return frozenset()
+    whole = _required(items)
+    parts = _part_guards(items)
+    if whole is None or parts is None:
+        return parts if whole is None else whole
+    return whole if min(map(len, whole)) > min(map(len, parts)) else parts
+
+
+def _part_guards(items: Any) -> frozenset[str] | None:
+    found: frozenset[str] = frozenset()
+    for op, value in items:
+        if not _tells_digits([(op, value)]):
+            continue
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+            inner = _guards(value[2])
+        elif op is _sre.SUBPATTERN:
+            inner = _guards(value[3])
+        elif op is _sre.BRANCH:
+            each = [_guards(branch) for branch in value[1]]
+            inner = None if None in each else frozenset().union(*each)  # type: ignore[arg-type]
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            inner = _guards(value[1])
+        elif op is _sre.ATOMIC_GROUP:
+            inner = _guards(value)
+        else:  # a digit or a set of digits with no word around it
+            return None
+        if inner is None:
+            return None
+        found |= inner
+    return found
+
+
+def _required(items: Any) -> frozenset[str] | None:
+    """Words one of which every match of `items` holds (lower case, ASCII), the longest such
+    choice; None when there is none."""
+    best: frozenset[str] | None = None
+    run: list[str] = []
+
+    def consider(candidate: frozenset[str] | None) -> None:
+        nonlocal best
+        if candidate and (best is None or min(map(len, candidate)) > min(map(len, best))):
+            best = candidate
+
+    for op, value in [*items, (None, None)]:
+        if op is _sre.LITERAL and value < 128:
+            run.append(chr(value).lower())
+            continue
+        if run:
+            consider(frozenset({"".join(run)}))
+            run = []
+        if op is _sre.SUBPATTERN:
+            consider(_required(value[3]))
+        elif op is _sre.BRANCH:
+            each = [_required(branch) for branch in value[1]]
+            consider(None if None in each else frozenset().union(*each))  # type: ignore[arg-type]
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and value[0] >= 1:
+            consider(_required(value[2]))
+        elif op is _sre.ATOMIC_GROUP:
+            consider(_required(value))
+    return best
+
+
 # Results a memo holds at most: a 100,000-entry log of the benchmark has about 5,000 shapes, and
 # a memo that forgets them as it goes computes most of them again (docs/rules.md §18).
 MEMO_SIZE = 16384
@@ -191,4 +339,4 @@ class Memo(Generic[K, V]):
         return len(self._young) + len(self._old)
 
 
-__all__ = ["DIGITS", "MEMO_SIZE", "Folding", "Memo"]
+__all__ = ["DIGITS", "MEMO_SIZE", "Folding", "Memo", "ShapeKey"]
