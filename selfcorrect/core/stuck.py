@@ -89,12 +89,15 @@ class _Run:
     def push(self, key: object, index: int, label: str) -> None:
         """The next failure: it extends the run when it shares the key, else starts a new one
         (or none, when it has no such key)."""
-        if key is None or key != self.key:
+        if key is None:
+            if self.count or self.key is not None:  # else nothing to end (most have no digest)
+                self.reset()
+            return
+        if key != self.key:
             self.reset()
-        if key is not None:
-            self.key, self.label = key, label
-            self.count += 1
-            self.positions.append(index)
+        self.key, self.label = key, label
+        self.count += 1
+        self.positions.append(index)
 
     def reset(self) -> None:
         self.key, self.count, self.label = None, 0, ""
