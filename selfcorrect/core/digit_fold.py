@@ -155,20 +155,23 @@ def _walk(items: Any, sets: list[frozenset[int]]) -> bool:
 
 # --- guards: the literal text that must be present for a pattern to tell digits apart --------
 
-# Marks a key made by DIGITS: no byte of UTF-8 is 0xff, so it never begins a key of the text.
+# Every ASCII digit one class: a pattern that reads digits only as `\d` (or not at all) matches
+# every text of one key alike; "line 105" and "line 155" share a key, as DIGITS would not.
+ANY_DIGIT = Folding([frozenset(range(10))])
+# Marks a key made by ANY_DIGIT: no byte of UTF-8 is 0xff, so it never begins a fine key.
 _COARSE = b"\xff"
 
 
 class ShapeKey:
-    """Memo keys for `patterns`: their own folding, or DIGITS on a text where they cannot tell
-    digits apart.
+    """Memo keys for `patterns`: their own folding, or ANY_DIGIT on a text where they cannot
+    tell digits apart.
 
-    The parts of a pattern that tell digits apart ("HTTP 503", "E2BIG") need literal words
-    around them (`guards`: "http", "status", "e2big"); a text holding none of those words is
-    matched as the pattern without those parts would match it, and that pattern is blind to
-    1-9. So most texts share the coarse key of their shape, and only those that hold a guard
-    are keyed by the finer folding. Compared on ASCII text only, where `re`'s IGNORECASE is
-    plain lower case.
+    The parts of a pattern that tell digits apart ("HTTP 503", "E2BIG", "0x1f") need literal
+    words around them (`guards`: "http", "status", "e2big", "0x"); a text holding none of those
+    words is matched as the pattern without those parts would match it, and that pattern reads
+    digits only as digits. So most texts share the coarse key of their shape, whatever their
+    numbers, and only those that hold a guard are keyed by the finer folding. Compared on ASCII
+    text only, where `re`'s IGNORECASE is plain lower case.
     """
 
     __slots__ = ("_fine", "_guards")
@@ -196,7 +199,7 @@ class ShapeKey:
                 if guard in lowered:
                     break
             else:
-                return _COARSE + DIGITS.key(text)
+                return _COARSE + ANY_DIGIT.key(text)
         fine = self._fine
         if fine is None:
             raise ValueError("no keys for unreadable patterns: remember per text")
@@ -212,7 +215,7 @@ def _pattern_guards(pattern: re.Pattern[str]) -> frozenset[str] | None:
 @lru_cache(maxsize=512)
 def _parsed_guards(source: str, flags: int) -> frozenset[str] | None:
     """Lower-case words one of which every match of a digit-telling part of the pattern holds
-    (empty when no part tells 1-9 apart); None when some part needs none."""
+    (empty when no part tells one digit from another); None when some part needs none."""
     if _sre_parse is None:
         return None
     try:
@@ -223,13 +226,11 @@ def _parsed_guards(source: str, flags: int) -> frozenset[str] | None:
 
 
 def _tells_digits(items: Any) -> bool | None:
-    """Whether `items` tell apart digits DIGITS folds together; None when unreadable."""
+    """Whether `items` tell one digit from another; None when unreadable."""
     sets: list[frozenset[int]] = []
     if not _walk(items, sets):
         return None
-    return not all(
-        group <= split or not group & split for split in sets for group in DIGITS._classes
-    )
+    return any(split != _ALL for split in sets)
 
 
 def _guards(items: Any) -> frozenset[str] | None:
@@ -339,4 +340,4 @@ class Memo(Generic[K, V]):
         return len(self._young) + len(self._old)
 
 
-__all__ = ["DIGITS", "MEMO_SIZE", "Folding", "Memo", "ShapeKey"]
+__all__ = ["ANY_DIGIT", "DIGITS", "MEMO_SIZE", "Folding", "Memo", "ShapeKey"]

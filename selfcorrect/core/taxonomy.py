@@ -67,19 +67,19 @@ class Taxonomy:
             Typed(entry.type, entry.confidence, TypeSource.PATTERN, src)
             for entry, src in zip(patterns, sources, strict=True)
         )
-        # Patterns that cannot tell the digits 1-9 apart answer once per shape of text (line
-        # numbers, ports and counts folded, see digit_fold). The others answer once per finer
-        # shape (HTTP 503 stays apart from HTTP 404), or per text when their digits are
-        # unreadable (a backreference).
+        # Patterns answer once per shape of text (line numbers, ports and counts folded, see
+        # digit_fold.ShapeKey). Those that tell digits apart (HTTP 503 from HTTP 404) are kept
+        # apart, so that a text with such words costs its finer shape to them only; the others
+        # answer per text when their digits are unreadable (a backreference).
         blind = [DIGITS.blind(rx) for rx in regexes]
-        self._blind = _Shaped(
-            DIGITS.key, [(i, sources[i]) for i, b in enumerate(blind) if b], shipped
-        )
-        sensitive = [i for i, b in enumerate(blind) if not b]
-        shapes = ShapeKey(regexes[i] for i in sensitive)
-        self._sensitive = _Shaped(
-            shapes.key if shapes.readable else None, [(i, sources[i]) for i in sensitive], shipped
-        )
+
+        def shaped(indices: list[int]) -> _Shaped:
+            shapes = ShapeKey(regexes[i] for i in indices)
+            key = shapes.key if shapes.readable else None
+            return _Shaped(key, [(i, sources[i]) for i in indices], shipped)
+
+        self._blind = shaped([i for i, b in enumerate(blind) if b])
+        self._sensitive = shaped([i for i, b in enumerate(blind) if not b])
         self._cache: dict[tuple[str, str | None], Typed] = {}
 
     def classify(self, failure: Failure) -> Typed:
@@ -249,6 +249,10 @@ _IDS = re.compile(
 )
 
 
+# What normalise_error matches; its answer also holds the HTTP statuses it finds (http_statuses).
+NORMALISER_PATTERNS = (_QUOTED, _WINDOWS_PATH, _UNIX_PATH, _IDS)
+
+
 def normalise_error(text: str) -> str:
     """Error text with volatile parts folded, so two tries of one mistake compare equal.
 
@@ -356,7 +360,8 @@ def error_class(text: str) -> str | None:
 
 
 # _CLASS tells digits apart only in E2BIG-like errno names and in HTTP statuses ([45]\d\d after
-# "HTTP", "status"...): texts without those words are keyed by DIGITS (digit_fold.ShapeKey).
+# "HTTP", "status"...): texts without those words share the key of their shape whatever their
+# digits (digit_fold.ShapeKey).
 _CLASS_KEY = ShapeKey([_CLASS])
 
 
