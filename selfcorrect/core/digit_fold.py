@@ -26,8 +26,8 @@ from typing import Any, Generic, TypeVar
 # The stdlib's own regex parser: the private name is stable since 3.11 (the public `sre_parse`
 # alias warns on import). Should it change, nothing is folded and every memo is exact.
 try:
-    from re import _constants as _sre  # type: ignore[attr-defined]
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+    from re import _constants as _sre  # type: ignore[attr-defined,unused-ignore]
+    from re import _parser as _sre_parse  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # pragma: no cover - a future Python without them
     _sre = _sre_parse = None
 
