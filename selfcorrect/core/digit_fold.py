@@ -89,17 +89,25 @@ def _digit_sets(pattern: re.Pattern[str], sets: list[frozenset[int]]) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _parsed_sets(source: str, flags: int) -> tuple[frozenset[int], ...] | None:
-    # Remembered: a watcher builds its taxonomy again after a policy edit or a log rewrite, and
-    # parsing every policy pattern would cost it milliseconds each time.
+def _parse(source: str, flags: int) -> list[Any] | None:
+    """The stdlib parser's tree of a pattern (read, never changed); None when unreadable.
+    Remembered: a watcher builds its taxonomy again after a policy edit or a log rewrite, and
+    parsing every policy pattern would cost it milliseconds each time."""
     if _sre_parse is None:
         return None
     try:
-        parsed = _sre_parse.parse(source, flags)
+        return list(_sre_parse.parse(source, flags))
     except Exception:  # an unparsable pattern is simply not folded
         return None
+
+
+@lru_cache(maxsize=512)
+def _parsed_sets(source: str, flags: int) -> tuple[frozenset[int], ...] | None:
+    parsed = _parse(source, flags)
+    if parsed is None:
+        return None
     sets: list[frozenset[int]] = []
-    return tuple(sets) if _walk(list(parsed), sets) else None
+    return tuple(sets) if _walk(parsed, sets) else None
 
 
 def _digit(code: int) -> frozenset[int]:
@@ -216,60 +224,54 @@ def _pattern_guards(pattern: re.Pattern[str]) -> frozenset[str] | None:
 def _parsed_guards(source: str, flags: int) -> frozenset[str] | None:
     """Lower-case words one of which every match of a digit-telling part of the pattern holds
     (empty when no part tells one digit from another); None when some part needs none."""
-    if _sre_parse is None:
-        return None
-    try:
-        parsed = _sre_parse.parse(source, flags)
-    except Exception:  # an unparsable pattern is not folded
-        return None
-    return _guards(list(parsed))
-
-
-def _tells_digits(items: Any) -> bool | None:
-    """Whether `items` tell one digit from another; None when unreadable."""
-    sets: list[frozenset[int]] = []
-    if not _walk(items, sets):
-        return None
-    return any(split != _ALL for split in sets)
+    parsed = _parse(source, flags)
+    return None if parsed is None else _guards(parsed)
 
 
 def _guards(items: Any) -> frozenset[str] | None:
     """Guards of a sequence: the words it needs as a whole, or those its telling parts need,
-    whichever are longer (a longer word is met by fewer texts)."""
-    tells = _tells_digits(items)
-    if tells is None:
-        return None
+    whichever are longer (a longer word is met by fewer texts). One walk: this runs for every
+    policy pattern when a hook starts."""
+    parts: frozenset[str] = frozenset()
+    tells = bare = False  # bare: a part tells digits apart with no guard of its own
+    for op, value in items:
+        if op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.IN):
+            digits = _digit(value) if op is not _sre.IN else _class_digits(value)
+            if digits is None:
+                return None
+            if digits and digits != _ALL:
+                tells = bare = True
+            continue
+        if op in (_sre.ANY, _sre.AT, _sre.CATEGORY):
+            continue
+        inner = _inner_guards(op, value)
+        if inner is None:
+            tells = bare = True
+        elif inner:
+            tells, parts = True, parts | inner
     if not tells:
         return frozenset()
     whole = _required(items)
-    parts = _part_guards(items)
-    if whole is None or parts is None:
-        return parts if whole is None else whole
+    if bare or whole is None:
+        return whole if bare else parts
     return whole if min(map(len, whole)) > min(map(len, parts)) else parts
 
 
-def _part_guards(items: Any) -> frozenset[str] | None:
-    found: frozenset[str] = frozenset()
-    for op, value in items:
-        if not _tells_digits([(op, value)]):
-            continue
-        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
-            inner = _guards(value[2])
-        elif op is _sre.SUBPATTERN:
-            inner = _guards(value[3])
-        elif op is _sre.BRANCH:
-            each = [_guards(branch) for branch in value[1]]
-            inner = None if None in each else frozenset().union(*each)  # type: ignore[arg-type]
-        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
-            inner = _guards(value[1])
-        elif op is _sre.ATOMIC_GROUP:
-            inner = _guards(value)
-        else:  # a digit or a set of digits with no word around it
-            return None
-        if inner is None:
-            return None
-        found |= inner
-    return found
+def _inner_guards(op: Any, value: Any) -> frozenset[str] | None:
+    """Guards of one group, repeat, alternation or assertion; None for anything else (a
+    backreference compares digits themselves)."""
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+        return _guards(value[2])
+    if op is _sre.SUBPATTERN:
+        return _guards(value[3])
+    if op is _sre.BRANCH:
+        each = [_guards(branch) for branch in value[1]]
+        return None if None in each else frozenset().union(*each)  # type: ignore[arg-type]
+    if op in (_sre.ASSERT, _sre.ASSERT_NOT):
+        return _guards(value[1])
+    if op is _sre.ATOMIC_GROUP:
+        return _guards(value)
+    return None
 
 
 def _required(items: Any) -> frozenset[str] | None:
