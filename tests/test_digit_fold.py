@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bench import generate
 from selfcorrect.core import taxonomy as taxonomy_module
-from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
+from selfcorrect.core.digit_fold import DIGITS, MEMO_SIZE, Folding, Memo, ShapeKey
 from selfcorrect.core.normalise import normalise_failure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stuck import StuckDetector
@@ -64,6 +64,69 @@ def test_a_folding_keeps_apart_the_digits_a_pattern_tells_apart() -> None:
     assert Folding.of([re.compile(r"(\d)\1")]) is None  # a backreference compares digits
 
 
+def test_a_shape_key_folds_digits_where_no_guard_word_stands() -> None:
+    shapes = ShapeKey([taxonomy_module._CLASS])
+    # No "HTTP", "status" or E2BIG-like name: line numbers, ports and counts share one key.
+    assert shapes.key("TypeError at line 12:4") == shapes.key("TypeError at line 47:9")
+    assert shapes.key("exit code 5 after 413 tries") == shapes.key("exit code 3 after 512 tries")
+    assert shapes.key("TypeError at line 105") == shapes.key("TypeError at line 155")  # 0 too
+    # Where the pattern tells digits apart, its own folding keeps them apart.
+    assert shapes.key("HTTP 503 at line 12") != shapes.key("HTTP 303 at line 12")
+    assert shapes.key("Status: 404") != shapes.key("Status: 204")
+    assert shapes.key("E2BIG: too long") != shapes.key("E3BIG: too long")
+    # Non-ASCII text is never coarse: IGNORECASE is more than lower case there.
+    assert shapes.key("\u212a 12") != shapes.key("\u212a 47")
+    assert not ShapeKey([re.compile(r"(\d)\1")]).readable
+    # The normaliser tells 0 apart only in "0x": a hex id is one placeholder, "1x1f" is not.
+    normaliser = ShapeKey(taxonomy_module.NORMALISER_PATTERNS)
+    assert normaliser.key("at 0x1f") != normaliser.key("at 1x1f")
+    assert normaliser.key("line 105") == normaliser.key("line 977")
+    assert normalise_error("line 105") == normalise_error("line 977")
+
+
+GUARDED = [
+    *taxonomy_module.NORMALISER_PATTERNS,
+    taxonomy_module._CLASS,
+    taxonomy_module._STATUS_RX,
+    re.compile(r"\bexit code 2\b", re.IGNORECASE),
+    re.compile(r"(?:429|502|503)(?!\d)"),
+    re.compile(r"\bHTTP\s+5\d\d\b|line [2-4]", re.IGNORECASE),
+    re.compile(r"(?:x[2-9]y)+|E2BIG", re.IGNORECASE),
+]
+
+
+_PIECES = [
+    "0x1f",
+    "0X",
+    "HTTP",
+    "http/1.1",
+    "Status:",
+    "status code",
+    "E2BIG",
+    "E7BIG",
+    "EL3HLT",
+    "exit code",
+]
+_PIECES += ["line", "x", "y", "a", "f", " ", " ", "-", ":", "'", "0", "2", "3", "5", "503", "40"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join), st.data())
+def test_texts_of_one_shape_key_match_alike(text: str, data: Any) -> None:
+    twin = "".join(
+        data.draw(st.sampled_from("0123456789")) if char.isdigit() else char for char in text
+    )
+    for pattern in GUARDED:
+        shapes = ShapeKey([pattern])
+        if shapes.key(text) != shapes.key(twin):
+            continue
+        found, again = pattern.search(text), pattern.search(twin)
+        assert (found is None) == (again is None), (pattern.pattern, text, twin)
+        if found is not None and again is not None:
+            assert found.span() == again.span(), (pattern.pattern, text, twin)
+            assert found.regs == again.regs, (pattern.pattern, text, twin)
+
+
 ERROR_CLASS_TEXTS = [
     "HTTP 503 Service Unavailable",
     "HTTP 303 See Other",
@@ -88,19 +151,28 @@ def test_error_classes_equal_error_class() -> None:
             assert classes(text) == error_class(text), text
 
 
-def test_a_memo_is_emptied_when_full() -> None:
+def test_a_memo_stays_bounded_and_keeps_what_is_still_used() -> None:
     memo: Memo[int, int] = Memo(size=100)
     for key in range(10_000):
         assert memo.get(key, lambda key=key: key * 2) == key * 2
+        assert memo.get(-1, lambda: -2) == -2  # one result asked for all along
         assert len(memo) <= 100
     assert memo.get(9_999, lambda: -1) == 19_998  # remembered, not computed again
+    # Filling up never forgets a result still in use: it was computed once only.
+    computed: list[int] = []
+    memo = Memo(size=100)
+    for key in range(1_000):
+        memo.get(key, lambda key=key: key)
+        memo.get(-1, lambda: computed.append(-1) or -1)
+    assert computed == [-1]
 
 
 def _distinct(count: int) -> list[str]:
     """Texts that differ in letters, so no two share a shape."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     return [
-        f"TypeError: {letters[i % 26]}{letters[i // 26 % 26]}{letters[i // 676]} 42"
+        f"TypeError: {letters[i % 26]}{letters[i // 26 % 26]}{letters[i // 676 % 26]}"
+        f"{letters[i // 17_576]} 42"
         for i in range(count)
     ]
 
@@ -108,12 +180,12 @@ def _distinct(count: int) -> list[str]:
 def test_caches_stay_bounded_on_all_distinct_texts() -> None:
     policy = load_policy(None)
     taxonomy, detector = Taxonomy(policy), StuckDetector(policy)
-    for index, text in enumerate(_distinct(10_000)):
+    for index, text in enumerate(_distinct(MEMO_SIZE + 4_000)):
         taxonomy.classify_text(text)
         detector.feed(normalise_failure({"tool": "Bash", "error": text, "task_id": "WI-1"}, index))
-    assert 0 < len(taxonomy._blind._memo) <= 4096
-    assert 0 < len(detector._shapes) <= 4096
-    assert 0 < len(detector._classes._memo) <= 4096
+    assert 0 < len(taxonomy._blind._memo) <= MEMO_SIZE
+    assert 0 < len(detector._shapes) <= MEMO_SIZE
+    assert 0 < len(detector._classes._memo) <= MEMO_SIZE
     assert len(taxonomy._cache) <= 4096 and len(detector._texts) <= 4096
 
 
@@ -162,6 +234,8 @@ TEXTS = [
     "gave up after 3 tries",
     "gave up after 4 tries",
     "I cannot finish: 0x1f",
+    "I cannot finish: 1x1f",
+    "I cannot finish: 0X2f",
     "",
     "   ",
     # longer than a regex ever sees (text_window): the keys are cut to the window too

@@ -484,9 +484,19 @@ def test_canonical_failure_fields() -> None:
         "read_only": "true",
         "effect_state": "NOT_ATTEMPTED",
         "context_usage": 0.82,
+        "file_path": "src/handler.ts",
+        "agent_id": "executor-1",
+        "tool_use_id": "toolu_01",
     }
     failure = normalise_failure(raw, 5)
+    # Every field by name: the normaliser fills them in their order, not by name.
     assert (failure.id, failure.index) == ("TF-0007", 5)
+    assert (failure.tool, failure.error) == ("Edit", "TypeError: x")
+    assert failure.timestamp == "2026-11-29T10:00:00Z"
+    assert (failure.file_path, failure.agent_id) == ("src/handler.ts", "executor-1")
+    assert (failure.task_id, failure.approach) == ("WI-3", "null check addition")
+    assert failure.input_digest == "9f2c"
+    assert dict(failure.extra) == {"tool_use_id": "toolu_01"}
     assert failure.outcome is Outcome.PARTIAL
     assert failure.failure_type == "runtime_error"
     assert failure.code == "ETIMEDOUT"

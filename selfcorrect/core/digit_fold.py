@@ -89,17 +89,25 @@ def _digit_sets(pattern: re.Pattern[str], sets: list[frozenset[int]]) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _parsed_sets(source: str, flags: int) -> tuple[frozenset[int], ...] | None:
-    # Remembered: a watcher builds its taxonomy again after a policy edit or a log rewrite, and
-    # parsing every policy pattern would cost it milliseconds each time.
+def _parse(source: str, flags: int) -> list[Any] | None:
+    """The stdlib parser's tree of a pattern (read, never changed); None when unreadable.
+    Remembered: a watcher builds its taxonomy again after a policy edit or a log rewrite, and
+    parsing every policy pattern would cost it milliseconds each time."""
     if _sre_parse is None:
         return None
     try:
-        parsed = _sre_parse.parse(source, flags)
+        return list(_sre_parse.parse(source, flags))
     except Exception:  # an unparsable pattern is simply not folded
         return None
+
+
+@lru_cache(maxsize=512)
+def _parsed_sets(source: str, flags: int) -> tuple[frozenset[int], ...] | None:
+    parsed = _parse(source, flags)
+    if parsed is None:
+        return None
     sets: list[frozenset[int]] = []
-    return tuple(sets) if _walk(list(parsed), sets) else None
+    return tuple(sets) if _walk(parsed, sets) else None
 
 
 def _digit(code: int) -> frozenset[int]:
@@ -153,31 +161,185 @@ def _walk(items: Any, sets: list[frozenset[int]]) -> bool:
     return True
 
 
+# --- guards: the literal text that must be present for a pattern to tell digits apart --------
+
+# Every ASCII digit one class: a pattern that reads digits only as `\d` (or not at all) matches
+# every text of one key alike; "line 105" and "line 155" share a key, as DIGITS would not.
+ANY_DIGIT = Folding([frozenset(range(10))])
+# Marks a key made by ANY_DIGIT: no byte of UTF-8 is 0xff, so it never begins a fine key.
+_COARSE = b"\xff"
+
+
+class ShapeKey:
+    """Memo keys for `patterns`: their own folding, or ANY_DIGIT on a text where they cannot
+    tell digits apart.
+
+    The parts of a pattern that tell digits apart ("HTTP 503", "E2BIG", "0x1f") need literal
+    words around them (`guards`: "http", "status", "e2big", "0x"); a text holding none of those
+    words is matched as the pattern without those parts would match it, and that pattern reads
+    digits only as digits. So most texts share the coarse key of their shape, whatever their
+    numbers, and only those that hold a guard are keyed by the finer folding. Compared on ASCII
+    text only, where `re`'s IGNORECASE is plain lower case.
+    """
+
+    __slots__ = ("_fine", "_guards")
+
+    def __init__(self, patterns: Iterable[re.Pattern[str]]) -> None:
+        patterns = list(patterns)
+        self._fine = Folding.of(patterns)
+        found: set[str] | None = set()
+        for pattern in patterns:
+            guard = _pattern_guards(pattern)
+            found = None if guard is None or found is None else found | guard
+        self._guards = None if found is None else tuple(sorted(found))
+
+    @property
+    def readable(self) -> bool:
+        """Whether keys exist at all (else: remember per text)."""
+        return self._fine is not None
+
+    def key(self, text: str) -> bytes:
+        """The memo key of `text`; only when `readable`."""
+        guards = self._guards
+        if guards is not None and text.isascii():
+            lowered = text.lower()
+            for guard in guards:
+                if guard in lowered:
+                    break
+            else:
+                return _COARSE + ANY_DIGIT.key(text)
+        fine = self._fine
+        if fine is None:
+            raise ValueError("no keys for unreadable patterns: remember per text")
+        return fine.key(text)
+
+
+def _pattern_guards(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    if not isinstance(pattern.pattern, str):
+        return None
+    return _parsed_guards(pattern.pattern, pattern.flags)
+
+
+@lru_cache(maxsize=512)
+def _parsed_guards(source: str, flags: int) -> frozenset[str] | None:
+    """Lower-case words one of which every match of a digit-telling part of the pattern holds
+    (empty when no part tells one digit from another); None when some part needs none."""
+    parsed = _parse(source, flags)
+    return None if parsed is None else _guards(parsed)
+
+
+def _guards(items: Any) -> frozenset[str] | None:
+    """Guards of a sequence: the words it needs as a whole, or those its telling parts need,
+    whichever are longer (a longer word is met by fewer texts). One walk: this runs for every
+    policy pattern when a hook starts."""
+    parts: frozenset[str] = frozenset()
+    tells = bare = False  # bare: a part tells digits apart with no guard of its own
+    for op, value in items:
+        if op in (_sre.LITERAL, _sre.NOT_LITERAL, _sre.IN):
+            digits = _digit(value) if op is not _sre.IN else _class_digits(value)
+            if digits is None:
+                return None
+            if digits and digits != _ALL:
+                tells = bare = True
+            continue
+        if op in (_sre.ANY, _sre.AT, _sre.CATEGORY):
+            continue
+        inner = _inner_guards(op, value)
+        if inner is None:
+            tells = bare = True
+        elif inner:
+            tells, parts = True, parts | inner
+    if not tells:
+        return frozenset()
+    whole = _required(items)
+    if bare or whole is None:
+        return whole if bare else parts
+    return whole if min(map(len, whole)) > min(map(len, parts)) else parts
+
+
+def _inner_guards(op: Any, value: Any) -> frozenset[str] | None:
+    """Guards of one group, repeat, alternation or assertion; None for anything else (a
+    backreference compares digits themselves)."""
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+        return _guards(value[2])
+    if op is _sre.SUBPATTERN:
+        return _guards(value[3])
+    if op is _sre.BRANCH:
+        each = [_guards(branch) for branch in value[1]]
+        return None if None in each else frozenset().union(*each)  # type: ignore[arg-type]
+    if op in (_sre.ASSERT, _sre.ASSERT_NOT):
+        return _guards(value[1])
+    if op is _sre.ATOMIC_GROUP:
+        return _guards(value)
+    return None
+
+
+def _required(items: Any) -> frozenset[str] | None:
+    """Words one of which every match of `items` holds (lower case, ASCII), the longest such
+    choice; None when there is none."""
+    best: frozenset[str] | None = None
+    run: list[str] = []
+
+    def consider(candidate: frozenset[str] | None) -> None:
+        nonlocal best
+        if candidate and (best is None or min(map(len, candidate)) > min(map(len, best))):
+            best = candidate
+
+    for op, value in [*items, (None, None)]:
+        if op is _sre.LITERAL and value < 128:
+            run.append(chr(value).lower())
+            continue
+        if run:
+            consider(frozenset({"".join(run)}))
+            run = []
+        if op is _sre.SUBPATTERN:
+            consider(_required(value[3]))
+        elif op is _sre.BRANCH:
+            each = [_required(branch) for branch in value[1]]
+            consider(None if None in each else frozenset().union(*each))  # type: ignore[arg-type]
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and value[0] >= 1:
+            consider(_required(value[2]))
+        elif op is _sre.ATOMIC_GROUP:
+            consider(_required(value))
+    return best
+
+
+# Results a memo holds at most: a 100,000-entry log of the benchmark has about 5,000 shapes, and
+# a memo that forgets them as it goes computes most of them again (docs/rules.md §18).
+MEMO_SIZE = 16384
+
+
 class Memo(Generic[K, V]):
-    """A dict of at most `size` results, emptied when full: a log of all-distinct texts (or a
-    watcher running for days) cannot make it grow without bound."""
+    """At most `size` results in two generations: new results go to the young one, and when it
+    holds half of `size` the old one is dropped and the young one becomes old; a result found
+    in the old one moves back to the young. So a log of all-distinct texts (or a watcher
+    running for days) cannot make it grow without bound, and a log whose shapes outnumber half
+    of `size` keeps the recent ones instead of losing every result at once."""
 
-    __slots__ = ("_data", "_size")
+    __slots__ = ("_half", "_old", "_young")
 
-    def __init__(self, size: int = 4096) -> None:
-        self._data: dict[K, V] = {}
-        self._size = size
+    def __init__(self, size: int = MEMO_SIZE) -> None:
+        self._young: dict[K, V] = {}
+        self._old: dict[K, V] = {}
+        self._half = max(size // 2, 1)
 
     def get(self, key: K, compute: Callable[[], V]) -> V:
         """The remembered result for `key`, else `compute()`, remembered."""
-        data = self._data
+        young = self._young
         try:
-            return data[key]
+            return young[key]
         except KeyError:
             pass
-        value = compute()
-        if len(data) >= self._size:
-            data.clear()
-        data[key] = value
+        old = self._old
+        value = old.pop(key) if key in old else compute()
+        if len(young) >= self._half:
+            self._old, self._young = young, {}
+            young = self._young
+        young[key] = value
         return value
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._young) + len(self._old)
 
 
-__all__ = ["DIGITS", "Folding", "Memo"]
+__all__ = ["ANY_DIGIT", "DIGITS", "MEMO_SIZE", "Folding", "Memo", "ShapeKey"]

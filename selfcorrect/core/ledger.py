@@ -140,9 +140,10 @@ class Ledger:
         # tool (per agent) -> its subjects, one per type
         self._split: dict[str, dict[str, None]] = {}
 
-    def feed(self, failure: Failure, failure_type: str) -> None:
-        """Account one log entry. read_only and exempt entries are recorded as seen, no more."""
-        subject = subject_of(failure, failure_type)
+    def feed(self, failure: Failure, failure_type: str, subject: str | None = None) -> None:
+        """Account one log entry. read_only and exempt entries are recorded as seen, no more.
+        `subject`: `subject_of(failure, failure_type)`, when the caller has it already."""
+        subject = subject or subject_of(failure, failure_type)
         if subject != failure.subject:  # a tool-only subject, split by failure type
             split = self._split.setdefault(tool_key(failure), {})
             if failure.outcome is Outcome.SUCCESS and split:

@@ -15,11 +15,16 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from selfcorrect.core import saved
-from selfcorrect.core.digit_fold import DIGITS, Memo
+from selfcorrect.core.digit_fold import Memo, ShapeKey
 from selfcorrect.core.ledger import tool_key
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.taxonomy import ErrorClasses, http_statuses, normalise_error
+from selfcorrect.core.taxonomy import (
+    NORMALISER_PATTERNS,
+    ErrorClasses,
+    http_statuses,
+    normalise_error,
+)
 from selfcorrect.core.text_window import search, window
 
 
@@ -89,12 +94,15 @@ class _Run:
     def push(self, key: object, index: int, label: str) -> None:
         """The next failure: it extends the run when it shares the key, else starts a new one
         (or none, when it has no such key)."""
-        if key is None or key != self.key:
+        if key is None:
+            if self.count or self.key is not None:  # else nothing to end (most have no digest)
+                self.reset()
+            return
+        if key != self.key:
             self.reset()
-        if key is not None:
-            self.key, self.label = key, label
-            self.count += 1
-            self.positions.append(index)
+        self.key, self.label = key, label
+        self.count += 1
+        self.positions.append(index)
 
     def reset(self) -> None:
         self.key, self.count, self.label = None, 0, ""
@@ -143,11 +151,16 @@ class StuckDetector:
         # agent failing once each on many subjects stalls none of them.
         self._agents: dict[str, dict[str, _Run]] = {}
         self._texts: dict[str, tuple[str, str | None, bool]] = {}
-        self._unable_blind = all(
-            DIGITS.blind(re.compile(rx, re.IGNORECASE)) for rx in stuck.unable_patterns
+        # The normalised text and "cannot complete" are remembered per shape of text: keyed by
+        # what the normaliser's and these patterns' matches depend on (digit_fold.ShapeKey).
+        self._shape_key = ShapeKey(
+            [
+                *NORMALISER_PATTERNS,
+                *(re.compile(rx, re.IGNORECASE) for rx in stuck.unable_patterns),
+            ]
         )  # read, never matched, with `re`
         self._classes = ErrorClasses()
-        self._shapes: Memo[bytes, tuple[str, bool | None]] = Memo()
+        self._shapes: Memo[bytes, tuple[str, bool]] = Memo()
 
     def feed(self, failure: Failure, subject: str | None = None) -> None:
         """Take the next entry of the log; `subject`: its subject when not `failure.subject`
@@ -317,16 +330,18 @@ class StuckDetector:
         """
         known = self._texts.get(error)
         if known is None:
-            # The normalised text never depends on which digits a text holds, nor do digit-blind
-            # "cannot complete" patterns: those are read once per shape (see digit_fold). Both
-            # read only the text's window, so the key is cut to it too.
+            # The normalised text and "cannot complete" are read once per shape of text (see
+            # digit_fold); both read only the text's window, so the key is cut to it too.
             seen = window(error)
-            # Digits are folded in the key, but a status is kept in the text (rules §6).
-            statuses = http_statuses(seen)
-            key = DIGITS.key(seen) + statuses.encode() if statuses else DIGITS.key(seen)
-            normalised, unable = self._shapes.get(key, lambda: self._shape(error))
-            if unable is None:
-                unable = bool(normalised) and any(search(rx, error) for rx in self._unable)
+            if self._shape_key.readable:
+                # Digits are folded in the key, but a status is kept in the text (rules §6).
+                statuses = http_statuses(seen)
+                key = self._shape_key.key(seen)
+                if statuses:
+                    key += statuses.encode()
+                normalised, unable = self._shapes.get(key, lambda: self._shape(error))
+            else:  # a pattern compares digits (a backreference): read every text
+                normalised, unable = self._shape(error)
             # Empty (or blank) text is still a failure, but shares nothing with other errors.
             kind = self._classes(error) if normalised else None
             known = (normalised, kind, unable)
@@ -335,12 +350,9 @@ class StuckDetector:
             self._texts[error] = known
         return known
 
-    def _shape(self, error: str) -> tuple[str, bool | None]:
-        """The normalised error and, when the patterns are digit-blind, whether it says it
-        cannot complete (else None: searched per text)."""
+    def _shape(self, error: str) -> tuple[str, bool]:
+        """The normalised error and whether it says it cannot complete."""
         normalised = normalise_error(error) if error else ""
-        if not self._unable_blind:
-            return normalised, None
         return normalised, bool(normalised) and any(search(rx, error) for rx in self._unable)
 
     def _agent(self, agent_id: str | None) -> dict[str, _Run] | None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import errno
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from selfcorrect.core.bounded_regex import compile_policy
-from selfcorrect.core.digit_fold import DIGITS, Folding, Memo
+from selfcorrect.core.digit_fold import DIGITS, Memo, ShapeKey
 from selfcorrect.core.model import Failure
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search, window
@@ -68,18 +68,19 @@ class Taxonomy:
             Typed(entry.type, entry.confidence, TypeSource.PATTERN, src)
             for entry, src in zip(patterns, sources, strict=True)
         )
-        # Patterns that cannot tell the digits 1-9 apart answer once per shape of text (line
-        # numbers, ports and counts folded, see digit_fold). The others answer once per finer
-        # shape (HTTP 503 stays apart from HTTP 404), or per text when their digits are
-        # unreadable (a backreference).
+        # Patterns answer once per shape of text (line numbers, ports and counts folded, see
+        # digit_fold.ShapeKey). Those that tell digits apart (HTTP 503 from HTTP 404) are kept
+        # apart, so that a text with such words costs its finer shape to them only; the others
+        # answer per text when their digits are unreadable (a backreference).
         blind = [DIGITS.blind(rx) for rx in regexes]
-        self._blind = _Shaped(DIGITS, [(i, sources[i]) for i, b in enumerate(blind) if b], shipped)
-        sensitive = [i for i, b in enumerate(blind) if not b]
-        self._sensitive = _Shaped(
-            Folding.of(regexes[i] for i in sensitive),
-            [(i, sources[i]) for i in sensitive],
-            shipped,
-        )
+
+        def shaped(indices: list[int]) -> _Shaped:
+            shapes = ShapeKey(regexes[i] for i in indices)
+            key = shapes.key if shapes.readable else None
+            return _Shaped(key, [(i, sources[i]) for i in indices], shipped)
+
+        self._blind = shaped([i for i, b in enumerate(blind) if b])
+        self._sensitive = shaped([i for i, b in enumerate(blind) if not b])
         self._cache: dict[tuple[str, str | None], Typed] = {}
 
     @classmethod
@@ -130,14 +131,17 @@ class Taxonomy:
 
 class _Shaped:
     """Some of the policy's patterns, with their indices: the first that matches a text,
-    remembered per key of `folding` (per text when None)."""
+    remembered per `key` of the text (per text when None)."""
 
-    __slots__ = ("_folding", "_indices", "_match", "_memo")
+    __slots__ = ("_indices", "_key", "_match", "_memo")
 
     def __init__(
-        self, folding: Folding | None, patterns: list[tuple[int, str]], shipped: frozenset[str]
+        self,
+        key: Callable[[str], bytes] | None,
+        patterns: list[tuple[int, str]],
+        shipped: frozenset[str],
     ) -> None:
-        self._folding = folding
+        self._key = key
         self._indices = tuple(index for index, _ in patterns)
         self._match = _FirstMatch([source for _, source in patterns], shipped)
         self._memo: Memo[bytes, int | None] = Memo()
@@ -145,9 +149,10 @@ class _Shaped:
     def first(self, text: str) -> int | None:
         if not self._indices:
             return None
-        if self._folding is None:
+        key = self._key
+        if key is None:
             return self._index(text)
-        return self._memo.get(self._folding.key(text), lambda: self._index(text))
+        return self._memo.get(key(text), lambda: self._index(text))
 
     def _index(self, text: str) -> int | None:
         found = self._match.first(text)
@@ -256,6 +261,10 @@ _IDS = re.compile(
 )
 
 
+# What normalise_error matches; its answer also holds the HTTP statuses it finds (http_statuses).
+NORMALISER_PATTERNS = (_QUOTED, _WINDOWS_PATH, _UNIX_PATH, _IDS)
+
+
 def normalise_error(text: str) -> str:
     """Error text with volatile parts folded, so two tries of one mistake compare equal.
 
@@ -362,8 +371,10 @@ def error_class(text: str) -> str | None:
     return name or ts_code or compiler_code or code
 
 
-# The classes of digits _CLASS tells apart (E2BIG, [45]\d\d); None only should the parser change.
-_CLASS_FOLDING = Folding.of([_CLASS])
+# _CLASS tells digits apart only in E2BIG-like errno names and in HTTP statuses ([45]\d\d after
+# "HTTP", "status"...): texts without those words share the key of their shape whatever their
+# digits (digit_fold.ShapeKey).
+_CLASS_KEY = ShapeKey([_CLASS])
 
 
 class ErrorClasses:
@@ -376,10 +387,10 @@ class ErrorClasses:
         self._memo: Memo[bytes, tuple[int, int, bool] | None] = Memo()
 
     def __call__(self, text: str) -> str | None:
-        if _CLASS_FOLDING is None:
+        if not _CLASS_KEY.readable:
             return error_class(text)
         seen = window(text)  # all that _CLASS reads of it, and all the key needs
-        span = self._memo.get(_CLASS_FOLDING.key(seen), lambda: _class_span(text))
+        span = self._memo.get(_CLASS_KEY.key(seen), lambda: _class_span(text))
         if span is None:
             return None
         start, end, status = span

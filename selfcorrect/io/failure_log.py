@@ -358,6 +358,9 @@ def _dialect(
     total = len(lines)
     while number < total:
         line = lines[number]
+        if not line:  # the blank line after each entry: nothing to read or report
+            number += 1
+            continue
         tab = None if line.startswith("- ") else _leading_tab(line)
         if tab is not None and _tabbed(line):
             # An entry indented with a tab: it alone is skipped, up to the next blank line or
@@ -491,7 +494,9 @@ def _template_entry(lines: list[str], number: int) -> tuple[dict[str, Any], int]
     match = _TEMPLATE.fullmatch("\n".join(lines[number:after]))
     if match is None:
         return None
-    entry = {k: v for k, v in match.groupdict().items() if v is not None}
+    entry = match.groupdict()
+    if entry["file_path"] is None:  # the one optional line
+        del entry["file_path"]
     entry["recoverable"] = entry["recoverable"] == "true"
     if not entry["tool"]:
         return None

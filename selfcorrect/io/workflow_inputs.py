@@ -262,7 +262,7 @@ def _feed(
             continue  # one call logged twice counts once (docs/hooks.md)
         failure_type = taxonomy.classify(failure).failure_type
         subject = subject_of(failure, failure_type)
-        ledger.feed(failure, failure_type)
+        ledger.feed(failure, failure_type, subject)
         detector.feed(failure, subject)
         repeated.feed(failure, subject)
     return entries

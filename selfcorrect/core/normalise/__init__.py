@@ -136,27 +136,28 @@ def normalise_failure(raw: Mapping[Any, Any], index: int) -> Failure:
     code, approach, digest = get("code"), get("approach"), get("input_digest")
     effect, usage = get("effect_state"), get("context_usage")
     # Absent keys and schema-valid values skip the general coercions (the same answers): this
-    # runs for every entry of the log, and a hook writes only six of these keys.
+    # runs for every entry of the log, and a hook writes only six of these keys. The fields go
+    # in their order, not by name: naming 18 arguments costs more than the rest of this.
     return Failure(
-        id=(None if ident is None else _present(ident)) or str(index),
-        index=index,
-        tool=_str(get("tool"), ""),
-        error=_str(get("error"), ""),
-        timestamp=_str(get("timestamp"), ""),
-        file_path=None if file_path is None else _present(file_path),
-        agent_id=None if agent_id is None else _present(agent_id),
-        recoverable=recoverable if type(recoverable) is bool else flag(recoverable),
-        task_id=None if task_id is None else _present(task_id),
+        (None if ident is None else _present(ident)) or str(index),  # id
+        index,
+        _str(get("tool"), ""),  # tool
+        _str(get("error"), ""),  # error
+        _str(get("timestamp"), ""),  # timestamp
+        None if file_path is None else _present(file_path),  # file_path
+        None if agent_id is None else _present(agent_id),  # agent_id
+        recoverable if type(recoverable) is bool else flag(recoverable),  # recoverable
+        None if task_id is None else _present(task_id),  # task_id
         # An unreadable outcome counts as a failure: the default, and the one that is watched.
-        outcome=Outcome.FAILURE if outcome is None else _outcome(outcome),
-        failure_type=None if failure_type is None else word(failure_type),
-        code=None if code is None else _present(code),  # typed codes (ETIMEDOUT) keep their case
-        approach=None if approach is None else text(approach),
-        input_digest=None if digest is None else _present(digest),
-        read_only=read_only is True or (read_only is not None and flag(read_only) is True),
-        effect_state=None if effect is None else lookup(EffectState, effect),
-        context_usage=None if usage is None else number(usage),
-        extra=EMPTY if _FAILURE_KEY_SET.issuperset(raw) else rest(raw, _FAILURE_KEYS),
+        Outcome.FAILURE if outcome is None else _outcome(outcome),  # outcome
+        None if failure_type is None else word(failure_type),  # failure_type
+        None if code is None else _present(code),  # code: typed codes (ETIMEDOUT) keep their case
+        None if approach is None else text(approach),  # approach
+        None if digest is None else _present(digest),  # input_digest
+        read_only is True or (read_only is not None and flag(read_only) is True),  # read_only
+        None if effect is None else lookup(EffectState, effect),  # effect_state
+        None if usage is None else number(usage),  # context_usage
+        EMPTY if _FAILURE_KEY_SET.issuperset(raw) else rest(raw, _FAILURE_KEYS),  # extra
     )
 
 
