@@ -452,3 +452,38 @@ def test_agents_failing_their_first_attempts_leave_the_rule_on(tmp_path: Path, r
     assert not [e for e in out["escalations"] if e["kind"] == "circuit"]
     assert {i["reason"] for i in out["issues"]} == {"FIXABLE"}
     assert {i["attempts"] for i in out["issues"]} == {1}  # the second attempt is out
+
+
+def test_a_prompt_cites_only_open_escalations_after_a_reset_under_an_open_circuit(
+    tmp_path: Path, run_line
+) -> None:
+    """Reproduction 4 of the one-decision work: c.py's issue is blocked because its rule's
+    circuit is open; a person resets c.py's escalation (not the circuit), so it is blocked again
+    at once, for the same reason, under a new escalation. Its prompt, the JSON and gate.json
+    cite only escalations open in escalations.yaml, never the one just resolved."""
+    repo = lint_project(tmp_path, ["a.py", "b.py", "c.py"])
+    clock = Clock()
+    first = run(repo, clock)
+    assert issues_by_target(first)["c.py"] == ("BLOCKED", "CIRCUIT_OPEN")
+    folder = repo / "workflow"
+
+    def c_escalations() -> list[dict]:
+        entries = load(folder / "escalations.yaml")["escalations"]
+        return [e for e in entries if "c.py" in str(e.get("fingerprint") or "")]
+
+    (before,) = c_escalations()
+    reset = ["reset", folder, "--escalation", before["id"], "--evidence", "looked at c.py"]
+    assert run_line(reset).exit_code == 0
+    clock.now += timedelta(minutes=1)
+    result = run_line(["run", folder, "--format", "json"])
+    opened = {
+        e["id"] for e in load(folder / "escalations.yaml")["escalations"] if e["status"] == "open"
+    }
+    assert before["id"] not in opened
+    (issue,) = [i for i in json.loads(result.stdout)["issues"] if i["target"] == "c.py"]
+    assert issue["status"] == "blocked" and issue["escalation"] in opened
+    prompt = next(p for p in (folder / "recovery").glob("*.md") if "c.py" in p.read_text())
+    cited = {w.strip(".,;:()") for w in prompt.read_text().split() if w.startswith("ESC-")}
+    assert cited and cited <= opened, (cited, opened)
+    gate = json.loads((folder / ".selfcorrect" / "gate.json").read_text())
+    assert {owner["escalation"] for owner in gate["blocked"].values()} <= opened
