@@ -195,6 +195,8 @@ def test_a_validator_rerun_with_no_agent_turn_spends_nothing(tmp_path: Path) -> 
     assert (spent["status"], spent["attempts"]) == ("pending", 1)
     prompt = (root / "workflow" / "recovery" / "WI-1.md").read_text(encoding="utf-8")
     assert "RECOVERY for WI-1: step 1 of 6" in prompt
+    # Its own retry is spent: the count runs on to the hard ceiling, not "attempt 2 of 1".
+    assert "attempt 2 of 10" in prompt
 
 
 def test_an_issue_whose_retries_are_spent_climbs_the_ladder_before_a_person(
@@ -272,3 +274,19 @@ def test_an_item_that_fails_again_after_a_pass_then_works_says_recovered_everywh
     assert "final_status: recovered" in log.read_text(encoding="utf-8")
     prompt = (root / "workflow" / "recovery" / "WI-1.md").read_text(encoding="utf-8")
     assert prompt.startswith("STATUS: recovered")
+
+
+def test_an_item_stuck_and_with_a_spent_issue_gets_one_step_to_take(tmp_path: Path) -> None:
+    """WI-1's agent is stuck on the ladder and its docs issue spent its retry too: the item's
+    file gives the agent one TRY, the stuck prompt's, not a second step beside it."""
+    root = make_project(tmp_path)
+    report(root, 1)
+    run(root)
+    fail(root, 3)  # stuck: step 1
+    subagent_stop(root)
+    report(root, 2)  # after its turn, the docs are still missing
+    run(root)
+    prompt = (root / "workflow" / "recovery" / "WI-1.md").read_text(encoding="utf-8")
+    assert "STUCK RECOVERY for WI-1" in prompt
+    assert prompt.count("TRY:") == 1
+    assert "RECOVERY for WI-1: step" not in prompt

@@ -329,7 +329,10 @@ def directive_context(
         },
         "strategy": decision.strategy,
         "attempt": decision.attempts,
-        "retries": decision.retries,
+        # On the recovery ladder its own retries are spent: the count runs to the ceiling.
+        "retries": policy.caps.max_attempts_per_subject
+        if decision.ladder_step
+        else decision.retries,
         "scope": scope,
         "failing_tests": failing,
         "tests": tests,

@@ -40,7 +40,7 @@ from selfcorrect.core.outputs import (
     Result,
     stamp,
 )
-from selfcorrect.core.plan_issues import plan_issue, plan_resolved, propose
+from selfcorrect.core.plan_issues import STUCK_PROMPT, plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.text_caps import cap_text
@@ -243,7 +243,7 @@ def _plan_subject(
         plan.prompts.append(
             Prompt(
                 work_item,
-                "stuck_recovery.md.j2",
+                STUCK_PROMPT,
                 stuck_context(
                     run.policy,
                     decision,

@@ -22,6 +22,8 @@ from selfcorrect.core.work_item_decision import issue_escalation_key, issue_wait
 from selfcorrect.core.work_item_decision import runs_fixer as fixer_runs
 from selfcorrect.core.work_items import WorkItem, merge
 
+STUCK_PROMPT = "stuck_recovery.md.j2"
+
 
 def plan_issue(
     plan: PlanDraft, items: dict[str, WorkItem], run: Decisions, decision: IssueDecision
@@ -75,7 +77,12 @@ def plan_issue(
         )
         if runs_fixer:
             plan.fixes.append(decision)
-    if decision.ladder_step:  # its own attempts are spent: the step's advice comes first
+    stuck = any(
+        p.work_item == decision.work_item and p.template == STUCK_PROMPT for p in plan.prompts
+    )
+    # Its own attempts are spent: the step's advice comes first, unless the item's stuck prompt
+    # above already gives its agent one step to take (one TRY per file).
+    if decision.ladder_step and not stuck:
         plan.prompts.append(
             Prompt(
                 decision.work_item,
