@@ -219,6 +219,9 @@ def test_an_issue_whose_retries_are_spent_climbs_the_ladder_before_a_person(
     ]
     escalations = (root / "workflow" / "escalations.yaml").read_text(encoding="utf-8")
     assert "recovery steps 1 to 5 spent" in escalations
+    # The person reads what was offered: the directive, then each recovery step by name.
+    for name in ("recovery step 1: Re-read everything", "recovery step 5: Radical simplification"):
+        assert name in escalations
 
 
 def test_what_worked_names_the_calls_that_worked(tmp_path: Path) -> None:
@@ -290,3 +293,21 @@ def test_an_item_stuck_and_with_a_spent_issue_gets_one_step_to_take(tmp_path: Pa
     assert "STUCK RECOVERY for WI-1" in prompt
     assert prompt.count("TRY:") == 1
     assert "RECOVERY for WI-1: step" not in prompt
+
+
+def test_a_person_paged_for_an_item_reads_its_agents_failures(tmp_path: Path) -> None:
+    """WI-1's docs issue runs out of steps while its agent keeps failing: the escalation's
+    error chain carries the agent's error beside the report's words."""
+    root = make_project(tmp_path, "caps:\n  max_attempts_per_subject: 2\n")
+    report(root, 0)
+    run(root)
+    fail(root)
+    subagent_stop(root)
+    report(root, 1)
+    run(root)  # its retry spent: step 1 (attempt 2)
+    subagent_stop(root)
+    report(root, 2)
+    run(root)  # the ceiling: a person
+    escalations = (root / "workflow" / "escalations.yaml").read_text(encoding="utf-8")
+    assert "the ceiling caps.max_attempts_per_subject (2)" in escalations
+    assert "its agent's failure:" in escalations and "TypeError: Cannot read" in escalations

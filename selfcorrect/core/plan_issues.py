@@ -7,13 +7,10 @@ from typing import Any
 
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.classify import IssueDecision, IssueReason
-from selfcorrect.core.contexts import (
-    directive_context,
-    short,
-)
+from selfcorrect.core.contexts import directive_context, error_summary, short
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
-from selfcorrect.core.ladder import SubjectDecision, ladder_step
+from selfcorrect.core.ladder import ESCALATE_STEP, SubjectDecision, ladder_step
 from selfcorrect.core.model import IssueStatus, Verdict
 from selfcorrect.core.outputs import EscalationEntry, PlanDraft, Prompt, stamp
 from selfcorrect.core.stages import SHADOW
@@ -186,6 +183,7 @@ def block_issue(
     """
     issue = decision.issue
     tried = [decision.strategy] if decision.attempts and decision.strategy else []
+    tried += _steps_offered(run, decision)
     entry = EscalationEntry(
         # A new reason is a new escalation: a resolved one for an old reason never hides it.
         key=issue_escalation_key(decision.fingerprint, code or decision.reason.value),
@@ -197,6 +195,7 @@ def block_issue(
         error_chain=[
             f"{issue.id or decision.fingerprint}: {short(issue.description)}",
             *_returns(run, decision),
+            *_item_failures(run, decision),
         ],
         tried=tried,
         files=[f for f in (issue.target,) if f],
@@ -225,6 +224,31 @@ def block_issue(
     if journal:
         plan.journal.append(blocked_record(run, decision, reason, code).to_json())
     plan.escalations.append(entry)
+
+
+def _steps_offered(run: Decisions, decision: IssueDecision) -> list[str]:
+    """The recovery steps its task was offered before a person was paged (docs/rules.md §8)."""
+    if decision.reason is not IssueReason.LADDER_EXHAUSTED:
+        return []
+    return [
+        f"recovery step {step['step']}: {step['name']}"
+        for step in (ladder_step(run.policy, k) for k in range(1, ESCALATE_STEP))
+    ]
+
+
+def _item_failures(run: Decisions, decision: IssueDecision) -> list[str]:
+    """What its task's agent kept failing with meanwhile (the item's failures, latest last):
+    a person reads the cause beside the report's words."""
+    if decision.classification is not Verdict.BLOCKED or not decision.issue.task_id:
+        return []
+    errors = [
+        error_summary(attempt.error)
+        for record in run.records.values()
+        if record.task_id == decision.work_item
+        for attempt in record.chain
+        if attempt.outcome == "failure" and attempt.error
+    ]
+    return [f"its agent's failure: {e}" for e in dict.fromkeys(errors)][-5:]
 
 
 def _returns(run: Decisions, decision: IssueDecision) -> list[str]:
