@@ -47,7 +47,7 @@ from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.output_memo import OutputMemo
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.programs import installed
-from selfcorrect.io.workflow_inputs import LogCache, load_inputs, report_stamp
+from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 from selfcorrect.io.workspace import project_root
 from selfcorrect.layout import work_item_file
 
@@ -408,7 +408,7 @@ def _validate(
             run=trace,
             actor="selfcorrect",
             detail=checked.detail,
-            report_stamp=report_stamp(folder / layout.REPORT) or None,
+            report_stamp=last_report.stamp(folder / layout.REPORT) or None,
             cycle=True if cycle else None,
         )
         journal.append(folder, [event.to_json()])

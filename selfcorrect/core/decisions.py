@@ -168,20 +168,20 @@ def decide(
     warnings = list(inputs.warnings)
     history = list(inputs.history)
     records = list(inputs.records)  # parsed once per load; every fold reads these
-    state = _derive(records, inputs)
+    state = derive(records, host_turns=inputs.host_turns)
     # A person's hand edits (an escalation resolved, a failed_items entry unblocked) act now,
     # before any decision, exactly as `selfcorrect reset` would have (rules §10).
     human = hand_edits(inputs, state, warnings)
     if human:
         history += [r.record.to_json() for r in human]
         records += [r.record for r in human]
-        state = _derive(records, inputs)
+        state = derive(records, host_turns=inputs.host_turns)
     # A passing report recovers what was still failing before it (docs/rules.md §9.1).
     passed = passing_report(inputs, state)
     if passed is not None:
         history.append(passed.to_json())
         records.append(passed)
-        state = _derive(records, inputs)
+        state = derive(records, host_turns=inputs.host_turns)
     circuits = fold_circuits(records)
     trips = circuits.trips(policy)
     for trip in assume_open:
@@ -243,14 +243,6 @@ def decide(
         history=history,
         warnings=warnings,
     )
-
-
-def _derive(records: Sequence[Any], inputs: Inputs) -> State:
-    """The journal's state, knowing whether the host reports turns (its stop hooks are
-    installed): then only a turn ends a ladder round or lets a report spend an attempt."""
-    state = derive(records)
-    state.host_installed = inputs.host_turns
-    return state
 
 
 def passing_report(inputs: Inputs, state: State) -> SuccessEvent | None:

@@ -330,8 +330,8 @@ class TurnEvent(Stamped):
 @dataclass(frozen=True, kw_only=True)
 class PlanRevisionEvent(Stamped):
     """`recovery/plan.md` asks the controller for another approach for `tasks` (written), or
-    was deleted because fewer than two of them are still blocked (withdrawn: docs/rules.md
-    §8). Journaled when its tasks change, so a rerun writes nothing."""
+    was deleted because fewer than two of them are still blocked (withdrawn:
+    docs/rules.md §8). Journaled when its tasks change, so a rerun writes nothing."""
 
     event = PLAN_REVISION
     status: str  # written | withdrawn

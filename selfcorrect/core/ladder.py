@@ -123,7 +123,7 @@ class _Case:
     spent: bool  # its type's unguided attempts are used
     fresh: bool  # failures after the last decision
     succeeded_since: bool  # a success since a person's reset (or there was none)
-    round_over: bool  # the round of the step shown has ended: a climb is due
+    turns: State | None  # the journal's agents' turns: when a round ends (round_over)
     at_limit: str
     make: Any  # (status, reason, step, new) -> SubjectDecision
 
@@ -170,7 +170,7 @@ def _decide(
         spent=retries is not None and attempts >= int(retries),
         fresh=record.latest_position > prior.log_position,
         succeeded_since=baseline is None or record.successes > baseline.successes,
-        round_over=round_over(record, prior, policy, turns),
+        turns=turns,
         at_limit=rule.at_limit if rule else "ladder",
         make=make,
     )
@@ -282,7 +282,8 @@ def _on_the_ladder(case: _Case) -> SubjectDecision:
         if reason is SubjectReason.RETRIES_SPENT and firing:
             reason = SubjectReason.STUCK_FIRST_DETECTION
         return case.make(SubjectStatus.RECOVERING, reason, step, True)
-    if not case.fresh or not case.round_over:
+    # Asked only here: a subject on the ladder with new failures (not every subject, every run).
+    if not case.fresh or not round_over(case.record, prior, case.policy, case.turns):
         # A prompt is out, and nothing failed since, or its agent's turn is still going: one
         # climb per round, never one per failed call (docs/rules.md §8).
         return case.make(

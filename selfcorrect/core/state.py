@@ -153,9 +153,10 @@ class State:
         return next((t for t in self.turns if t.seq > seq and t.ends(agents, task)), None)
 
 
-def derive(records: Iterable[Stamped | Mapping[str, Any]]) -> State:
-    """Fold the journal's typed records, in order (dicts are parsed: core/journal_records)."""
-    state = State()
+def derive(records: Iterable[Stamped | Mapping[str, Any]], *, host_turns: bool = False) -> State:
+    """Fold the journal's typed records, in order (dicts are parsed: core/journal_records).
+    `host_turns`: the agent host's stop hooks are installed, so it reports turns."""
+    state = State(host_installed=host_turns)
     started: set[tuple[str, int]] = set()  # (fingerprint, attempt) whose preflight ran
     for seq, record in enumerate(typed(records)):
         if isinstance(record, TransitionEvent) and record.source == "preflight":

@@ -429,8 +429,8 @@ def _pending_microtasks(run: Decisions, work: WorkPlan, item: str) -> tuple[Micr
 
 
 def _edited_by_person(run: Decisions, decided: WorkItemDecision) -> str | None:
-    """The status a person set by hand on an item we had blocked: that edit stands (rules
-    §10); acting on it comes with human control, and it is never overwritten."""
+    """The status a person set by hand on an item we had blocked: that edit stands
+    (docs/rules.md §10); acting on it comes with human control, and it is never overwritten."""
     if decided.status is not FinalStatus.BLOCKED:
         return None
     if run.written.get(decided.id) != FinalStatus.BLOCKED.value:

@@ -86,8 +86,7 @@ def _record_turn(event: HookEvent, folder: Path, *, subagent: bool, tasks: list[
     import time
 
     from selfcorrect.core.journal_records import TurnEvent
-    from selfcorrect.io import folder_lock, journal
-    from selfcorrect.io.workflow_inputs import report_stamp
+    from selfcorrect.io import folder_lock, journal, last_report
 
     if not (folder / layout.JOURNAL).is_file():
         return  # no run has been here: nothing was handed out, no round to end
@@ -96,7 +95,7 @@ def _record_turn(event: HookEvent, folder: Path, *, subagent: bool, tasks: list[
         agent=agent,
         lead=not subagent,
         tasks=tasks,
-        report_stamp=report_stamp(folder / layout.REPORT),
+        report_stamp=last_report.stamp(folder / layout.REPORT),
         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         run="hook",
         actor="selfcorrect",

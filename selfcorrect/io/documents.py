@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (rules §17)
 SPLICED = {"coordination_log": "failed_items", "escalations": "escalations"}  # keys we own
-# Decision documents in which a duplicate key is a warning and the last value wins (rules
-# §2.2: cAgents' evidence-recheck hook writes every `reason:` line after every `criterion:`).
+# Decision documents in which a duplicate key is a warning and the last value wins
+# (docs/rules.md §2.2: cAgents' evidence-recheck hook writes every `reason:` line after every
+# `criterion:`).
 LENIENT_DUPLICATES = frozenset({"validation_report"})
 
 

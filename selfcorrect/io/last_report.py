@@ -18,18 +18,28 @@ from selfcorrect.io import atomic
 from selfcorrect.io.safe_paths import ensure_dir
 
 
-def keep(folder: Path, digest: str, stamp: str) -> bool:
+def stamp(path: Path) -> str:
+    """Which write of the report this is: its inode and modification time ("" when absent).
+    Light to import: the stop hooks record it with each turn."""
+    try:
+        info = path.stat()
+    except OSError:
+        return ""
+    return f"{info.st_ino}:{info.st_mtime_ns}"
+
+
+def keep(folder: Path, digest: str, write: str) -> bool:
     """Copy validation_report.yaml when it is the report this run decided on (`digest`) and
-    the copy holds another one (`stamp`: which write it was). True if the copy was written."""
-    kept = _identity(folder)
-    if kept is not None and kept[0] == digest:
+    the copy holds another one (`write`: its stamp). True if the copy was written."""
+    held = _identity(folder)
+    if held is not None and held[0] == digest:
         return False  # the same report (touched or copied, it is no new verdict)
     data = atomic.read_or_none(folder / layout.REPORT)
     if data is None or hashlib.sha256(data).hexdigest()[:16] != digest:
         return False  # rewritten since the run read it: the next run keeps that one
     ensure_dir((folder / layout.LAST_REPORT).parent)
     atomic.replace_file(folder / layout.LAST_REPORT, data)
-    identity = json.dumps({"digest": digest, "stamp": stamp}) + "\n"
+    identity = json.dumps({"digest": digest, "stamp": write}) + "\n"
     atomic.replace_file(folder / layout.LAST_REPORT_ID, identity.encode("utf-8"))
     return True
 

@@ -107,7 +107,7 @@ def load_inputs(
     warnings: list[Diagnostic] = []
     absent: tuple[Report | None, str] = (None, "absent")
     report, digest = strict(lambda: _load_report(folder, policy, warnings), absent)
-    stamp = report_stamp(folder / layout.REPORT) if report is not None else ""
+    stamp = last_report.stamp(folder / layout.REPORT) if report is not None else ""
     if report is not None and report.stub:  # no validator ran: the last real report stands
         report, digest, stamp = _last_real(folder, policy, warnings, (report, digest, stamp))
     coordination = None
@@ -331,15 +331,6 @@ def _recheck(report: Report | None, root: Path, checks: ProjectChecks) -> tuple[
         )
         for finding in checks.recheck(report, root)
     )
-
-
-def report_stamp(path: Path) -> str:
-    """Which write of the report this is: its inode and modification time."""
-    try:
-        info = path.stat()
-    except OSError:
-        return ""
-    return f"{info.st_ino}:{info.st_mtime_ns}"
 
 
 def _last_real(
