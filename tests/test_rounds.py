@@ -277,6 +277,9 @@ def test_an_item_that_fails_again_after_a_pass_then_works_says_recovered_everywh
     assert "final_status: recovered" in log.read_text(encoding="utf-8")
     prompt = (root / "workflow" / "recovery" / "WI-1.md").read_text(encoding="utf-8")
     assert prompt.startswith("STATUS: recovered")
+    run(root)  # nothing new: every output still says recovered, gate.json too
+    gate = json.loads((root / "workflow" / ".selfcorrect" / "gate.json").read_text("utf-8"))
+    assert gate["tasks"]["WI-1"]["status"] == "recovered"
 
 
 def test_an_item_stuck_and_with_a_spent_issue_gets_one_step_to_take(tmp_path: Path) -> None:

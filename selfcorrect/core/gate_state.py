@@ -167,7 +167,9 @@ def _tasks(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[st
     coordination = decisions.coordination
     for task in coordination.tasks if coordination is not None else ():
         item = plan.work_items.get(task.task_id)
-        status = item.status.value if item is not None else None
+        # Nothing decided for it this run: what failed_items last said of it (a recovered item
+        # stays recovered here as it does there), null when it never had an entry.
+        status = item.status.value if item is not None else decisions.written.get(task.task_id)
         acts = item is not None and item.acts
         prompt = f"{workflow}/{item.prompt}" if acts and item and item.prompt else None
         pending = item.microtasks if acts and item is not None else ()
