@@ -183,7 +183,7 @@ def test_caches_stay_bounded_on_all_distinct_texts() -> None:
     for index, text in enumerate(_distinct(MEMO_SIZE + 4_000)):
         taxonomy.classify_text(text)
         detector.feed(normalise_failure({"tool": "Bash", "error": text, "task_id": "WI-1"}, index))
-    assert 0 < len(taxonomy._blind._memo) <= MEMO_SIZE
+    assert 0 < len(taxonomy._shaped[0]._memo) <= MEMO_SIZE
     assert 0 < len(detector._shapes) <= MEMO_SIZE
     assert 0 < len(detector._classes._memo) <= MEMO_SIZE
     assert len(taxonomy._cache) <= 4096 and len(detector._texts) <= 4096

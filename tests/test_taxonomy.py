@@ -262,6 +262,11 @@ def test_patterns_that_cannot_be_joined_still_classify(patterns: list[dict[str, 
     taxonomy = Taxonomy(policy_with(patterns=patterns))
     assert taxonomy.classify(failure("it went BOOM")).failure_type == "timeout"
     assert taxonomy.classify(failure("nothing here")).failure_type == "unknown"
+    # A long log's texts are searched per shape once the first few were searched one at a
+    # time: the same answers either way.
+    for number in range(100):
+        assert taxonomy.classify(failure(f"line {number}: it went BOOM")).failure_type == "timeout"
+        assert taxonomy.classify(failure(f"nothing {'x' * number}")).failure_type == "unknown"
 
 
 @pytest.mark.parametrize("error", ["", "  \t"])

@@ -50,7 +50,16 @@ _LAST: list[tuple[Policy, Taxonomy]] = []  # Taxonomy.of's one policy and its ta
 class Taxonomy:
     """The policy's `codes` and `patterns`, ready to classify failures."""
 
-    __slots__ = ("_blind", "_cache", "_codes", "_sensitive", "_typed")
+    __slots__ = (
+        "_cache",
+        "_codes",
+        "_plain",
+        "_searched",
+        "_shaped",
+        "_shipped",
+        "_sources",
+        "_typed",
+    )
 
     def __init__(self, policy: Policy) -> None:
         codes = policy.codes
@@ -60,14 +69,27 @@ class Taxonomy:
             code.upper(): (kind, code) for code, kind in codes.items()
         }
         patterns = policy.patterns
-        sources = [entry.regex for entry in patterns]
-        # Compiled by `re` to be read (digit_fold), never matched: matching is _FirstMatch's.
-        regexes = [re.compile(source, re.IGNORECASE) for source in sources]
-        shipped = policy.shipped_regexes
+        self._sources = [entry.regex for entry in patterns]
+        self._shipped = policy.shipped_regexes
         self._typed = tuple(
             Typed(entry.type, entry.confidence, TypeSource.PATTERN, src)
-            for entry, src in zip(patterns, sources, strict=True)
+            for entry, src in zip(patterns, self._sources, strict=True)
         )
+        # The first few texts are searched pattern by pattern: an agent hook types one new
+        # failure, and reading the patterns' digits and joining them into alternations would
+        # cost it more than the searches (docs/hooks.md, the failure hook's cost). A run over a
+        # long log goes on with the shaped, joined search below, which answers the same.
+        self._plain: _FirstMatch | None = _FirstMatch(self._sources, self._shipped, joined=False)
+        self._searched = 0
+        self._shaped: tuple[_Shaped, _Shaped] | None = None  # (digit-blind, digit-sensitive)
+        self._cache: dict[tuple[str, str | None], Typed] = {}
+
+    def _shape(self) -> tuple[_Shaped, _Shaped]:
+        """The patterns split by whether they tell digits apart, each part searched per shape
+        of text."""
+        sources, shipped = self._sources, self._shipped
+        # Compiled by `re` to be read (digit_fold), never matched: matching is _FirstMatch's.
+        regexes = [re.compile(source, re.IGNORECASE) for source in sources]
         # Patterns answer once per shape of text (line numbers, ports and counts folded, see
         # digit_fold.ShapeKey). Those that tell digits apart (HTTP 503 from HTTP 404) are kept
         # apart, so that a text with such words costs its finer shape to them only; the others
@@ -79,9 +101,10 @@ class Taxonomy:
             key = shapes.key if shapes.readable else None
             return _Shaped(key, [(i, sources[i]) for i in indices], shipped)
 
-        self._blind = shaped([i for i, b in enumerate(blind) if b])
-        self._sensitive = shaped([i for i, b in enumerate(blind) if not b])
-        self._cache: dict[tuple[str, str | None], Typed] = {}
+        self._plain = None
+        return shaped([i for i, b in enumerate(blind) if b]), shaped(
+            [i for i, b in enumerate(blind) if not b]
+        )
 
     @classmethod
     def of(cls, policy: Policy) -> Taxonomy:
@@ -123,7 +146,12 @@ class Taxonomy:
         """Index of the first pattern, in policy order, that matches anywhere in `text`."""
         if not text or text.isspace():
             return None  # an empty error says nothing: unknown (rules §6)
-        blind, sensitive = self._blind.first(text), self._sensitive.first(text)
+        if self._plain is not None and self._searched < _FEW_TEXTS:
+            self._searched += 1
+            return self._plain.first(text)
+        if self._shaped is None:
+            self._shaped = self._shape()
+        blind, sensitive = self._shaped[0].first(text), self._shaped[1].first(text)
         if blind is None or sensitive is None:
             return sensitive if blind is None else blind
         return min(blind, sensitive)
@@ -164,7 +192,7 @@ class _FirstMatch:
 
     __slots__ = ("_linear", "_own", "_prefixes", "_regexes", "_sources")
 
-    def __init__(self, sources: list[str], shipped: frozenset[str]) -> None:
+    def __init__(self, sources: list[str], shipped: frozenset[str], *, joined: bool = True) -> None:
         # The shipped patterns are linear and matched with `re`, joined into alternations; the
         # policy's own, one by one with a time limit (core/bounded_regex.py): joined into one
         # `re` pattern, they would run unbounded.
@@ -178,7 +206,9 @@ class _FirstMatch:
         self._regexes = tuple(re.compile(source, re.IGNORECASE) for source in self._sources)
         # _prefixes[k]: patterns 0..k-1 as one alternation, compiled on first use. One search
         # with it answers "does any earlier pattern match?" at a fraction of k searches.
-        self._prefixes: list[re.Pattern[str] | None] | None = _prefixes(self._sources)
+        self._prefixes: list[re.Pattern[str] | None] | None = (
+            _prefixes(self._sources) if joined else None
+        )
 
     def first(self, text: str) -> int | None:
         """Index of the first pattern that matches anywhere in `text`."""
@@ -198,6 +228,11 @@ class _FirstMatch:
             return next(linear, None)
         found: int | None = None
         limit, start = len(regexes), 0
+        try:
+            self._prefix(prefixes, limit)  # the whole alternation: the first one compiled
+        except re.error:
+            self._prefixes = None
+            return next(linear, None)
         while limit:
             match = self._prefix(prefixes, limit).search(text, start)
             if match is None:
@@ -220,6 +255,8 @@ class _FirstMatch:
 
 
 _CACHE_SIZE = 1024
+# Distinct texts a taxonomy searches pattern by pattern before it shapes and joins them.
+_FEW_TEXTS = 32
 # Patterns that refer to their own groups cannot be joined into one alternation.
 _GROUP_REFERENCE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
 
@@ -229,14 +266,12 @@ def _alternation(sources: Iterable[str]) -> re.Pattern[str]:
 
 
 def _prefixes(sources: list[str]) -> list[re.Pattern[str] | None] | None:
-    """Lazy prefix alternations, or None when the patterns cannot be joined (then: one by one)."""
+    """Lazy prefix alternations, or None when the patterns cannot be joined (then: one by one).
+    Whether the whole alternation compiles (global inline flags or duplicate group names make
+    it fail) is found when it is first needed: it is the first one a search compiles."""
     if not sources or any(_GROUP_REFERENCE.search(source) for source in sources):
         return None
-    try:
-        full = _alternation(sources)  # fails on global inline flags or duplicate group names
-    except re.error:
-        return None
-    return [None] * len(sources) + [full]
+    return [None] * (len(sources) + 1)
 
 
 # --------------------------------------------------------------------------- normalise_error
