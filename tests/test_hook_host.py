@@ -113,6 +113,18 @@ def test_a_success_of_the_call_clears_the_repeat(project: Path) -> None:
     assert hook(project, "pre-tool-use", call("agent-1", "Bash", NPM)).json is None
 
 
+def test_status_says_a_subject_recovered_on_its_own(project: Path) -> None:
+    hook(project, "post-tool-use-failure", failure("agent-1", "Bash", NPM, NPM_ERROR))
+    hook(project, "post-tool-use", success("agent-1", "Bash", NPM, "s1"))
+    shown = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "status", "workflow"],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    ).stdout  # fmt: skip
+    (row,) = [line for line in shown.splitlines() if line.startswith("  WI-1 ")]
+    assert "recovered" in row and "recovered on its own, nothing was decided for it" in row
+    assert "yet" not in row  # nothing is waiting for a decision
+
+
 def test_a_successful_edit_by_the_agent_clears_its_repeats(project: Path) -> None:
     repeat_three_times(project)
     repeat_three_times(project, "agent-2")

@@ -80,6 +80,8 @@ def show_status(status: FolderStatus, fmt: str, common: Common, folder: str = "D
             elif kind == "Issues" and state in ("skipped", "blocked") and row.get("detail"):
                 # held with its task: the task's decision is the issue's (rules §9.1)
                 when = f"; held with its task: {printable(str(row['detail']))}"
+            elif state == "recovered":  # a later call worked before anything was decided
+                when = "; recovered on its own, nothing was decided for it"
             else:
                 when = "; no decision recorded yet"
             name = row.get("id") or row[key] if kind == "Issues" else row[key]
