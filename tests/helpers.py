@@ -204,3 +204,43 @@ USAGE_MISSING: dict[str, Any] = {
 # cAgents session's WI-2 (four stale edits of refresh.ts) is then escalated at once, for the
 # tests that need an open escalation (by default the ladder runs first: docs/rules.md §6).
 ESCALATE_STALE_EDITS = "failure_types:\n  stale_context:\n    at_limit: escalate\n"
+
+
+# --------------------------------------------------------------------------- cAgents as a plugin
+
+CAGENTS_HOOKS = {  # cAgents' own hooks file, as its plugin manifest names it
+    "hooks": {
+        "PostToolUseFailure": [
+            {"hooks": [{"type": "command", "timeout": 5, "command":
+             "bash -c 'R=\"${CLAUDE_PLUGIN_ROOT:-${CLAUDE_PROJECT_DIR:-$(pwd)}}\"; "
+             "node \"$R/.claude/hooks/run-hook.cjs\" tool-failure-tracker'"}]}
+        ]
+    }
+}  # fmt: skip
+
+
+def install_plugin(
+    home: Path, name: str, files: dict[str, Any], *, v1: bool = False, where: Path | None = None
+) -> Path:
+    """A plugin installed as Claude Code installs one: its folder under ~/.claude/plugins/cache
+    (or `where`), and its entry in ~/.claude/plugins/installed_plugins.json."""
+    plugins = home / ".claude" / "plugins"
+    plugin, marketplace = name.split("@")
+    root = where or plugins / "cache" / marketplace / plugin / "10.9.0"
+    for rel, content in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(json.dumps(content), "utf-8")
+    entry = {"version": "10.9.0", "installPath": str(root), "installedAt": "2026-12-01T00:00:00Z"}
+    installed = (
+        {"version": 1, "plugins": {name: entry}}
+        if v1
+        else {"version": 2, "plugins": {name: [{"scope": "user", **entry}]}}
+    )
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "installed_plugins.json").write_text(json.dumps(installed), "utf-8")
+    return root
+
+
+def enable(settings: Path, plugins: dict[str, bool]) -> None:
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"enabledPlugins": plugins}), "utf-8")

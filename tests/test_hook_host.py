@@ -18,6 +18,7 @@ import pytest
 
 from selfcorrect.hooks.events import input_digest
 from selfcorrect.io import documents
+from tests.helpers import CAGENTS_HOOKS, enable, install_plugin
 from tests.test_hooks import (
     COORDINATION,
     WAIT_S,
@@ -228,47 +229,11 @@ def test_beside_the_cagents_logger_no_second_entry_is_written(project: Path) -> 
     assert (project / "workflow/.selfcorrect/gate.json").is_file()  # it decided all the same
 
 
-CAGENTS_HOOKS = {  # cAgents' own hooks file, as its plugin manifest names it
-    "hooks": {
-        "PostToolUseFailure": [
-            {"hooks": [{"type": "command", "timeout": 5, "command":
-             "bash -c 'R=\"${CLAUDE_PLUGIN_ROOT:-${CLAUDE_PROJECT_DIR:-$(pwd)}}\"; "
-             "node \"$R/.claude/hooks/run-hook.cjs\" tool-failure-tracker'"}]}
-        ]
-    }
-}  # fmt: skip
 CAGENTS_ENTRY = (  # what the cAgents hook appended for the failing `npm test`, in its template
     "# Tool Failure Log\n\nfailures:\n"
     '- tool: "Bash"\n  error: "npm ERR! Test failed. See above for more details."\n'
     '  timestamp: "2026-12-03T06:00:00Z"\n  agent_id: "agent-1"\n'
 )
-
-
-def install_plugin(
-    home: Path, name: str, files: dict[str, Any], *, v1: bool = False, where: Path | None = None
-) -> Path:
-    """A plugin installed as Claude Code installs one: its folder under ~/.claude/plugins/cache
-    (or `where`), and its entry in ~/.claude/plugins/installed_plugins.json."""
-    plugins = home / ".claude" / "plugins"
-    plugin, marketplace = name.split("@")
-    root = where or plugins / "cache" / marketplace / plugin / "10.9.0"
-    for rel, content in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(json.dumps(content), "utf-8")
-    entry = {"version": "10.9.0", "installPath": str(root), "installedAt": "2026-12-01T00:00:00Z"}
-    installed = (
-        {"version": 1, "plugins": {name: entry}}
-        if v1
-        else {"version": 2, "plugins": {name: [{"scope": "user", **entry}]}}
-    )
-    plugins.mkdir(parents=True, exist_ok=True)
-    (plugins / "installed_plugins.json").write_text(json.dumps(installed), "utf-8")
-    return root
-
-
-def enable(settings: Path, plugins: dict[str, bool]) -> None:
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"enabledPlugins": plugins}), "utf-8")
 
 
 def logged_twice(project: Path) -> bool:

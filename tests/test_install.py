@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selfcorrect.commands import install as installer
+from tests.helpers import CAGENTS_HOOKS, enable, install_plugin
 
 REPO = Path(__file__).resolve().parents[1]
 # Install writes the selfcorrect that runs it by absolute path: here `python -m selfcorrect`.
@@ -470,6 +471,93 @@ def test_no_warning_for_unrelated_hooks(project: Path) -> None:
     done = cli(project, "install", "claude-code")
     assert done.returncode == 0
     assert done.stderr == ""
+
+
+# --- cAgents' own failure logger: companion mode ------------------------------------------------
+
+CAGENTS = "cagents@cagents-marketplace"
+CAGENTS_MANIFEST = {"name": "cagents", "version": "10.9.0", "hooks": "./.claude/settings.json"}
+CAGENTS_FILES = {
+    ".claude-plugin/plugin.json": CAGENTS_MANIFEST,
+    ".claude/settings.json": CAGENTS_HOOKS,
+}
+PLUGIN_HOOKS = "~/.claude/plugins/cache/cagents-marketplace/cagents/10.9.0/.claude/settings.json"
+
+
+def companion_notes(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "cAgents' failure logger" in line]
+
+
+@pytest.mark.parametrize("enabled_in", ["user", "project"])
+def test_an_enabled_cagents_plugin_is_named_with_what_it_means(
+    project: Path, enabled_in: str
+) -> None:
+    """cAgents installed as a plugin and enabled (in the user's settings, registry v2; in the
+    project's, registry v1): install, its dry run and a second install all say where the
+    logger runs and that selfcorrect will decide without logging, each failure counted once."""
+    home = project.parent / "home"
+    install_plugin(home, CAGENTS, CAGENTS_FILES, v1=enabled_in == "project")
+    settings = home / SETTINGS if enabled_in == "user" else project / SETTINGS
+    enable(settings, {CAGENTS: True})
+    shown = "~/.claude/settings.json" if enabled_in == "user" else ".claude/settings.json"
+    for args in (["--dry-run"], [], ["-q"]):
+        done = cli(project, "install", "claude-code", *args)
+        assert done.returncode == 0, done.stderr
+        [note] = companion_notes(done.stderr)
+        assert f"the plugin {CAGENTS} (enabled in {shown}; its hooks: {PLUGIN_HOOKS})" in note
+        assert "companion mode" in note and "appends no entry of its own" in note
+        assert "counted once" in note
+    assert_claude_code_shape(json.loads((project / SETTINGS).read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["none", "installed, not enabled", "disabled locally", "enabled, not installed", "other"],
+)
+def test_no_companion_note_without_an_enabled_cagents_plugin(project: Path, case: str) -> None:
+    home = project.parent / "home"
+    if case in ("installed, not enabled", "disabled locally"):
+        install_plugin(home, CAGENTS, CAGENTS_FILES)
+    if case in ("disabled locally", "enabled, not installed"):
+        enable(home / SETTINGS, {CAGENTS: True})
+    if case == "disabled locally":  # a later file's false turns the user's true off
+        enable(project / ".claude/settings.local.json", {CAGENTS: False})
+    if case == "other":  # an enabled plugin whose hooks log nothing
+        hooks = {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "guard"}]}]}}
+        install_plugin(home, "guard@team", {"hooks/hooks.json": hooks})
+        enable(home / SETTINGS, {"guard@team": True})
+    done = cli(project, "install", "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert "cAgents" not in done.stderr
+
+
+def test_the_cagents_logger_is_found_in_every_settings_file_the_hook_reads(project: Path) -> None:
+    """The question the failure hook asks: the local settings (not the file install writes)
+    and an enabled plugin, both named in one note."""
+    home = project.parent / "home"
+    local = project / ".claude/settings.local.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps(CAGENTS_HOOKS), "utf-8")
+    install_plugin(home, CAGENTS, CAGENTS_FILES)
+    enable(home / SETTINGS, {CAGENTS: True})
+    done = cli(project, "install", "claude-code")
+    assert done.returncode == 0, done.stderr
+    [note] = companion_notes(done.stderr)
+    assert "in .claude/settings.local.json and in the plugin cagents@" in note
+    assert "twice" not in done.stderr  # cAgents' logger is no second logger to remove
+
+
+def test_uninstall_says_nothing_of_the_cagents_logger(project: Path) -> None:
+    """Without selfcorrect's hooks there is no companion mode to announce: cAgents logs alone."""
+    home = project.parent / "home"
+    install_plugin(home, CAGENTS, CAGENTS_FILES)
+    enable(home / SETTINGS, {CAGENTS: True})
+    assert companion_notes(cli(project, "install", "claude-code").stderr)
+    for args in (["--dry-run"], []):
+        done = cli(project, "install", "claude-code", "--uninstall", *args)
+        assert done.returncode == 0, done.stderr
+        assert "cAgents" not in done.stderr
+    assert not (project / SETTINGS).exists()
 
 
 def test_quiet_silences_before_or_after_the_command(project: Path) -> None:

@@ -146,6 +146,10 @@ def install_claude_code(**options: Any) -> int:
     missing file (and .claude/) is created. Installing twice writes nothing the
     second time; --uninstall removes exactly what install added. When `claude
     --version` answers, install notes the version the hooks were tested with.
+    When cAgents' own failure logger runs for the project (in its settings,
+    the local or the user's, or in a plugin they enable), install says where:
+    selfcorrect's failure hook then decides from cAgents' entries and logs
+    none (companion mode), so each failure is counted once.
 
     \b
     Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
@@ -191,7 +195,13 @@ def _install_host(
     quiet: bool,
 ) -> int:
     from selfcorrect.cli.install_report import show_install
-    from selfcorrect.commands.install import hook_commands, host_notes, install, settings_path
+    from selfcorrect.commands.install import (
+        companion_notes,
+        hook_commands,
+        host_notes,
+        install,
+        settings_path,
+    )
 
     common = make_common(policy, color, verbose, quiet)
 
@@ -204,6 +214,6 @@ def _install_host(
     path = settings_path(project, user, host)
     result = install(path, commands, uninstall=uninstall, dry_run=dry_run)
     if not uninstall and host == "claude-code":
-        result.warnings += host_notes()
+        result.warnings += companion_notes(project) + host_notes()
     show_install(result, common)
     return ExitCode.PASS

@@ -22,8 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from selfcorrect.core.cagents import CAGENTS_LOGGER
 from selfcorrect.errors import Diagnostic, InputError, WriteConflict
 from selfcorrect.io import atomic, json_spans
+from selfcorrect.io.cagents_logger import cagents_loggers
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.json_spans import Node, Style
 from selfcorrect.io.safe_paths import ensure_dir, environment, refuse_link
@@ -441,7 +443,8 @@ def _folder_word_or_none(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> s
 
 
 def _double_logging(data: bytes | None, display: str) -> list[str]:
-    """A warning for each PostToolUseFailure hook of another logger of tool_failures.yaml."""
+    """A warning for each PostToolUseFailure hook of another logger of tool_failures.yaml
+    (cAgents' own is no second logger: `companion_notes` says what it means)."""
     if data is None:
         return []
     settings = json.loads(data.decode("utf-8"))
@@ -451,27 +454,52 @@ def _double_logging(data: bytes | None, display: str) -> list[str]:
         entries = group.get("hooks") if isinstance(group, dict) else None
         for entry in entries if isinstance(entries, list) else []:
             command = entry.get("command") if isinstance(entry, dict) else None
-            if isinstance(command, str) and not is_ours(command) and _OTHER_LOGGER.search(command):
-                warnings.append(_other_logger(display, command))
+            if (
+                isinstance(command, str)
+                and not is_ours(command)
+                and _OTHER_LOGGER.search(command)
+                and not CAGENTS_LOGGER.search(command)
+            ):
+                warnings.append(
+                    f"warning: {display} also has a PostToolUseFailure hook that logs tool "
+                    f"failures ({command}); with selfcorrect's, each failure is written to "
+                    "tool_failures.yaml twice and counts twice against its retry budget: "
+                    "remove one of them (`selfcorrect install claude-code --uninstall` "
+                    "removes selfcorrect's)"
+                )
     return warnings
 
 
-def _other_logger(display: str, command: str) -> str:
-    from selfcorrect.core.cagents import CAGENTS_LOGGER
-
-    if CAGENTS_LOGGER.search(command):  # the real cAgents logger: companion mode
-        return (
-            f"note: {display} also runs cAgents' failure logger ({command}): selfcorrect's "
-            "failure hook runs beside it in companion mode, appending no second entry and "
-            'deciding from that one (docs/hooks.md, "Beside the cAgents hook")'
-        )
-    return (
-        f"warning: {display} also has a PostToolUseFailure hook that logs tool "
-        f"failures ({command}); with selfcorrect's, each failure is written to "
-        "tool_failures.yaml twice and counts twice against its retry budget: "
-        "remove one of them (`selfcorrect install claude-code --uninstall` "
-        "removes selfcorrect's)"
+def companion_notes(project: Path) -> list[str]:
+    """What install says when Claude Code runs cAgents' own failure logger for `project` (its
+    settings, or a plugin they enable): the question the failure hook asks (companion mode)."""
+    found = list(cagents_loggers(project))
+    if not found:
+        return []
+    places = " and ".join(
+        f"in {_shown(where.file)}"
+        if where.plugin is None
+        else f"in the plugin {where.plugin} (enabled in {_shown(where.enabled_in or where.file)};"
+        f" its hooks: {_shown(where.file)})"
+        for where in found
     )
+    return [
+        f"note: cAgents' failure logger already runs for this project, {places}. selfcorrect's "
+        "failure hook will run beside it in companion mode: it decides from cAgents' entry of "
+        "each failed call and appends no entry of its own, so each failure is counted once "
+        '(docs/hooks.md, "Beside the cAgents hook")'
+    ]
+
+
+def _shown(path: Path) -> str:
+    """A path as messages show it, and one in the user's home as `~/…`."""
+    shown = display_path(path)
+    if not os.path.isabs(shown):
+        return shown
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return shown
 
 
 # --- reading the file --------------------------------------------------------------------------
@@ -587,6 +615,7 @@ __all__ = [
     "PREFIX",
     "Change",
     "InstallResult",
+    "companion_notes",
     "folder_word",
     "hook_commands",
     "host_notes",
