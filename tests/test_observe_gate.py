@@ -54,9 +54,46 @@ def test_an_observe_tasks_autofix_is_refused(tmp_path: Path, run_line) -> None:
     assert (tmp_path / "src" / "a.py").read_text() == "x=1\n"
     text = (folder / "recovery" / "WI-1.md").read_text()
     assert "Intent: observe" in text and "No repair tool is offered" in text
+    # Its scope is to be read: no line of the file asks for a change (docs/rules.md §12).
+    assert "Change only" not in text and "Files involved (change none of them):" in text
 
 
 def test_a_create_tasks_autofix_runs(tmp_path: Path, run_line) -> None:
     folder = folder_for(tmp_path, "Fix the unused import in a.py")
     run_line(["run", folder])
     assert (tmp_path / "src" / "a.py").read_text() == "x=1\n# fixed\n"
+
+
+def stuck_on_an_edit(folder: Path) -> None:
+    """Four identical failed edits of src/a.py by WI-1's agent: a stuck signal fires."""
+    error = "TypeError: Cannot read properties of undefined (reading 'id')"
+    entries = [
+        {"tool": "Edit", "error": error, "file_path": "src/a.py", "task_id": "WI-1",
+         "timestamp": f"2026-12-03T10:0{n}:00Z"}
+        for n in range(4)
+    ]  # fmt: skip
+    (folder / "tool_failures.yaml").write_text(yaml.safe_dump({"failures": entries}))
+
+
+def test_an_observe_tasks_stuck_prompt_asks_for_a_report_not_a_change(
+    tmp_path: Path, run_line
+) -> None:
+    """Its issue directive says "change no file"; the stuck prompt in the same file must not
+    say "change only these files" beside it."""
+    folder = folder_for(tmp_path, "Audit resume and LinkedIn profile")
+    stuck_on_an_edit(folder)
+    run_line(["run", folder])
+    text = (folder / "recovery" / "WI-1.md").read_text()
+    assert "Intent: observe" in text and "STUCK RECOVERY for WI-1" in text
+    scope = text.split("## Scope\n", 1)[1].split("\n## ", 1)[0]
+    assert "Change only these files" not in scope
+    assert "change none of them" in scope and "report that change instead" in scope
+    assert "- src/a.py" in scope
+
+
+def test_a_create_tasks_stuck_prompt_keeps_its_scope_to_change(tmp_path: Path, run_line) -> None:
+    folder = folder_for(tmp_path, "Fix the unused import in a.py")
+    stuck_on_an_edit(folder)
+    run_line(["run", folder])
+    scope = (folder / "recovery" / "WI-1.md").read_text().split("## Scope\n", 1)[1]
+    assert scope.startswith("Change only these files; change nothing outside them:\n- src/a.py")

@@ -13,7 +13,7 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
-from selfcorrect.core.intent import infer_intent, repair_tools
+from selfcorrect.core.intent import infer_intent, repair_tools, work_item_intent
 from selfcorrect.core.ladder import DECOMPOSE_STEP, SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
@@ -236,6 +236,10 @@ def stuck_context(
         ],
         "scope": scope,
         "outside": outside,
+        # An observe task's agent reports changes, never makes them (docs/rules.md §12): the
+        # issue directive in the same file says so too.
+        "observe": bool(record.task_id)
+        and work_item_intent(coordination, record.task_id, policy) is Intent.OBSERVE,
         "failure_type": decision.failure_type,
         "recovery": recovery,
         "task": task_context(task),
