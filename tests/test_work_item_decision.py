@@ -239,6 +239,126 @@ def test_a_prompt_never_names_an_escalation_that_is_not_open(project: Path) -> N
         assert owner["escalation"] in still_open
 
 
+# Each lint fix strays outside its scope, so its verification fails and it is undone: two such
+# fixes within circuit.window_s open the rule's circuit (docs/rules.md §10).
+STRAY_FIXER = """\
+import pathlib, sys
+pathlib.Path(sys.argv[1]).write_text("x = 1\\n")
+pathlib.Path("stray.py").write_text("written outside the fix's scope\\n")
+"""
+ESCALATION_ID = re.compile(r"ESC-[0-9a-f]{8}")
+
+
+def lint(issue_id: str, target: str, **extra: str) -> dict[str, str]:
+    return {
+        "id": issue_id,
+        "type": "linting_errors",
+        "severity": "MAJOR",
+        "description": "F401 unused import",
+        "target": target,
+        **extra,
+    }
+
+
+def validator_says(root: Path, *issues: dict[str, str], at: str) -> None:
+    report = {"status": "FIXABLE", "validator": "loop-validator", "generated_at": at}
+    (root / "workflow" / "validation_report.yaml").write_text(
+        json.dumps({**report, "issues": list(issues)}), encoding="utf-8"
+    )
+
+
+def assert_cites_only_open(root: Path, when: str, run: dict[str, Any] | None = None) -> None:
+    """Every escalation id the prompts, gate.json and the run's JSON cite is open in
+    escalations.yaml; the message gives each other one's status there."""
+    listed = load(root / "workflow" / "escalations.yaml")["escalations"]
+    status = {e["id"]: e["status"] for e in listed}
+    outputs = {
+        f"recovery/{path.name}": path.read_text("utf-8")
+        for path in sorted((root / "workflow" / "recovery").glob("*.md"))
+    }
+    outputs["gate.json"] = json.dumps(gate(root))
+    if run is not None:
+        outputs["run --format json"] = json.dumps(run)
+    stale = {
+        name: {ident: status.get(ident, "not listed") for ident in sorted(cited)}
+        for name, text in outputs.items()
+        if (cited := {i for i in ESCALATION_ID.findall(text) if status.get(i) != "open"})
+    }
+    assert not stale, f"{when}: cited, but not open in escalations.yaml: {stale}"
+
+
+def test_under_an_open_circuit_a_reset_or_a_supersede_leaves_no_stale_escalation_cited(
+    project: Path,
+) -> None:
+    """Reproduction 4, with the circuit opened the way circuits open now (selfcorrect's own
+    fixes failing verification, rules §10): WI-1 is blocked by a policy-BLOCKED issue and by a
+    lint issue whose rule's circuit is open. After `reset --escalation` of its escalation and
+    the next run, and after that escalation is superseded by a newer one of WI-1, the prompts,
+    the run's JSON and gate.json cite only escalations open in escalations.yaml, never a
+    resolved or superseded one, nor one the file does not list. Before the one decision per
+    work item (0b8f576^) the first run already cited the lint issue's escalation, superseded in
+    that same run by the delegation's."""
+    (project / "lint").mkdir()
+    for name in ("a", "b"):
+        (project / "lint" / f"{name}.py").write_text("import os\n", encoding="utf-8")
+    (project / "fixer.py").write_text(STRAY_FIXER, encoding="utf-8")
+    with (project / "workflow" / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
+        policy.write(
+            "\nissue_types:\n  linting_errors:\n    retries: 1\n    fix:\n"
+            f'      command: [{sys.executable}, fixer.py, "{{target}}"]\n'
+        )
+    delegation = {
+        "id": "V-1",
+        "type": "circular_delegation",
+        "severity": "CRITICAL",
+        "description": "WI-1 delegates back to the lead",
+        "task_id": "WI-1",
+    }
+    a, b = lint("L-1", "lint/a.py"), lint("L-2", "lint/b.py")
+    app = lint("L-3", "src/app.py", task_id="WI-1")
+    validator_says(project, a, b, app, delegation, at="2026-12-03T10:00:00Z")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "lint")
+
+    # lint/a.py's and lint/b.py's fixes fail verification: the rule's circuit opens, and
+    # WI-1's lint issue is refused by it.
+    first = run_json(project)
+    issues = {i["id"]: i for i in first["issues"]}
+    assert (issues["L-3"]["status"], issues["L-3"]["reason"]) == ("blocked", "CIRCUIT_OPEN")
+    assert issues["V-1"]["status"] == "blocked"
+    assert [e["subject"] for e in open_escalations(project) if e["kind"] == "circuit"] == [
+        "issue_type:linting_errors"
+    ]
+    assert_cites_only_open(project, "after the run that opened the circuit", first)
+
+    # A person hands WI-1's escalation back; the circuit stays open.
+    (handed_back,) = [e["id"] for e in open_escalations(project) if e["subject"] == "WI-1"]
+    selfcorrect(
+        project, "reset", "workflow", "--escalation", handed_back, "--evidence", "looked at it"
+    )
+    second = run_json(project)
+    assert handed_back not in {e["id"] for e in open_escalations(project)}
+    (issue,) = [i for i in second["issues"] if i["id"] == "L-3"]
+    assert (issue["status"], issue["reason"]) == ("blocked", "CIRCUIT_OPEN")
+    assert prompt(project, "WI-1").startswith("STATUS: blocked")
+    assert_cites_only_open(project, "after the run that followed the reset", second)
+
+    # The validator no longer finds src/app.py's lint: WI-1 is blocked by V-1 alone, under a
+    # newer escalation, and the one it had is superseded.
+    (before,) = [e["id"] for e in open_escalations(project) if e["subject"] == "WI-1"]
+    validator_says(project, a, b, delegation, at="2026-12-03T11:00:00Z")
+    third = run_json(project)
+    (newer,) = [e["id"] for e in open_escalations(project) if e["subject"] == "WI-1"]
+    listed = load(project / "workflow" / "escalations.yaml")["escalations"]
+    (superseded,) = [e for e in listed if e["id"] == before]
+    assert superseded["status"] == "superseded" and newer in superseded["evidence"]
+    assert_cites_only_open(project, f"after {before} was superseded by {newer}", third)
+    assert newer in prompt(project, "WI-1")
+    (issue,) = [i for i in third["issues"] if i["id"] == "V-1"]
+    assert issue["escalation"] == newer
+    assert gate(project)["blocked"]["src/app.py"]["escalation"] == newer
+
+
 def test_the_report_shows_the_attempts_and_verdict_run_shows(project: Path) -> None:
     """Reproduction 5: the HTML report's attempts are the ones `run` shows (spent, not the
     hand-out still out), and a held issue of a blocked item never reads FIXABLE there."""
