@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import yaml
 
 from selfcorrect.cli.run_report import run_json
 from selfcorrect.commands.run import RunOutcome, correction_run
+from selfcorrect.core.outputs import Escalation
 from tests.helpers import edits, fixable_report, folder_with, git, project
 from tests.test_circuits import STRAY_FIXER, VALIDATOR, Clock
 from tests.test_tool_failure_ladder import TASKS
@@ -179,6 +181,22 @@ def test_the_scenarios_cover_every_kind_of_escalation_and_its_extra_fields() -> 
     assert any(e.get("fingerprint") for e in entries)
     assert any(e["kind"] == "task" and e["checkpoints"] for e in entries)
     assert any(e["kind"] == "circuit" and e["attempts"] >= 2 for e in entries)
+
+
+def test_a_plans_escalations_are_typed_and_frozen(tmp_path: Path) -> None:
+    """Built whole by their planner (no entry is changed after it was made), and read only."""
+    _folder, outcome = failed_fixes(tmp_path)
+    plan = outcome.plan
+    assert plan.escalations and all(isinstance(e, Escalation) for e in plan.escalations)
+    escalation = plan.escalations[0]
+    with pytest.raises(FrozenInstanceError):
+        escalation.reason = "changed"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        escalation.files[0] = "changed"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        plan.escalations.append(escalation)  # type: ignore[attr-defined]
+    with pytest.raises(FrozenInstanceError):
+        plan.escalations = ()  # type: ignore[misc]
 
 
 def regenerate(root: Path) -> None:  # pragma: no cover - run by hand, never by the suite

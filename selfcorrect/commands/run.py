@@ -534,7 +534,7 @@ def _write(
     # nothing new to escalate never parses the file (a round-trip parse of a long
     # escalations.yaml was most of a failure hook's time).
     known = {e.id for e in decisions.escalations}
-    fresh = [e for e in plan.escalations if str(e.get("id")) not in known]
+    fresh = [e for e in plan.escalations if e.id not in known]
     if fresh and documents.add_escalations(escalations, fresh, max_bytes=max_bytes):
         written.append(documents.display_path(escalations))
     written += write_recovery(folder, plan, rendered)

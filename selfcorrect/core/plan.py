@@ -32,6 +32,7 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
 from selfcorrect.core.outputs import (
+    Escalation,
     EscalationEntry,
     Plan,
     PlanDraft,
@@ -107,12 +108,12 @@ def _supersede(plan: PlanDraft, run: Decisions) -> None:
     """An open escalation for a subject this plan escalates anew (another reason, another
     epoch) is closed as superseded: a person reads one open entry per work item, never a
     stale one beside the new one."""
-    newest = {(e["kind"], e["subject"]): e["id"] for e in plan.escalations}
+    newest = {(e.kind, e.subject): e.id for e in plan.escalations}
     current = set(newest.values())
     for old in run.escalations:
         if old.status is not EscalationStatus.OPEN or old.id in current:
             continue
-        replaced_by = newest.get((old.extra.get("kind"), old.subject))
+        replaced_by = newest.get((str(old.extra.get("kind")), old.subject))
         if replaced_by:
             plan.resolutions.append(
                 Resolution(
@@ -269,32 +270,33 @@ def _subject_escalation(
     context: str,
 ) -> str:
     """A blocked subject's escalation with full context; returns its id."""
-    plan.escalations.append(
-        EscalationEntry(
-            key=subject_escalation_key(decision),
-            kind="subject",
-            subject=decision.subject,
-            reason=context,
-            failure_type=decision.failure_type,
-            attempts=decision.attempts,
-            error_chain=[
-                f"#{a.position} {a.timestamp} {a.tool}"
-                f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
-                for a in record.chain
-            ],
-            tried=list(record.approaches),
-            files=list(record.files),
-            ladder_step=decision.ladder_step,
-            rule=decision.rule,
-            rule_version=decision.rule_version,
-            epoch=decision.epoch,
-        ).entry(run)
-    )
+    escalation = EscalationEntry(
+        key=subject_escalation_key(decision),
+        kind="subject",
+        subject=decision.subject,
+        reason=context,
+        failure_type=decision.failure_type,
+        attempts=decision.attempts,
+        error_chain=[
+            f"#{a.position} {a.timestamp} {a.tool}"
+            f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
+            for a in record.chain
+        ],
+        tried=list(record.approaches),
+        files=list(record.files),
+        ladder_step=decision.ladder_step,
+        rule=decision.rule,
+        rule_version=decision.rule_version,
+        epoch=decision.epoch,
+    ).entry(run)
     # Step 6 carries what the type's terminal action names (docs/rules.md §6).
     limit, where = run.policy.limits.max_text, f"{run.workflow_dir}/{layout.FAILURE_LOG}"
-    for key, texts in terminal_context(decision, record).items():
-        plan.escalations[-1][key] = [cap_text(text, limit, where) for text in texts]
-    return str(plan.escalations[-1]["id"])
+    traces = terminal_context(decision, record).get("stack_traces")
+    if traces is not None:
+        capped = tuple(cap_text(text, limit, where) for text in traces)
+        escalation = replace(escalation, stack_traces=capped)
+    plan.escalations.append(escalation)
+    return escalation.id
 
 
 def _propose_work(plan: PlanDraft, run: Decisions, work: WorkPlan) -> None:
@@ -365,23 +367,22 @@ def _plan_work(
     for task_id, reason, summary, checkpoint in work.blocked:
         if decided.held("work", task_id, task_id):
             continue  # its item is blocked by another part: one escalation is open
-        plan.escalations.append(
-            EscalationEntry(
-                key=task_escalation_key(task_id),
-                kind="task",
-                subject=task_id,
-                reason=f"{reason}; progress: {summary}",
-                failure_type="incomplete_work",
-                attempts=0,
-                error_chain=[summary],
-                tried=["split into micro-tasks"],
-                rule="continuation",
-                rule_version="",
-                epoch=run.task_epoch(task_id),
-            ).entry(run)
-        )
-        if checkpoint:
-            plan.escalations[-1]["checkpoints"] = [checkpoint, *run.checkpoints]
+        escalation = EscalationEntry(
+            key=task_escalation_key(task_id),
+            kind="task",
+            subject=task_id,
+            reason=f"{reason}; progress: {summary}",
+            failure_type="incomplete_work",
+            attempts=0,
+            error_chain=[summary],
+            tried=["split into micro-tasks"],
+            rule="continuation",
+            rule_version="",
+            epoch=run.task_epoch(task_id),
+        ).entry(run)
+        if checkpoint:  # where the work stands, before the run's own checkpoints
+            escalation = replace(escalation, checkpoints=(checkpoint, *run.checkpoints))
+        plan.escalations.append(escalation)
         merge(
             items,
             WorkItem(
@@ -393,7 +394,7 @@ def _plan_work(
                 final_status="blocked",
                 escalation_context=reason,
                 is_task=True,
-                escalation=str(plan.escalations[-1]["id"]),
+                escalation=escalation.id,
             ),
         )
 
@@ -441,7 +442,7 @@ def _shadow(run: Decisions) -> bool:
     return run.policy.mode == SHADOW
 
 
-def _circuit_escalation(run: Decisions, trip: Trip) -> dict[str, Any]:
+def _circuit_escalation(run: Decisions, trip: Trip) -> Escalation:
     """A circuit's escalation carries its numbers (docs/rules.md §10): the trip in words (the
     rate against its threshold, the window), then every failed fix behind it: which issue,
     which attempt, when and why."""
@@ -504,7 +505,7 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                 rule_version=trip.rule_version,
                 reason=trip.reason.value,
                 detail=trip.detail,
-                escalation=entry["id"],
+                escalation=entry.id,
                 evidence=[fix.to_json() for fix in trip.evidence] or None,
                 **stamp(run),
             ).to_json()

@@ -215,11 +215,11 @@ def block_issue(
             escalation_context=reason,
         )
     else:  # blocked before: say why as the escalation said it then (the same words)
-        earlier = next((e.reason for e in run.escalations if e.id == entry["id"]), None)
+        earlier = next((e.reason for e in run.escalations if e.id == entry.id), None)
         item = WorkItem(
             task_id=decision.work_item, final_status="blocked", escalation_context=earlier
         )
-    item.is_task, item.escalation = bool(issue.task_id), entry["id"]
+    item.is_task, item.escalation = bool(issue.task_id), entry.id
     merge(items, item)
     if journal:
         plan.journal.append(blocked_record(run, decision, reason, code).to_json())
