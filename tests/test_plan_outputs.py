@@ -24,6 +24,7 @@ import yaml
 
 from selfcorrect.cli.run_report import run_json
 from selfcorrect.commands.run import RunOutcome, correction_run
+from selfcorrect.core.journal_records import FailedItemsEvent, Stamped, SubjectEvent
 from selfcorrect.core.outputs import Escalation
 from tests.helpers import edits, fixable_report, folder_with, git, project
 from tests.test_circuits import STRAY_FIXER, VALIDATOR, Clock
@@ -197,6 +198,19 @@ def test_a_plans_escalations_are_typed_and_frozen(tmp_path: Path) -> None:
         plan.escalations.append(escalation)  # type: ignore[attr-defined]
     with pytest.raises(FrozenInstanceError):
         plan.escalations = ()  # type: ignore[misc]
+
+
+def test_a_plans_journal_holds_typed_frozen_records(tmp_path: Path) -> None:
+    """Records as their classes until io/journal.py writes them; the folds read them as they
+    are (core/journal_records.typed)."""
+    _folder, outcome = ladder(tmp_path)
+    journal = outcome.plan.journal
+    assert [type(r) for r in journal] == [SubjectEvent, FailedItemsEvent]
+    assert all(isinstance(r, Stamped) and r.run and r.at for r in journal)
+    with pytest.raises(FrozenInstanceError):
+        journal[0].at = "changed"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        journal.append(journal[0])  # type: ignore[attr-defined]
 
 
 def regenerate(root: Path) -> None:  # pragma: no cover - run by hand, never by the suite

@@ -27,6 +27,7 @@ from selfcorrect.core.journal_records import (
     AgentEvent,
     EpisodeEvent,
     IssueEvent,
+    SubjectEvent,
     ValidatedEvent,
 )
 from selfcorrect.core.model import FixState, Verdict
@@ -355,9 +356,9 @@ def _late_trips(decisions: Decisions, plan: Plan) -> list[Trip]:
 def _handed_out(plan: Plan) -> list[str]:
     """Recovery files with a prompt or directive handed out for the first time in this plan."""
     new = {
-        r.get("work_item") or r.get("subject")
+        r.work_item if isinstance(r, IssueEvent) else r.subject
         for r in plan.journal
-        if r.get("status") in ("directive", "recovering")
+        if isinstance(r, IssueEvent | SubjectEvent) and r.status in ("directive", "recovering")
     }
     return sorted({work_item_file(p.work_item) for p in plan.prompts if p.work_item in new})
 

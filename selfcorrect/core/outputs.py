@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.journal_records import Stamped
 from selfcorrect.core.model import EscalationStatus
 from selfcorrect.core.text_caps import cap_text
 
@@ -59,7 +60,7 @@ class PlanDraft:
     failed_items: list[dict[str, Any]] = field(default_factory=list)
     escalations: list[Escalation] = field(default_factory=list)
     prompts: list[Prompt] = field(default_factory=list)
-    journal: list[dict[str, Any]] = field(default_factory=list)
+    journal: list[Stamped] = field(default_factory=list)  # unstamped ones get the run's
     reasons: list[str] = field(default_factory=list)  # why the result is what it is
     fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (rules §9.1)
     microtask_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # new splits
@@ -120,7 +121,7 @@ class Plan:
     failed_items: tuple[Mapping[str, Any], ...] = ()
     escalations: tuple[Escalation, ...] = ()  # new entries of escalations.yaml
     prompts: tuple[Prompt, ...] = ()
-    journal: tuple[Mapping[str, Any], ...] = ()
+    journal: tuple[Stamped, ...] = ()  # records io/journal.py appends (to_json there)
     reasons: tuple[str, ...] = ()  # why the result is what it is
     fixes: tuple[IssueDecision, ...] = ()  # autofixes to run now (rules §9.1)
     microtask_files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # new splits

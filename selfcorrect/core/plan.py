@@ -135,7 +135,7 @@ def _record_written(plan: PlanDraft, run: Decisions) -> None:
         if run.written.get(e["task_id"]) != e["final_status"]
     }
     if changed:
-        plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)).to_json())
+        plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)))
 
 
 def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
@@ -159,9 +159,7 @@ def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
         plan.prompts.append(Prompt(PLAN_REVISION, "plan_revision.md.j2", context))
         tasks = tuple(str(f["task_id"]) for f in context["failed"])
         if tasks != out:
-            plan.journal.append(
-                PlanRevisionEvent(status="written", tasks=tasks, **stamp(run)).to_json()
-            )
+            plan.journal.append(PlanRevisionEvent(status="written", tasks=tasks, **stamp(run)))
     elif out is not None:
         still = [task for task in out if task in blocked]
         why = (
@@ -169,7 +167,7 @@ def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
             f"of {', '.join(out)})"
         )
         plan.journal.append(
-            PlanRevisionEvent(status="withdrawn", tasks=out, reason=why, **stamp(run)).to_json()
+            PlanRevisionEvent(status="withdrawn", tasks=out, reason=why, **stamp(run))
         )
         plan.withdrawn.append(PLAN_REVISION)
         plan.reasons.append(f"recovery/plan.md withdrawn: {why}")
@@ -238,7 +236,7 @@ def _plan_subject(
                     "signals": [f.signal.value for f in decision.signals],
                     "error": short(latest),
                 },
-            ).to_json()
+            )
         )
     if status is SubjectStatus.RECOVERING:
         plan.prompts.append(
@@ -322,7 +320,7 @@ def _propose_work(plan: PlanDraft, run: Decisions, work: WorkPlan) -> None:
                 would=would,
                 **stamp(run),
                 evidence={},
-            ).to_json()
+            )
         )
 
 
@@ -338,7 +336,7 @@ def _plan_work(
             "workflow_dir": run.workflow_dir,
             "checkpoint": context.get("checkpoint"),
         }
-    plan.journal += [replace(record, **stamp(run)).to_json() for record in work.records]
+    plan.journal += [replace(record, **stamp(run)) for record in work.records]
     for task_id in work.waiting:
         merge(
             items,
@@ -404,7 +402,7 @@ def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> 
     escalations they answer settled in escalations.yaml."""
     # A passing report's success, seen now: journaled first, as a hand edit is; the
     # escalations of the work it covers are settled (docs/rules.md §9.1).
-    plan.journal += [replace(record, **stamp(run)).to_json() for record in run.successes]
+    plan.journal += [replace(record, **stamp(run)) for record in run.successes]
     plan.resolutions += [
         Resolution(
             ident,
@@ -419,7 +417,7 @@ def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> 
     for reset in run.human_resets:
         record = reset.record
         # The person who acted stays its actor; the run stamps when.
-        plan.journal.append(replace(record, at=run.now, run=run.run_id).to_json())
+        plan.journal.append(replace(record, at=run.now, run=run.run_id))
         # The escalations the reset answers are settled in the file too (the one a person
         # resolved by hand already is).
         edited = record.escalation if record.via != "failed_items" else None
@@ -493,7 +491,7 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                         would="open circuit",
                         **stamp(run),
                         evidence={"reason": trip.reason.value, "detail": trip.detail},
-                    ).to_json()
+                    )
                 )
             continue
         entry = _circuit_escalation(run, trip)
@@ -508,7 +506,7 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                 escalation=entry.id,
                 evidence=[fix.to_json() for fix in trip.evidence] or None,
                 **stamp(run),
-            ).to_json()
+            )
         )
         plan.reasons.append(f"circuit open: {trip.rule} ({trip.detail})")
 
