@@ -120,7 +120,7 @@ def _reset(
         escalations=resolved.escalations,
     )
     # Last: the hand edits above would be journaled by the next run, were we to die here.
-    journal.append(folder, [record.to_json()])
+    journal.append(folder, [record])
     written.append(documents.display_path(journal.journal_path(folder)))
     written += _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
     return ResetOutcome(

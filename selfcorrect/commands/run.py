@@ -224,7 +224,7 @@ class _Run:
             closed = EpisodeEvent(
                 status="closed", reason="a passing report", **journal_stamp(decisions)
             )
-            journal.append(self.folder, [closed.to_json()])
+            journal.append(self.folder, [closed])
         if self.uncertain:
             # An unchecked effect is never a PASS.
             result = Result.PENDING if plan.result is Result.PASS else plan.result
@@ -412,7 +412,7 @@ def _validate(
             report_stamp=last_report.stamp(folder / layout.REPORT) or None,
             cycle=True if cycle else None,
         )
-        journal.append(folder, [event.to_json()])
+        journal.append(folder, [event])
     return checked
 
 
@@ -452,7 +452,7 @@ def _record_fixed(folder: Path, decisions: Decisions, applied: list[FixOutcome])
                 run=decisions.run_id,
                 actor="selfcorrect",
                 evidence={"detail": o.detail, "changed": [c.rel for c in o.changes]},
-            ).to_json()
+            )
             for o in applied
         ],
     )
@@ -473,7 +473,7 @@ def _journal_failed(
             outcome.decision,
             f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
             code,
-        ).to_json()
+        )
         for outcome in failed
     ]
     journal.append(folder, records)
