@@ -397,8 +397,8 @@ def test_the_plan_stamps_the_injected_clock_and_journals_only_new_facts() -> Non
     )
     plan = build_plan(inputs)
     assert plan.result is Result.PENDING
-    assert {r["at"] for r in plan.journal} == {NOW}
-    assert [(r["event"], r.get("ladder_step")) for r in plan.journal] == [
+    assert {r.at for r in plan.journal} == {NOW}
+    assert [(r.event, getattr(r, "ladder_step", None)) for r in plan.journal] == [
         ("subject", 1),
         ("issue", None),
         ("failed_items", None),  # what the run writes there: a person's edit differs from it

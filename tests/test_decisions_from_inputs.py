@@ -86,7 +86,7 @@ def summary(decisions: Decisions) -> dict[str, Any]:
         },
         "items": {w: i.status.value for w, i in plan.work_items.items()},
         "failed_items": [e["task_id"] for e in plan.failed_items],
-        "escalations": sorted(e["id"] for e in plan.escalations),
+        "escalations": sorted(e.id for e in plan.escalations),
         "result": plan.result.value,
     }
 

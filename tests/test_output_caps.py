@@ -84,8 +84,8 @@ def test_escalations_carry_capped_agent_text() -> None:
         rule="r",
         rule_version="v",
     ).entry(run)
-    for key in ("error_chain", "tried", "files"):
-        (text,) = entry[key]
+    for texts in (entry.error_chain, entry.tried, entry.files):
+        (text,) = texts
         assert len(text.encode()) < 4096 + 200
         assert "more bytes (the whole text: workflow/tool_failures.yaml)" in text
 

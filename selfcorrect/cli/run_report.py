@@ -206,7 +206,7 @@ def run_json(outcome: RunOutcome, folder: Path | None = None) -> dict[str, Any]:
         "issues": issues,
         "subjects": subjects,
         "escalations": [
-            {"id": e["id"], "subject": e["subject"], "reason": e["reason"], "kind": e.get("kind")}
+            {"id": e.id, "subject": e.subject, "reason": e.reason, "kind": e.kind}
             for e in plan.escalations
         ],
         "written": outcome.written,
@@ -297,8 +297,7 @@ def show_run(
     if plan.escalations:
         lines += ["", "Escalations (a human is needed):"]
         lines += [
-            f"  {e['id']}  {printable(e['subject'])}: {printable(e['reason'])}"
-            for e in plan.escalations
+            f"  {e.id}  {printable(e.subject)}: {printable(e.reason)}" for e in plan.escalations
         ]
     if waiting := _waiting_for_validator(outcome, folder):
         lines += ["", waiting]
@@ -326,7 +325,7 @@ def _escalation_changes(outcome: RunOutcome) -> str:
     """What a run would change in escalations.yaml: the entries it adds (each is written once)
     and the ones it settles; "" when nothing."""
     known = {e.id for e in outcome.decisions.escalations}
-    new = sum(e["id"] not in known for e in outcome.plan.escalations)
+    new = sum(e.id not in known for e in outcome.plan.escalations)
     settled = len(outcome.plan.resolutions)
     parts = [count(new, "new escalation")] if new else []
     parts += [f"{count(settled, 'escalation')} settled"] if settled else []

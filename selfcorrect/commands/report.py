@@ -163,7 +163,8 @@ def build(
             if event.kind in ("verified", "undone", "refused"):
                 counts["fixes"][event.kind] += 1
             items.item(name).events.append(event)
-    escalations = _open_escalations(status.open_escalations, status.outcome.plan.escalations)
+    planned = [e.to_json() for e in status.outcome.plan.escalations]  # the page shows entries
+    escalations = _open_escalations(status.open_escalations, planned)
     _add_escalations(items, escalations)
     _settle_statuses(items, status.outcome)
     ordered = sorted(

@@ -120,7 +120,7 @@ def _reset(
         escalations=resolved.escalations,
     )
     # Last: the hand edits above would be journaled by the next run, were we to die here.
-    journal.append(folder, [record.to_json()])
+    journal.append(folder, [record])
     written.append(documents.display_path(journal.journal_path(folder)))
     written += _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
     return ResetOutcome(
@@ -151,7 +151,7 @@ def _rewrite_prompts(
     rendered = render_recovery(folder, plan, inputs.policy)
     written = write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
     if plan.withdrawn:  # recovery/plan.md deleted now: its withdrawal is journaled now too
-        journal.append(folder, [r for r in plan.journal if r.get("event") == PLAN_REVISION])
+        journal.append(folder, [r for r in plan.journal if r.event == PLAN_REVISION])
     if write_gate(folder, decisions, plan):
         written.append(documents.display_path(gate_path(folder)))
     return written

@@ -27,6 +27,7 @@ from selfcorrect.core.journal_records import (
     AgentEvent,
     EpisodeEvent,
     IssueEvent,
+    SubjectEvent,
     ValidatedEvent,
 )
 from selfcorrect.core.model import FixState, Verdict
@@ -223,7 +224,7 @@ class _Run:
             closed = EpisodeEvent(
                 status="closed", reason="a passing report", **journal_stamp(decisions)
             )
-            journal.append(self.folder, [closed.to_json()])
+            journal.append(self.folder, [closed])
         if self.uncertain:
             # An unchecked effect is never a PASS.
             result = Result.PENDING if plan.result is Result.PASS else plan.result
@@ -355,9 +356,9 @@ def _late_trips(decisions: Decisions, plan: Plan) -> list[Trip]:
 def _handed_out(plan: Plan) -> list[str]:
     """Recovery files with a prompt or directive handed out for the first time in this plan."""
     new = {
-        r.get("work_item") or r.get("subject")
+        r.work_item if isinstance(r, IssueEvent) else r.subject
         for r in plan.journal
-        if r.get("status") in ("directive", "recovering")
+        if isinstance(r, IssueEvent | SubjectEvent) and r.status in ("directive", "recovering")
     }
     return sorted({work_item_file(p.work_item) for p in plan.prompts if p.work_item in new})
 
@@ -411,7 +412,7 @@ def _validate(
             report_stamp=last_report.stamp(folder / layout.REPORT) or None,
             cycle=True if cycle else None,
         )
-        journal.append(folder, [event.to_json()])
+        journal.append(folder, [event])
     return checked
 
 
@@ -451,7 +452,7 @@ def _record_fixed(folder: Path, decisions: Decisions, applied: list[FixOutcome])
                 run=decisions.run_id,
                 actor="selfcorrect",
                 evidence={"detail": o.detail, "changed": [c.rel for c in o.changes]},
-            ).to_json()
+            )
             for o in applied
         ],
     )
@@ -472,7 +473,7 @@ def _journal_failed(
             outcome.decision,
             f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
             code,
-        ).to_json()
+        )
         for outcome in failed
     ]
     journal.append(folder, records)
@@ -534,7 +535,7 @@ def _write(
     # nothing new to escalate never parses the file (a round-trip parse of a long
     # escalations.yaml was most of a failure hook's time).
     known = {e.id for e in decisions.escalations}
-    fresh = [e for e in plan.escalations if str(e.get("id")) not in known]
+    fresh = [e for e in plan.escalations if e.id not in known]
     if fresh and documents.add_escalations(escalations, fresh, max_bytes=max_bytes):
         written.append(documents.display_path(escalations))
     written += write_recovery(folder, plan, rendered)

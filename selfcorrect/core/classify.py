@@ -20,6 +20,7 @@ from selfcorrect.core.ladder import ESCALATE_STEP
 from selfcorrect.core.markdown import template_for
 from selfcorrect.core.model import HANDED_OUT, Issue, IssueStatus, Verdict
 from selfcorrect.core.policy import Policy, Rule
+from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
 from selfcorrect.core.text_caps import bounded_key
@@ -73,7 +74,7 @@ class IssueDecision:
     attempts: int  # hand-outs so far, including one made by this decision
     retries: int
     strategy: str | None
-    fixer: Mapping[str, Any] | None
+    fixer: Fixer | None  # the fix to run: a policy command or a built-in fix
     new: bool  # this decision hands out a new attempt (or newly blocks): journal it
     rule: str
     rule_version: str
@@ -393,7 +394,7 @@ class IssueClassifier:
             return f"no fixer installed that applies to {target or 'this issue'}"
         return None
 
-    def _built_in(self, strategy: str, target: str | None) -> Mapping[str, Any] | None:
+    def _built_in(self, strategy: str, target: str | None) -> Fixer | None:
         """A fix selfcorrect performs itself; without a template it falls back to a directive."""
         templates = self.policy.checks.templates
         template = template_for(target, templates) if target else None
@@ -405,19 +406,19 @@ class IssueClassifier:
         ):
             # A built-in fix never loses content (docs/policy.md): the agent's directive instead.
             return None
-        return {"builtin": strategy, "template": template} if template else None
+        return Fixer.built_in(strategy, template) if template else None
 
-    def _fixer(self, definition: Mapping[str, Any], target: str | None) -> Mapping[str, Any] | None:
+    def _fixer(self, definition: Mapping[str, Any], target: str | None) -> Fixer | None:
         """The first fixer whose files match the target and whose program is installed."""
         fixers = definition.get("fix") or ()
         if isinstance(fixers, Mapping):
             fixers = (fixers,)
-        for fixer in fixers:
-            globs = fixer.get("applies_to") or ("*",)
+        for entry in fixers:
+            fixer = Fixer.of(entry)
             # A folder target (`src`) takes the fixer for the files under it (docs/policy.md).
-            matches = target is None or any(applies_to(target, str(g)) for g in globs)
-            command = fixer.get("command") or ()
-            if matches and command and self.installed(str(command[0])):
+            matches = target is None or any(applies_to(target, g) for g in fixer.applies_to)
+            command = fixer.command
+            if matches and command and self.installed(command[0]):
                 return fixer
         return None
 

@@ -128,15 +128,9 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
             own(_files_of(decisions, item.id), item.id, item.escalation, item.why)
     # The files an open escalation names belong to its item; a live item keeps its own files.
     live = {item.id for item in plan.work_items.values() if item.acts}
-    listed = [
-        (str(e.get("id")), str(e.get("subject")), _strings(e.get("files")), str(e.get("reason")))
-        for e in plan.escalations
-    ]
-    listed += [
-        (e.id, e.subject, list(e.files), e.reason)
-        for e in decisions.escalations
-        if e.status is EscalationStatus.OPEN
-    ]
+    opened = [e for e in decisions.escalations if e.status is EscalationStatus.OPEN]
+    listed = [(e.id, e.subject, list(e.files), e.reason) for e in plan.escalations]
+    listed += [(e.id, e.subject, list(e.files), e.reason) for e in opened]
     for ident, subject, files, reason in listed:
         if ident in settled or _item_of(decisions, subject) in live:
             continue
@@ -193,10 +187,6 @@ def _tasks(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[st
             ),
         }
     return tasks
-
-
-def _strings(value: Any) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list | tuple) else []
 
 
 def _path_like(subject: str) -> list[str]:

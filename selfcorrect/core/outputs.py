@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.decisions import Decisions
+from selfcorrect.core.journal_records import Stamped
 from selfcorrect.core.model import EscalationStatus
 from selfcorrect.core.text_caps import cap_text
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from selfcorrect.core.work_item_decision import WorkItemDecision
 
 __all__ = [
+    "Escalation",
     "EscalationEntry",
     "Plan",
     "PlanDraft",
@@ -56,9 +58,9 @@ class PlanDraft:
 
     result: Result
     failed_items: list[dict[str, Any]] = field(default_factory=list)
-    escalations: list[dict[str, Any]] = field(default_factory=list)
+    escalations: list[Escalation] = field(default_factory=list)
     prompts: list[Prompt] = field(default_factory=list)
-    journal: list[dict[str, Any]] = field(default_factory=list)
+    journal: list[Stamped] = field(default_factory=list)  # unstamped ones get the run's
     reasons: list[str] = field(default_factory=list)  # why the result is what it is
     fixes: list[IssueDecision] = field(default_factory=list)  # autofixes to run now (rules §9.1)
     microtask_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # new splits
@@ -117,9 +119,9 @@ class Plan:
 
     result: Result
     failed_items: tuple[Mapping[str, Any], ...] = ()
-    escalations: tuple[Mapping[str, Any], ...] = ()
+    escalations: tuple[Escalation, ...] = ()  # new entries of escalations.yaml
     prompts: tuple[Prompt, ...] = ()
-    journal: tuple[Mapping[str, Any], ...] = ()
+    journal: tuple[Stamped, ...] = ()  # records io/journal.py appends (to_json there)
     reasons: tuple[str, ...] = ()  # why the result is what it is
     fixes: tuple[IssueDecision, ...] = ()  # autofixes to run now (rules §9.1)
     microtask_files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # new splits
@@ -168,34 +170,83 @@ class EscalationEntry:
     def id(self) -> str:
         return escalation_id(self.key, self.epoch)
 
-    def entry(self, run: Decisions) -> dict[str, Any]:
+    def entry(self, run: Decisions) -> Escalation:
         """The file's entry: stamped by the run, agent text capped (the whole is in the
         workflow's inputs)."""
         limit = run.policy.limits.max_text
         source = layout.REPORT if self.kind == "issue" else layout.FAILURE_LOG
         where = f"{run.workflow_dir}/{source}"
 
-        def capped(texts: Sequence[str]) -> list[str]:
-            return [cap_text(str(text), limit, where) for text in texts]
+        def capped(texts: Sequence[str]) -> tuple[str, ...]:
+            return tuple(cap_text(str(text), limit, where) for text in texts)
 
+        return Escalation(
+            id=self.id,
+            kind=self.kind,
+            subject=self.subject,
+            reason=self.reason,
+            failure_type=self.failure_type,
+            attempts=self.attempts,
+            error_chain=capped(self.error_chain),
+            tried=capped(self.tried),
+            files=capped(self.files),
+            checkpoints=tuple(run.checkpoints),
+            rule=self.rule,
+            rule_version=self.rule_version,
+            created_at=run.now,
+            fingerprint=self.fingerprint,
+            ladder_step=self.ladder_step,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Escalation:
+    """One new escalations.yaml entry as the plan holds it: typed and frozen, built whole by
+    `EscalationEntry.entry` (a later field, a task's checkpoint or step 6's stack traces, by
+    `dataclasses.replace`). `to_json()` is the file's entry; only io/ (which writes it) and
+    the renderers of the JSON object and the report call it."""
+
+    id: str
+    kind: str  # subject | issue | task | circuit
+    subject: str
+    reason: str
+    failure_type: str
+    attempts: int
+    error_chain: tuple[str, ...]
+    tried: tuple[str, ...]
+    files: tuple[str, ...]
+    checkpoints: tuple[str, ...]
+    rule: str
+    rule_version: str
+    created_at: str
+    status: EscalationStatus = EscalationStatus.OPEN
+    fingerprint: str | None = None  # written only when set
+    ladder_step: int | None = None  # written only when set (step 0 is none)
+    # A runtime error at ladder step 6: its stack traces, whole (docs/rules.md §6).
+    stack_traces: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as escalations.yaml holds it, keys in the file's order."""
         entry: dict[str, Any] = {
             "id": self.id,
             "kind": self.kind,
             "subject": self.subject,
             "reason": self.reason,
-            "status": "open",
+            "status": self.status.value,
             "failure_type": self.failure_type,
             "attempts": self.attempts,
-            "error_chain": capped(self.error_chain),
-            "tried": capped(self.tried),
-            "files": capped(self.files),
-            "checkpoints": list(run.checkpoints),
+            "error_chain": list(self.error_chain),
+            "tried": list(self.tried),
+            "files": list(self.files),
+            "checkpoints": list(self.checkpoints),
             "rule": self.rule,
             "rule_version": self.rule_version,
-            "created_at": run.now,
+            "created_at": self.created_at,
         }
         if self.fingerprint:
             entry["fingerprint"] = self.fingerprint
         if self.ladder_step:
             entry["ladder_step"] = self.ladder_step
+        if self.stack_traces is not None:
+            entry["stack_traces"] = list(self.stack_traces)
         return entry

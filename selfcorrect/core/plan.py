@@ -32,6 +32,7 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
 from selfcorrect.core.outputs import (
+    Escalation,
     EscalationEntry,
     Plan,
     PlanDraft,
@@ -107,12 +108,12 @@ def _supersede(plan: PlanDraft, run: Decisions) -> None:
     """An open escalation for a subject this plan escalates anew (another reason, another
     epoch) is closed as superseded: a person reads one open entry per work item, never a
     stale one beside the new one."""
-    newest = {(e["kind"], e["subject"]): e["id"] for e in plan.escalations}
+    newest = {(e.kind, e.subject): e.id for e in plan.escalations}
     current = set(newest.values())
     for old in run.escalations:
         if old.status is not EscalationStatus.OPEN or old.id in current:
             continue
-        replaced_by = newest.get((old.extra.get("kind"), old.subject))
+        replaced_by = newest.get((str(old.extra.get("kind")), old.subject))
         if replaced_by:
             plan.resolutions.append(
                 Resolution(
@@ -134,7 +135,7 @@ def _record_written(plan: PlanDraft, run: Decisions) -> None:
         if run.written.get(e["task_id"]) != e["final_status"]
     }
     if changed:
-        plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)).to_json())
+        plan.journal.append(FailedItemsEvent(statuses=changed, **stamp(run)))
 
 
 def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
@@ -158,9 +159,7 @@ def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
         plan.prompts.append(Prompt(PLAN_REVISION, "plan_revision.md.j2", context))
         tasks = tuple(str(f["task_id"]) for f in context["failed"])
         if tasks != out:
-            plan.journal.append(
-                PlanRevisionEvent(status="written", tasks=tasks, **stamp(run)).to_json()
-            )
+            plan.journal.append(PlanRevisionEvent(status="written", tasks=tasks, **stamp(run)))
     elif out is not None:
         still = [task for task in out if task in blocked]
         why = (
@@ -168,7 +167,7 @@ def _plan_revision(plan: PlanDraft, run: Decisions) -> None:
             f"of {', '.join(out)})"
         )
         plan.journal.append(
-            PlanRevisionEvent(status="withdrawn", tasks=out, reason=why, **stamp(run)).to_json()
+            PlanRevisionEvent(status="withdrawn", tasks=out, reason=why, **stamp(run))
         )
         plan.withdrawn.append(PLAN_REVISION)
         plan.reasons.append(f"recovery/plan.md withdrawn: {why}")
@@ -237,7 +236,7 @@ def _plan_subject(
                     "signals": [f.signal.value for f in decision.signals],
                     "error": short(latest),
                 },
-            ).to_json()
+            )
         )
     if status is SubjectStatus.RECOVERING:
         plan.prompts.append(
@@ -269,32 +268,33 @@ def _subject_escalation(
     context: str,
 ) -> str:
     """A blocked subject's escalation with full context; returns its id."""
-    plan.escalations.append(
-        EscalationEntry(
-            key=subject_escalation_key(decision),
-            kind="subject",
-            subject=decision.subject,
-            reason=context,
-            failure_type=decision.failure_type,
-            attempts=decision.attempts,
-            error_chain=[
-                f"#{a.position} {a.timestamp} {a.tool}"
-                f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
-                for a in record.chain
-            ],
-            tried=list(record.approaches),
-            files=list(record.files),
-            ladder_step=decision.ladder_step,
-            rule=decision.rule,
-            rule_version=decision.rule_version,
-            epoch=decision.epoch,
-        ).entry(run)
-    )
+    escalation = EscalationEntry(
+        key=subject_escalation_key(decision),
+        kind="subject",
+        subject=decision.subject,
+        reason=context,
+        failure_type=decision.failure_type,
+        attempts=decision.attempts,
+        error_chain=[
+            f"#{a.position} {a.timestamp} {a.tool}"
+            f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
+            for a in record.chain
+        ],
+        tried=list(record.approaches),
+        files=list(record.files),
+        ladder_step=decision.ladder_step,
+        rule=decision.rule,
+        rule_version=decision.rule_version,
+        epoch=decision.epoch,
+    ).entry(run)
     # Step 6 carries what the type's terminal action names (docs/rules.md §6).
     limit, where = run.policy.limits.max_text, f"{run.workflow_dir}/{layout.FAILURE_LOG}"
-    for key, texts in terminal_context(decision, record).items():
-        plan.escalations[-1][key] = [cap_text(text, limit, where) for text in texts]
-    return str(plan.escalations[-1]["id"])
+    traces = terminal_context(decision, record).get("stack_traces")
+    if traces is not None:
+        capped = tuple(cap_text(text, limit, where) for text in traces)
+        escalation = replace(escalation, stack_traces=capped)
+    plan.escalations.append(escalation)
+    return escalation.id
 
 
 def _propose_work(plan: PlanDraft, run: Decisions, work: WorkPlan) -> None:
@@ -320,7 +320,7 @@ def _propose_work(plan: PlanDraft, run: Decisions, work: WorkPlan) -> None:
                 would=would,
                 **stamp(run),
                 evidence={},
-            ).to_json()
+            )
         )
 
 
@@ -336,7 +336,7 @@ def _plan_work(
             "workflow_dir": run.workflow_dir,
             "checkpoint": context.get("checkpoint"),
         }
-    plan.journal += [replace(record, **stamp(run)).to_json() for record in work.records]
+    plan.journal += [replace(record, **stamp(run)) for record in work.records]
     for task_id in work.waiting:
         merge(
             items,
@@ -365,23 +365,22 @@ def _plan_work(
     for task_id, reason, summary, checkpoint in work.blocked:
         if decided.held("work", task_id, task_id):
             continue  # its item is blocked by another part: one escalation is open
-        plan.escalations.append(
-            EscalationEntry(
-                key=task_escalation_key(task_id),
-                kind="task",
-                subject=task_id,
-                reason=f"{reason}; progress: {summary}",
-                failure_type="incomplete_work",
-                attempts=0,
-                error_chain=[summary],
-                tried=["split into micro-tasks"],
-                rule="continuation",
-                rule_version="",
-                epoch=run.task_epoch(task_id),
-            ).entry(run)
-        )
-        if checkpoint:
-            plan.escalations[-1]["checkpoints"] = [checkpoint, *run.checkpoints]
+        escalation = EscalationEntry(
+            key=task_escalation_key(task_id),
+            kind="task",
+            subject=task_id,
+            reason=f"{reason}; progress: {summary}",
+            failure_type="incomplete_work",
+            attempts=0,
+            error_chain=[summary],
+            tried=["split into micro-tasks"],
+            rule="continuation",
+            rule_version="",
+            epoch=run.task_epoch(task_id),
+        ).entry(run)
+        if checkpoint:  # where the work stands, before the run's own checkpoints
+            escalation = replace(escalation, checkpoints=(checkpoint, *run.checkpoints))
+        plan.escalations.append(escalation)
         merge(
             items,
             WorkItem(
@@ -393,7 +392,7 @@ def _plan_work(
                 final_status="blocked",
                 escalation_context=reason,
                 is_task=True,
-                escalation=str(plan.escalations[-1]["id"]),
+                escalation=escalation.id,
             ),
         )
 
@@ -403,7 +402,7 @@ def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> 
     escalations they answer settled in escalations.yaml."""
     # A passing report's success, seen now: journaled first, as a hand edit is; the
     # escalations of the work it covers are settled (docs/rules.md §9.1).
-    plan.journal += [replace(record, **stamp(run)).to_json() for record in run.successes]
+    plan.journal += [replace(record, **stamp(run)) for record in run.successes]
     plan.resolutions += [
         Resolution(
             ident,
@@ -418,7 +417,7 @@ def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> 
     for reset in run.human_resets:
         record = reset.record
         # The person who acted stays its actor; the run stamps when.
-        plan.journal.append(replace(record, at=run.now, run=run.run_id).to_json())
+        plan.journal.append(replace(record, at=run.now, run=run.run_id))
         # The escalations the reset answers are settled in the file too (the one a person
         # resolved by hand already is).
         edited = record.escalation if record.via != "failed_items" else None
@@ -441,7 +440,7 @@ def _shadow(run: Decisions) -> bool:
     return run.policy.mode == SHADOW
 
 
-def _circuit_escalation(run: Decisions, trip: Trip) -> dict[str, Any]:
+def _circuit_escalation(run: Decisions, trip: Trip) -> Escalation:
     """A circuit's escalation carries its numbers (docs/rules.md §10): the trip in words (the
     rate against its threshold, the window), then every failed fix behind it: which issue,
     which attempt, when and why."""
@@ -492,7 +491,7 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                         would="open circuit",
                         **stamp(run),
                         evidence={"reason": trip.reason.value, "detail": trip.detail},
-                    ).to_json()
+                    )
                 )
             continue
         entry = _circuit_escalation(run, trip)
@@ -504,10 +503,10 @@ def _plan_trips(plan: PlanDraft, run: Decisions) -> None:
                 rule_version=trip.rule_version,
                 reason=trip.reason.value,
                 detail=trip.detail,
-                escalation=entry["id"],
+                escalation=entry.id,
                 evidence=[fix.to_json() for fix in trip.evidence] or None,
                 **stamp(run),
-            ).to_json()
+            )
         )
         plan.reasons.append(f"circuit open: {trip.rule} ({trip.detail})")
 

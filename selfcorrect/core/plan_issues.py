@@ -70,7 +70,7 @@ def plan_issue(
         plan.journal.append(
             _issue_record(
                 run, decision, IssueStatus.REMEDIATING if runs_fixer else IssueStatus.DIRECTIVE
-            ).to_json()
+            )
         )
         if runs_fixer:
             plan.fixes.append(decision)
@@ -129,7 +129,7 @@ def propose(
     """A shadow rule journals what it would do, once per occurrence, and changes nothing."""
     rule, version, stage = decision.rule, decision.rule_version, decision.stage
     key = f"{rule}|{name}|{moment}|{run.validations}|{would}"
-    if not decision.new or key in run.proposals or any(r.get("key") == key for r in plan.journal):
+    if not decision.new or key in run.proposals or _proposed(plan, key):
         return
     plan.journal.append(
         ProposalEvent(
@@ -141,8 +141,13 @@ def propose(
             would=would,
             **stamp(run),
             evidence=evidence,
-        ).to_json()
+        )
     )
+
+
+def _proposed(plan: PlanDraft, key: str) -> bool:
+    """This plan journals the proposal already (another part of the run would do the same)."""
+    return any(isinstance(r, ProposalEvent) and r.key == key for r in plan.journal)
 
 
 def _issue_record(run: Decisions, decision: IssueDecision, status: IssueStatus) -> IssueEvent:
@@ -215,14 +220,14 @@ def block_issue(
             escalation_context=reason,
         )
     else:  # blocked before: say why as the escalation said it then (the same words)
-        earlier = next((e.reason for e in run.escalations if e.id == entry["id"]), None)
+        earlier = next((e.reason for e in run.escalations if e.id == entry.id), None)
         item = WorkItem(
             task_id=decision.work_item, final_status="blocked", escalation_context=earlier
         )
-    item.is_task, item.escalation = bool(issue.task_id), entry["id"]
+    item.is_task, item.escalation = bool(issue.task_id), entry.id
     merge(items, item)
     if journal:
-        plan.journal.append(blocked_record(run, decision, reason, code).to_json())
+        plan.journal.append(blocked_record(run, decision, reason, code))
     plan.escalations.append(entry)
 
 
@@ -309,7 +314,7 @@ def plan_resolved(
             rule_version=prior.rule_version,
             strategy=prior.strategy,
             **stamp(run),
-        ).to_json()
+        )
     )
     if (
         prior.status == IssueStatus.FIXED
@@ -324,5 +329,5 @@ def plan_resolved(
                 attempt=prior.attempts,
                 **stamp(run),
                 evidence={"report_digest": run.report_digest},
-            ).to_json()
+            )
         )

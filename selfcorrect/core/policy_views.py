@@ -379,12 +379,16 @@ class FailurePattern:
 
 @dataclass(frozen=True, slots=True)
 class Fixer:
-    """One `fix:` entry of an issue type: its own bounds override `remediation:`'s."""
+    """One `fix:` entry of an issue type (its own bounds override `remediation:`'s), or a
+    built-in fix: everything a remediation reads of the fix it runs (effects/remediation.py)."""
 
     command: tuple[str, ...]
     applies_to: tuple[str, ...]
     max_changed_lines: int | None
     timeout_s: float | None
+    scope: tuple[str, ...] = ()  # the files it may change (globs); none: the issue's target
+    builtin: str | None = None  # a fix selfcorrect performs itself (its strategy), no command
+    template: str | None = None  # the built-in fix's template
 
     @classmethod
     def of(cls, entry: Mapping[str, Any]) -> Fixer:
@@ -395,4 +399,10 @@ class Fixer:
             _strings(entry.get("applies_to")) or ("*",),
             int(lines) if lines else None,
             float(timeout) if timeout else None,
+            _strings(entry.get("scope")),
         )
+
+    @classmethod
+    def built_in(cls, strategy: str, template: str) -> Fixer:
+        """A fix selfcorrect performs itself after `template` (docs/policy.md)."""
+        return cls((), ("*",), None, None, builtin=strategy, template=template)

@@ -16,6 +16,7 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow, calibrate
+from selfcorrect.core.journal_records import Stamped
 from selfcorrect.io import atomic, documents
 
 COMMENT = (
@@ -37,8 +38,9 @@ def render_calibration(rows: Sequence[CalibrationRow], record_count: int) -> byt
     )
 
 
-def write_calibration(folder: Path, records: Sequence[Mapping[str, Any]]) -> bool:
-    """Write calibration.yaml from every journal record (in order). True if the file changed.
+def write_calibration(folder: Path, records: Sequence[Stamped | Mapping[str, Any]]) -> bool:
+    """Write calibration.yaml from every journal record (in order), typed (a plan's) or as
+    read. True if the file changed.
 
     Nothing is written while nothing has been handed out (no rows): an untouched folder gains
     no file.

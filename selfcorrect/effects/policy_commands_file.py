@@ -25,7 +25,7 @@ def remember(
     if not policy_commands.changed(policy_commands.baseline(history, shipped_commands()), commands):
         return False
     event = replace(policy_commands.record(commands), **stamp)
-    return journal.append(folder, [event.to_json()]) > 0
+    return journal.append(folder, [event]) > 0
 
 
 def check(folder: Path, policy: Policy, policy_file: str) -> tuple[Diagnostic | None, list[Any]]:

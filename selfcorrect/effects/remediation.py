@@ -13,7 +13,7 @@ import hashlib
 import os
 import posixpath
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +60,9 @@ class FixOutcome:
         return self.verdict is FixVerdict.OK
 
 
+NO_FIXER = Fixer.of({})  # a decision without one runs no command and has no bounds of its own
+
+
 def attempt_key(trace: str, decision: IssueDecision) -> str:
     """trace id + fingerprint + rule version (rules §9.5): the identity of one attempt."""
     raw = f"{trace}|{decision.fingerprint}|{decision.rule_version}"
@@ -75,8 +78,7 @@ def normal_target(target: str | None) -> str | None:
 
 def fix_scope(decision: IssueDecision) -> list[str]:
     """The files the fix may change: the fixer's `scope` globs, else the issue's target."""
-    fixer = decision.fixer or {}
-    scope = [str(s) for s in fixer.get("scope") or ()]
+    scope = list(decision.fixer.scope) if decision.fixer else []
     target = normal_target(decision.issue.target)
     if not scope and target:
         scope = [target]
@@ -151,7 +153,7 @@ def apply_fix(
 ) -> FixOutcome:
     """Run one autofix under the rules §9 state machine; compensates on anything but success."""
     key = attempt_key(trace, decision)
-    fixer: Mapping[str, Any] = decision.fixer or {}
+    fixer = decision.fixer or NO_FIXER
 
     step = transition_writer(record, decision, key)
 
@@ -163,7 +165,7 @@ def apply_fix(
     )
     step(FixState.CLASSIFIED, FixState.PREFLIGHT)
     scope = fix_scope(decision)
-    built_in = fixer.get("builtin")
+    built_in = fixer.builtin
     exclude = [workspace.relative_to_root(folder, root)]
     argv = _fix_argv(decision, fixer, root, exclude)
     if isinstance(argv, str):
@@ -181,7 +183,7 @@ def apply_fix(
     )  # fsynced before the effect
     journal_rel = workspace.relative_to_root(journal.journal_path(folder), root)
     snap = workspace.recapture(snap, [journal_rel])  # with the record just appended
-    timeout = Fixer.of(fixer).timeout_s or policy.remediation.step_timeout_s
+    timeout = fixer.timeout_s or policy.remediation.step_timeout_s
     done = _restructure(root, argv[1], argv[2]) if built_in else run_contained(argv, root, timeout)
     changed = _not_by_hooks(workspace.changes(snap), root, exclude[0])
     # Bytes a fixer put in the journal come out before our next record goes in after them.
@@ -197,7 +199,7 @@ def apply_fix(
         **(_listed("discarded", discarded) if discarded else {}),
     )
     changed = [c for c in changed if c not in caches]
-    limit = Fixer.of(fixer).max_changed_lines or policy.remediation.max_changed_lines
+    limit = fixer.max_changed_lines or policy.remediation.max_changed_lines
     measured = [Measured(c.rel, c.added, c.removed) for c in changed]
     # A link that leads out of the project is never a fix, whatever the scope says.
     escaping = [c.rel for c in changed if _leads_outside(root, c.rel)]
@@ -217,19 +219,19 @@ def apply_fix(
 
 
 def _fix_argv(
-    decision: IssueDecision, fixer: Mapping[str, Any], root: Path, exclude: list[str]
+    decision: IssueDecision, fixer: Fixer, root: Path, exclude: list[str]
 ) -> list[str] | str:
     """The fixer's argv with its placeholders filled, or why preflight refuses it."""
     target = normal_target(decision.issue.target)
     files = [target] if target else []
-    built_in = fixer.get("builtin")
+    built_in = fixer.builtin
     if built_in:  # argv only names the fix in the journal; nothing is executed
-        template = str(fixer.get("template"))
+        template = str(fixer.template)
         argv = build_argv(
             [f"selfcorrect:{built_in}", "{target}", template], target, [template], root
         )
     else:
-        argv = build_argv(fixer.get("command") or (), target, files, root)
+        argv = build_argv(fixer.command, target, files, root)
     if isinstance(argv, str):
         return argv
     return _refuse_protected(files, exclude) or argv

@@ -26,6 +26,7 @@ from selfcorrect.io.failure_log import RawFailure, decode_log, iter_failures
 from selfcorrect.io.safe_paths import NOT_REGULAR
 
 if TYPE_CHECKING:
+    from selfcorrect.core.outputs import Escalation
     from selfcorrect.io.owned_list import OwnedList
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # policy limits.max_bytes (rules §17)
@@ -220,11 +221,16 @@ def failed_items_settled(
 
 
 def add_escalations(
-    path: Path, entries: Sequence[Mapping[str, Any]], *, max_bytes: int = DEFAULT_MAX_BYTES
+    path: Path,
+    escalations: Sequence[Escalation | Mapping[str, Any]],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> bool:
-    """Add escalations not yet in escalations.yaml; existing ones, and people's edits, stay."""
+    """Add escalations not yet in escalations.yaml; existing ones, and people's edits, stay.
+    A plan's typed escalation becomes its entry here (core/outputs.Escalation.to_json)."""
     from selfcorrect.io.owned_list import ESCALATIONS, splice
 
+    entries = [e if isinstance(e, Mapping) else e.to_json() for e in escalations]
     if not entries:
         return False  # never create a file with nothing in it: it would not read back
     if not path.exists():

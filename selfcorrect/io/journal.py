@@ -13,13 +13,16 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from selfcorrect import layout
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import platform, schemas
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.safe_paths import ensure_dir, environment, open_nofollow, refuse_shared
+
+if TYPE_CHECKING:
+    from selfcorrect.core.journal_records import Stamped
 
 JOURNAL = Path(layout.JOURNAL)
 
@@ -155,9 +158,11 @@ def _skip(warnings: list[Diagnostic], path: Path, number: int, message: str) -> 
     warnings.append(Diagnostic(str(path), number, 1, message, "warning"))
 
 
-def append(folder: Path, records: Iterable[Mapping[str, Any]]) -> int:
-    """Append records, each on its own line, and fsync before returning. Returns the count."""
-    lines = [json.dumps(dict(r), ensure_ascii=False, sort_keys=True) + "\n" for r in records]
+def append(folder: Path, records: Iterable[Stamped | Mapping[str, Any]]) -> int:
+    """Append records, each on its own line, and fsync before returning. Returns the count.
+    A typed record (core/journal_records.py, a plan's) is written as its `to_json()`."""
+    plain = (dict(r) if isinstance(r, Mapping) else r.to_json() for r in records)
+    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in plain]
     if not lines:
         return 0
     path = journal_path(folder)
