@@ -430,10 +430,18 @@ def test_handing_an_item_back_restarts_every_part_of_it(tmp_path: Path, run_line
     )
     reset = next(r for r in records(folder) if r["event"] == "reset")
     assert [s["subject"] for s in reset["subjects"]] == ["WI-9"]  # the held subject too
+    # The report still says 100 minutes: the item is blocked again, and the file holds the
+    # escalation its prompt and the gate now cite (docs/rules.md §10).
+    after_reset = load(folder / "escalations.yaml")["escalations"]
+    assert [e["status"] for e in after_reset] == ["resolved", "open"]
     report.write_text(report.read_text().replace("estimated_minutes: 100", "estimated_minutes: 10"))
     log.write_text("failures:\n" + "".join(failures))  # one more failure after the reset
     result = run_line(["run", folder, "--format", "json"])
     out = json.loads(result.stdout)
     subject = next(s for s in out["subjects"] if s["subject"] == "WI-9")
     assert subject["status"] != "blocked"
-    assert [e["status"] for e in load(folder / "escalations.yaml")["escalations"]] == ["resolved"]
+    person, again = load(folder / "escalations.yaml")["escalations"]
+    assert person["status"] == "resolved" and person["resolved_by"] != "selfcorrect"
+    # Its cause went with the person's edit of the report: settled by the run, said why.
+    assert again["status"] == "resolved" and again["resolved_by"] == "selfcorrect"
+    assert again["evidence"].startswith("WI-9 is no longer blocked")

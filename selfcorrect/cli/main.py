@@ -777,6 +777,10 @@ def _make_reset_command() -> click.Command:
         )
         for ident in outcome.escalations:
             click.echo(printable(f"  resolved {ident} in escalations.yaml"))
+        for item, why, again in outcome.still_blocked:  # a person must act again: say so
+            opened = f"; opened {again} in escalations.yaml" if again else ""
+            said = " ".join(why.split())[:200]
+            click.echo(printable(f"  {item} is blocked again at once: {said}{opened}"))
         for path in outcome.written:
             click.echo(printable(f"  wrote {path}"))
         return ExitCode.PASS

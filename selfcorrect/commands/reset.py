@@ -22,8 +22,11 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.contexts import short
 from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
-from selfcorrect.core.journal_records import PLAN_REVISION
+from selfcorrect.core.journal_records import PLAN_REVISION, SETTLED, FailedItemsEvent
+from selfcorrect.core.model import FinalStatus
+from selfcorrect.core.outputs import Plan
 from selfcorrect.core.plan import build_plan
+from selfcorrect.effects.escalations_file import escalations_path, write_escalations
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
@@ -42,6 +45,9 @@ class ResetOutcome:
     written: list[str]
     # What the reading warned about (a tampered journal record): said by reset as by run.
     warnings: list[Diagnostic] = field(default_factory=list)
+    # Reset items another part (or the same cause, still reported) blocks again at once:
+    # (item, why, the escalation now open for it).
+    still_blocked: list[tuple[str, str, str | None]] = field(default_factory=list)
 
 
 def default_actor() -> str:
@@ -122,22 +128,24 @@ def _reset(
     # Last: the hand edits above would be journaled by the next run, were we to die here.
     journal.append(folder, [record])
     written.append(documents.display_path(journal.journal_path(folder)))
-    written += _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
+    rewritten, still_blocked = _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
     return ResetOutcome(
         record.to_json(),
         resolved.escalations,
         resolved.work_items,
-        written,
+        list(dict.fromkeys([*written, *rewritten])),
         list(decisions.warnings),
+        still_blocked,
     )
 
 
 def _rewrite_prompts(
     folder: Path, policy_path: Path | None, clock: Clock, work_items: list[str]
-) -> list[str]:
+) -> tuple[list[str], list[tuple[str, str, str | None]]]:
     """The reset items' prompts, rewritten at once: an agent reading one sees the person's
     guidance and the item's new status now, not after the next run; and the agent hooks' gate
-    stops refusing the item's files now too."""
+    stops refusing the item's files now too. Also: what was written, and the reset items that
+    are blocked again at once (another part blocks them, or their cause is still reported)."""
     inputs = load_inputs(folder, policy_path, checks=PROJECT_CHECKS)
     decisions = decide(
         inputs,
@@ -147,14 +155,44 @@ def _rewrite_prompts(
         installed=installed,
     )
     plan = build_plan(decisions)
+    written: list[str] = []
+    # Escalations whose cause is gone are journaled as selfcorrect's before the file says
+    # resolved, so no run takes them for a person's edit.
+    journal.append(folder, [r for r in plan.journal if r.event == SETTLED])
+    # An item the reset leaves blocked by another part cites that part's escalation: the file
+    # holds it before any prompt or the gate names it.
+    if write_escalations(folder, decisions, plan):
+        written.append(documents.display_path(escalations_path(folder)))
     names = {work_item_file(item) for item in work_items}
     rendered = render_recovery(folder, plan, inputs.policy)
-    written = write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
+    written += write_recovery(folder, plan, {n: t for n, t in rendered.items() if n in names})
     if plan.withdrawn:  # recovery/plan.md deleted now: its withdrawal is journaled now too
         journal.append(folder, [r for r in plan.journal if r.event == PLAN_REVISION])
     if write_gate(folder, decisions, plan):
         written.append(documents.display_path(gate_path(folder)))
-    return written
+    blocked = [
+        (item.id, item.why, item.escalation)
+        for item in (plan.work_items.get(name) for name in work_items)
+        if item is not None and item.status is FinalStatus.BLOCKED
+    ]
+    written += _blocked_again(folder, decisions, plan, {name for name, _, _ in blocked})
+    return written, blocked
+
+
+def _blocked_again(folder: Path, decisions: Decisions, plan: Plan, items: set[str]) -> list[str]:
+    """The failed_items entries of reset items blocked again at once, as the plan decides them
+    (blocked, and why), so the log says what their prompts and the gate say; journaled as
+    selfcorrect's writes, like a run's (no person's edit)."""
+    log = folder / layout.COORDINATION_LOG
+    entries = [dict(e) for e in plan.failed_items if e["task_id"] in items]
+    listed = _existing(decisions, entries) if items and log.exists() else []
+    max_bytes = decisions.policy.limits.max_bytes
+    if not listed or not documents.update_failed_items(log, listed, max_bytes=max_bytes):
+        return []
+    statuses = {e["task_id"]: e["final_status"] for e in listed}
+    record = FailedItemsEvent(statuses=statuses, at=decisions.now, run="reset", actor="selfcorrect")
+    journal.append(folder, [record])
+    return [documents.display_path(log), documents.display_path(journal.journal_path(folder))]
 
 
 def _existing(decisions: Decisions, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

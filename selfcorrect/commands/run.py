@@ -38,6 +38,7 @@ from selfcorrect.core.plan_issues import blocked_record
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
+from selfcorrect.effects.escalations_file import escalations_path, write_escalations
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.policy_commands_file import remember as remember_commands
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
@@ -526,18 +527,8 @@ def _write(
         and (merge() if memo is None else memo.merge(log, plan.failed_items, merge, settled))
     ):
         written.append(documents.display_path(log))
-    escalations = folder / layout.ESCALATIONS
-    if plan.resolutions and documents.resolve_escalations(
-        escalations, [r.entry() for r in plan.resolutions], max_bytes=max_bytes
-    ):
-        written.append(documents.display_path(escalations))
-    # Only escalations the file does not hold yet: the others stay as they are, so a run with
-    # nothing new to escalate never parses the file (a round-trip parse of a long
-    # escalations.yaml was most of a failure hook's time).
-    known = {e.id for e in decisions.escalations}
-    fresh = [e for e in plan.escalations if e.id not in known]
-    if fresh and documents.add_escalations(escalations, fresh, max_bytes=max_bytes):
-        written.append(documents.display_path(escalations))
+    if write_escalations(folder, decisions, plan):
+        written.append(documents.display_path(escalations_path(folder)))
     written += write_recovery(folder, plan, rendered)
     written += write_work(folder, plan, decisions.policy.limits.max_text)
     report = decisions.report

@@ -203,26 +203,22 @@ def decide(
         # that starts at the cap says how many cycles were spent, never "0" (rules §4).
         issues = [capped(d, max(state.episode_cycles, cycles), agent) for d in issues]
     resolved: list[tuple[str, IssueState]] = []
-    # A fresh report that no longer carries an issue handed out; a stub (no validator ran)
-    # resolves nothing (docs/rules.md §5).
+    # A fresh report that no longer carries an issue handed out, or one a person was asked to
+    # act on (its cause is gone: docs/rules.md §9.1); a stub (no validator ran) resolves
+    # nothing (docs/rules.md §5).
     if inputs.report is not None and not inputs.report.stub:
         current = {d.fingerprint for d in issues}
         resolved = [
             (fp, prior)
             for fp, prior in state.issues.items()
-            if prior.status in HANDED_OUT
+            if (prior.status in HANDED_OUT or prior.status == IssueStatus.BLOCKED)
             and fp not in current
             and (
-                prior.report_digest != inputs.report_digest
+                passed is not None
+                or prior.report_digest != inputs.report_digest
                 or prior.validations != state.validations
             )
         ]
-        if passed is not None:  # a PASS resolves what was blocked too (docs/rules.md §9.1)
-            resolved += [
-                (fp, prior)
-                for fp, prior in state.issues.items()
-                if prior.status == IssueStatus.BLOCKED and fp not in current
-            ]
     return Decisions(
         inputs=inputs,
         state=state,

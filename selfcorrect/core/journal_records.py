@@ -30,6 +30,7 @@ COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_c
 SUCCESS = "success"  # a success the log does not hold: a passing report (docs/rules.md §9.1)
 TURN = "turn"  # an agent's turn ended: its host's Stop or SubagentStop (docs/rules.md §8)
 PLAN_REVISION = "plan_revision"  # recovery/plan.md written for these tasks, or withdrawn (§8)
+SETTLED = "settled"  # escalations selfcorrect resolved: their cause is gone (§9.1)
 
 
 class Omit(Enum):
@@ -339,6 +340,16 @@ class PlanRevisionEvent(Stamped):
     reason: str | None = _optional()  # why it was withdrawn
 
 
+@dataclass(frozen=True, kw_only=True)
+class SettledEvent(Stamped):
+    """Open escalations selfcorrect resolved because no work item needs a person for them any
+    more (the report no longer lists their issue, their subject's calls work: docs/rules.md
+    §9.1). Journaled so the next run does not take the resolution for a person's edit."""
+
+    event = SETTLED
+    escalations: Sequence[str]  # the escalation ids, resolved by selfcorrect
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -357,5 +368,6 @@ KINDS: dict[str, type[Stamped]] = {
         SuccessEvent,
         TurnEvent,
         PlanRevisionEvent,
+        SettledEvent,
     )
 }

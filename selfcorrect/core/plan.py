@@ -25,6 +25,7 @@ from selfcorrect.core.journal_records import (
     FailedItemsEvent,
     PlanRevisionEvent,
     ProposalEvent,
+    SettledEvent,
     SubjectEvent,
 )
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_context
@@ -50,6 +51,7 @@ from selfcorrect.core.work_item_decision import (
     WorkItemDecision,
     WorkItems,
     decide_work_items,
+    item_of_subject,
     subject_escalation_key,
     task_escalation_key,
 )
@@ -88,7 +90,7 @@ def build_plan(run: Decisions) -> Plan:
         _entry(facts.get(item.id), item) for item in decided.items.values() if item.is_task
     ]
     _record_written(plan, run)
-    _supersede(plan, run)
+    _settle_stale(plan, run)
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
     return plan.freeze()
@@ -104,26 +106,41 @@ def _entry(facts: WorkItem | None, item: WorkItemDecision) -> dict[str, Any]:
     return replace(facts, final_status=item.status.value, escalation_context=context).entry()
 
 
-def _supersede(plan: PlanDraft, run: Decisions) -> None:
-    """An open escalation for a subject this plan escalates anew (another reason, another
-    epoch) is closed as superseded: a person reads one open entry per work item, never a
-    stale one beside the new one."""
+def _settle_stale(plan: PlanDraft, run: Decisions) -> None:
+    """Every open escalation is one a person still has to act on: one that no work item cites
+    any more is settled. Superseded, when its item is escalated anew (another reason, another
+    epoch, another part of it); resolved, when its item is blocked no more, its cause gone (the
+    report no longer lists it, its subject's calls work). A rule's circuit is no work item's:
+    only a person's `reset --rule` closes it (docs/rules.md §10)."""
+    cited = {item.escalation for item in plan.work_items.values() if item.escalation}
     newest = {(e.kind, e.subject): e.id for e in plan.escalations}
-    current = set(newest.values())
+    settled = {r.id for r in plan.resolutions}
+    gone: list[str] = []
     for old in run.escalations:
-        if old.status is not EscalationStatus.OPEN or old.id in current:
+        kind = str(old.extra.get("kind"))
+        if old.status is not EscalationStatus.OPEN or kind == "circuit":
             continue
-        replaced_by = newest.get((str(old.extra.get("kind")), old.subject))
+        if old.id in cited or old.id in settled:
+            continue
+        item = plan.work_items.get(item_of_subject(run, old.subject))
+        replaced_by = newest.get((kind, old.subject)) or (item.escalation if item else None)
         if replaced_by:
-            plan.resolutions.append(
-                Resolution(
-                    old.id,
-                    EscalationStatus.SUPERSEDED,
-                    run.now,
-                    "selfcorrect",
-                    f"superseded by {replaced_by}",
-                )
-            )
+            status, evidence = EscalationStatus.SUPERSEDED, f"superseded by {replaced_by}"
+        else:
+            status, evidence = EscalationStatus.RESOLVED, _cause_gone(old.subject, item)
+            gone.append(old.id)
+        plan.resolutions.append(Resolution(old.id, status, run.now, "selfcorrect", evidence))
+    if gone:  # journaled: the next run must not take these for a person's edits
+        plan.journal.append(SettledEvent(escalations=gone, **stamp(run)))
+
+
+def _cause_gone(subject: str, item: WorkItemDecision | None) -> str:
+    if item is None:
+        return f"{subject} is no longer in the validation report or the failure log"
+    why = " ".join(item.why.split())[:200]
+    return f"{item.id} is no longer blocked: it is {item.status.value} now" + (
+        f" ({why})" if why else ""
+    )
 
 
 def _record_written(plan: PlanDraft, run: Decisions) -> None:

@@ -21,6 +21,7 @@ from selfcorrect.core.journal_records import (
     ProposalEvent,
     ResetBaseline,
     ResetEvent,
+    SettledEvent,
     Stamped,
     SubjectEvent,
     SuccessEvent,
@@ -162,16 +163,7 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]], *, host_turns: bool =
         if isinstance(record, TransitionEvent) and record.source == "preflight":
             started.add((str(record.fingerprint), _int(record.attempt)))
         if isinstance(record, SubjectEvent) and isinstance(record.subject, str):
-            current = state.subjects.setdefault(record.subject, SubjectState())
-            current.status = record.status
-            current.ladder_step = _int(record.ladder_step)
-            current.log_position = -1 if record.log_position is None else _int(record.log_position)
-            current.attempt = _int(record.attempt)
-            current.reason = record.reason
-            current.at = record.at
-            current.rule = record.rule or current.rule
-            current.rule_version = record.rule_version or current.rule_version
-            current.seq = seq
+            _apply_subject(state.subjects.setdefault(record.subject, SubjectState()), record, seq)
         elif isinstance(record, ValidatedEvent):
             state.validations += 1
             if record.cycle:
@@ -197,8 +189,22 @@ def derive(records: Iterable[Stamped | Mapping[str, Any]], *, host_turns: bool =
         elif isinstance(record, PlanRevisionEvent):
             written = record.status == "written"
             state.plan_revision = tuple(str(t) for t in record.tasks or ()) if written else None
+        elif isinstance(record, SettledEvent):
+            state.resolved_escalations.update(str(e) for e in record.escalations or ())
     _refund_unstarted(state, started)
     return state
+
+
+def _apply_subject(current: SubjectState, record: SubjectEvent, seq: int) -> None:
+    current.status = record.status
+    current.ladder_step = _int(record.ladder_step)
+    current.log_position = -1 if record.log_position is None else _int(record.log_position)
+    current.attempt = _int(record.attempt)
+    current.reason = record.reason
+    current.at = record.at
+    current.rule = record.rule or current.rule
+    current.rule_version = record.rule_version or current.rule_version
+    current.seq = seq
 
 
 def _apply_turn(state: State, record: AgentEvent | TurnEvent, seq: int) -> None:

@@ -155,7 +155,7 @@ def decide_work_items(run: Decisions, work: WorkPlan) -> WorkItems:
         parts.setdefault(item, []).append(part)
 
     for decision in run.subjects:
-        item = _item_of_subject(run, decision.subject)
+        item = item_of_subject(run, decision.subject)
         of_subject[decision.subject] = item
         part = _subject_part(run, decision, item)
         if part is not None:
@@ -194,7 +194,8 @@ def decide_work_items(run: Decisions, work: WorkPlan) -> WorkItems:
     return WorkItems(kept, of_subject, of_issue, notes)
 
 
-def _item_of_subject(run: Decisions, subject: str) -> str:
+def item_of_subject(run: Decisions, subject: str) -> str:
+    """The work item a subject (or an escalation's subject) belongs to: its task, else itself."""
     record = run.records.get(subject)
     return (record.task_id if record is not None else None) or subject
 
@@ -356,7 +357,7 @@ def _open_escalations(run: Decisions) -> dict[str, set[str]]:
             continue
         if escalation.extra.get("kind") == "circuit":
             continue  # a rule's circuit is no work item's
-        item = _item_of_subject(run, escalation.subject)
+        item = item_of_subject(run, escalation.subject)
         opened.setdefault(item, set()).add(escalation.id)
     return opened
 
