@@ -56,6 +56,7 @@ def test_an_observe_tasks_autofix_is_refused(tmp_path: Path, run_line) -> None:
     assert "Intent: observe" in text and "No repair tool is offered" in text
     # Its scope is to be read: no line of the file asks for a change (docs/rules.md §12).
     assert "Change only" not in text and "Files involved (change none of them):" in text
+    assert "in check mode only (never fix mode), and report what it finds" in text
 
 
 def test_a_create_tasks_autofix_runs(tmp_path: Path, run_line) -> None:
@@ -97,3 +98,14 @@ def test_a_create_tasks_stuck_prompt_keeps_its_scope_to_change(tmp_path: Path, r
     run_line(["run", folder])
     scope = (folder / "recovery" / "WI-1.md").read_text().split("## Scope\n", 1)[1]
     assert scope.startswith("Change only these files; change nothing outside them:\n- src/a.py")
+
+
+def test_an_observe_tasks_targeted_fix_asks_for_a_report(tmp_path: Path, run_line) -> None:
+    folder = folder_for(tmp_path, "Audit resume and LinkedIn profile")
+    report = json.loads((folder / "validation_report.yaml").read_text())
+    report["issues"][0]["type"] = "acceptance_criterion_unmet"
+    (folder / "validation_report.yaml").write_text(json.dumps(report))
+    run_line(["run", folder])
+    text = (folder / "recovery" / "WI-1.md").read_text()
+    assert "find its cause, and report the smallest change that removes it" in text
+    assert "make the smallest change" not in text and "Change only" not in text
