@@ -486,3 +486,27 @@ def _remediation(record: dict[str, Any]) -> bool:
     """A `preflight → remediating` transition: fsynced just before the fixer starts."""
     step = (record.get("event"), record.get("from"), record.get("to"))
     return step == ("transition", "preflight", "remediating")
+
+
+def test_a_run_sweeps_a_killed_writers_temp_files_wherever_it_writes(tmp_path: Path) -> None:
+    """A kill between a temp file's write and its rename leaves the temp file: the next run
+    removes those of dead writers in every folder it writes to, `.selfcorrect/` and the undone
+    copies of a fix included (the random kills above once left one in `undone/`)."""
+    from tests.helpers import example
+
+    folder = example(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    pid = int(dead.stdout)
+    places = [folder, folder / ".selfcorrect", folder / ".selfcorrect" / "undone"]
+    for place in places:
+        place.mkdir(parents=True, exist_ok=True)
+    stale = [place / f"..env.058cc9621985.{pid}.d057ab50.tmp" for place in places]
+    live = folder / ".selfcorrect" / f".gate.json.{os.getpid()}.0badcafe.tmp"  # a live writer
+    for path in [*stale, live]:
+        path.write_bytes(b"half a file")
+    done = subprocess.run([sys.executable, "-m", "selfcorrect", "run", str(folder)],
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert done.returncode in (0, 1, 3), done.stderr
+    assert [p for p in stale if p.exists()] == []
+    assert live.exists()  # never a file a running writer may still rename

@@ -64,6 +64,9 @@ OUTPUT_DIRS = (
     layout.MICROTASKS,
     layout.HANDOFFS,
 )  # where a run writes besides DIR
+# Every folder a run or a hook replaces files in (io/atomic.py): the temp files a killed writer
+# left there are swept by the next run (the undone copies of a fix included).
+WRITTEN_DIRS = ("", *OUTPUT_DIRS, layout.STATE, str(layout.UNDONE))
 
 
 @dataclass
@@ -251,7 +254,7 @@ def _locked_run(
     run = _Run(folder, policy_path, clock, is_installed, cache)
     if not shadow:
         # A run killed mid-write (SIGKILL) leaves its temp files; clear them.
-        atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
+        atomic.sweep_stale_temps(folder / sub for sub in WRITTEN_DIRS)
         if validate_first:
             run.validate(load_policy(policy_path or folder / layout.POLICY))
     inputs = run.load()
@@ -323,7 +326,7 @@ def decide_and_write(
     journal and the gate, but run no fixer, no validator and no agent command (a hook must
     answer in moments). A plan that needs one of those writes nothing: the next full run acts,
     and `deferred` says why. The caller holds the folder's lock."""
-    atomic.sweep_stale_temps(folder / sub for sub in ("", *OUTPUT_DIRS))
+    atomic.sweep_stale_temps(folder / sub for sub in WRITTEN_DIRS)
     run = _Run(folder, policy_path, clock, is_installed, cache)
     inputs = run.load()
     decisions, plan = run.settle(inputs, 0, None)  # the same settle as a run's: one logic
