@@ -27,6 +27,7 @@ from selfcorrect.core.journal_records import (
     AgentEvent,
     EpisodeEvent,
     IssueEvent,
+    Stamped,
     SubjectEvent,
     ValidatedEvent,
 )
@@ -379,7 +380,7 @@ def _run_agent(
     root: Path,
     command: Any,
     files: list[str],
-    record: Callable[[dict[str, Any]], None],
+    record: Callable[[Stamped], None],
 ) -> None:
     from selfcorrect.io.process import run_argv
 
@@ -394,7 +395,7 @@ def _run_agent(
                 argv=argv,
                 exit=done.returncode,
                 outcome=done.describe(timeout),
-            ).to_json()
+            )
         )
 
 
@@ -422,14 +423,14 @@ def _validate(
 
 def _recorder(
     folder: Path, decisions: Decisions, clock: Clock, kept: list[Any] | None = None
-) -> Callable[[dict[str, Any]], None]:
+) -> Callable[[Stamped], None]:
     """Each transition is appended and fsynced at once: the journal leads every effect. Each
     is stamped when it happens: circuit windows compare these times (rules §10). `kept`
     receives each record too, so a cycle judges its circuits without re-reading the journal
     (a 3 MB journal read once per fix once made a run take minutes)."""
 
-    def record(entry: dict[str, Any]) -> None:
-        stamped = {**entry, "at": stamp(clock), "run": decisions.run_id, "actor": "selfcorrect"}
+    def record(entry: Stamped) -> None:
+        stamped = replace(entry, at=stamp(clock), run=decisions.run_id, actor="selfcorrect")
         journal.append(folder, [stamped])
         if kept is not None:
             kept.append(stamped)

@@ -21,7 +21,7 @@ from typing import Any
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
-from selfcorrect.core.journal_records import TransitionEvent
+from selfcorrect.core.journal_records import Stamped, TransitionEvent
 from selfcorrect.core.markdown import restructure
 from selfcorrect.core.model import FixState
 from selfcorrect.core.policy import Policy
@@ -41,7 +41,7 @@ from selfcorrect.io.process import Completed
 from selfcorrect.io.process_tree import run_contained
 from selfcorrect.io.programs import locate
 
-Record = Callable[[dict[str, Any]], None]
+Record = Callable[[Stamped], None]  # journals a record at once, stamped when it happens
 LISTED = 100  # paths named per list in a journal record
 
 
@@ -143,7 +143,7 @@ def transition_writer(
             evidence=evidence,
             attempt_key=key or None,
         )
-        record(entry.to_json())
+        record(entry)
 
     return step
 
