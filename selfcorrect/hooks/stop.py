@@ -99,7 +99,7 @@ def _record_turn(event: HookEvent, folder: Path, *, subagent: bool, tasks: list[
         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         run="hook",
         actor="selfcorrect",
-    ).to_json()
+    )
     try:
         with folder_lock.hold(folder, TURN_WAIT_S, "hook"):
             journal.append(folder, [record])
