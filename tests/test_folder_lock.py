@@ -16,11 +16,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from selfcorrect.errors import InputError
-from selfcorrect.io import folder_lock
+from selfcorrect.io import folder_lock, safe_paths
 from tests.helpers import git, journal
 from tests.test_watch import Watch
 
@@ -241,3 +242,27 @@ def test_the_lock_is_never_taken_through_a_symlink(tmp_path: Path, run_line) -> 
     with refused, folder_lock.hold(folder, 0):
         pass
     assert target.read_text() == "not yours\n"
+
+
+def test_a_lock_released_while_the_preflight_reads_the_folder_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watcher's preflight lists `.selfcorrect/` while the run before it finishes and removes
+    its lock file: the entry is gone by the time it is looked at. Under load this failed the
+    watcher's run with FileNotFoundError (folder.lock)."""
+    folder = tmp_path / "workflow"
+    state = folder / ".selfcorrect"
+    state.mkdir(parents=True)
+    lock = state / "folder.lock"
+    lock.write_text("4242\n")
+    (state / "journal.jsonl").write_text("")
+    listed = os.scandir
+
+    def list_then_release(path: Any) -> Any:
+        entries = list(listed(path))
+        if lock.exists() and Path(path) == state:
+            lock.unlink()  # the holder finishes between the listing and the look
+        return iter(entries)
+
+    monkeypatch.setattr(safe_paths.os, "scandir", list_then_release)
+    safe_paths.preflight(folder)  # no error: nothing wrong is left

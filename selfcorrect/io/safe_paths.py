@@ -136,15 +136,28 @@ def preflight(folder: Path) -> None:
             problems.append(environment_error(exc, place) or refusal(place, str(exc.strerror)))
             continue
         for entry in entries:
-            if entry.is_symlink():
-                problems.append(_link_error(Path(entry.path)))
-            elif not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
-                # A FIFO here would hang the next read or write; a device, worse.
-                problems.append(refusal(entry.path, NOT_REGULAR))
-            elif name == IN_PLACE and entry.is_file(follow_symlinks=False):
-                problems.extend(_shared(entry.path, entry.stat(follow_symlinks=False).st_nlink))
+            problems.extend(_entry_problems(entry, in_place=name == IN_PLACE))
     if problems:
         raise InputError.combined(problems)
+
+
+def _entry_problems(entry: os.DirEntry[str], *, in_place: bool) -> list[InputError]:
+    """What is wrong with one entry of a state folder. An entry gone since the listing (a
+    finishing run removes its lock file) has nothing wrong with it."""
+    if entry.is_symlink():
+        return [_link_error(Path(entry.path))]
+    if not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+        if not os.path.lexists(entry.path):
+            return []
+        # A FIFO here would hang the next read or write; a device, worse.
+        return [refusal(entry.path, NOT_REGULAR)]
+    if in_place and entry.is_file(follow_symlinks=False):
+        try:
+            links = entry.stat(follow_symlinks=False).st_nlink
+        except FileNotFoundError:
+            return []
+        return _shared(entry.path, links)
+    return []
 
 
 def _shared(path: Path | str, links: int) -> list[InputError]:
