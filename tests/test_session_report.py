@@ -512,3 +512,28 @@ def test_each_item_shows_its_status_last_error_and_next_step_at_a_glance(
     items = item_fields(parse(browser("--dump-dom", page.as_uri(), cwd=tmp_path).stdout))
     assert items["WI-3"]["status"] == "recovering"
     assert items["WI-3"]["next-step"].startswith("The agent works on workflow/recovery/WI-3.md")
+
+
+def test_an_item_failing_under_budget_is_not_said_to_hold_a_directive(tmp_path: Path) -> None:
+    """One failure under its type's budget: nothing is decided or handed out. The page says
+    pending, as `run` and `status` do, and that the agents retry on their own; never that a
+    directive is with an agent (there is no recovery prompt)."""
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text(
+        "implementation_tasks:\n  - task_id: WI-1\n    status: in_progress\n"
+    )
+    (folder / "tool_failures.yaml").write_text(
+        "failures:\n  - {tool: Bash, error: E404 not found, "
+        'timestamp: "2026-11-29T10:00:00Z", task_id: WI-1}\n'
+    )
+    page = tmp_path / "report.html"
+    done = cli("report", folder, "-q", "-o", page, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    dom = parse(page.read_text(encoding="utf-8"))
+    (attrs, text) = dom.find("article", **{"data-item": ""})[0]
+    assert attrs["data-item"] == "WI-1" and attrs["data-status"] == "pending"
+    assert "The agents retry within the type's budget" in text
+    assert "has its directive" not in text
+    shown = json.loads(cli("run", "--shadow", folder, "--format", "json", cwd=tmp_path).stdout)
+    assert [s["status"] for s in shown["subjects"]] == ["pending"]

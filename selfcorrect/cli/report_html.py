@@ -32,8 +32,7 @@ MEANING = {
     "blocked": "a person is needed: read the escalation, then reset it with evidence",
     "skipped": "an external dependency failed: logged and skipped, the session goes on",
     "recovering": "selfcorrect handed out a fix or a recovery prompt and is waiting for it",
-    "pending": "a directive is with an agent; nothing moves until the files change",
-    "failing": "failures under the retry budget: observed, nothing handed out yet",
+    "pending": "a directive is with an agent, or its agents retry within their failure budget",
     "recovered": "fixed after selfcorrect acted (or nothing fails any more)",
     "ok": "failed before, succeeds now",
 }
@@ -44,7 +43,7 @@ MEANING = {
 # comes before one that is skipped until its outside cause goes away.
 SECTIONS = (
     ("needs-you", "Needs you", ("blocked",)),
-    ("being-worked", "Being worked", ("recovering", "pending", "failing")),
+    ("being-worked", "Being worked", ("recovering", "pending")),
     ("done", "Done or set aside", ("skipped", "recovered", "ok")),
 )
 PAGE_ORDER = tuple(status for _, _, statuses in SECTIONS for status in statuses)
@@ -239,10 +238,10 @@ def _next_step(work: WorkItem, folder: str) -> str:
     if work.status == "recovering":
         step = f" (ladder step {max(steps)})" if steps else ""
         return f"The agent works on {prompt}{step}; nothing for you unless it stays stuck."
+    if work.status == "pending" and not work.decided:  # failures under the type's budget
+        return "The agents retry within the type's budget; selfcorrect steps in if it sticks."
     if work.status == "pending":
         return f"The agent has its directive in {prompt}; the next validation report judges it."
-    if work.status == "failing":
-        return "The agents retry within the type's budget; selfcorrect steps in if it sticks."
     if work.status == "skipped":
         return (
             "Skipped until a later success shows the outside cause (a registry, a network, a "

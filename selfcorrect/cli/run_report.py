@@ -19,6 +19,7 @@ from selfcorrect.cli.advisory import advisory_lines
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.words import attempts_text, count, printable
 from selfcorrect.core.advisories import advisories
+from selfcorrect.core.work_item_decision import shown_status
 from selfcorrect.errors import result_exit_code
 from selfcorrect.layout import work_item_file
 
@@ -29,16 +30,10 @@ if TYPE_CHECKING:
     from selfcorrect.core.outputs import Plan
 
 
-# A subject no work item holds: its own state in the status vocabulary
-# (docs/rules.md §9.1).
-_OWN = {"ok": "recovered", "failing": "pending"}
-
-
 def item_status(plan: Plan, work_item: str, own: str) -> str:
     """The one status of the work item a subject or issue belongs to: the status the prompt
-    file, failed_items and escalations.yaml show too (core/work_items.py)."""
-    item = plan.work_items.get(work_item)
-    return item.status.value if item else _OWN.get(own, own)
+    file, failed_items and escalations.yaml show too (core/work_item_decision.shown_status)."""
+    return shown_status(plan.work_items, work_item, own)
 
 
 def spent(decision: IssueDecision) -> int:

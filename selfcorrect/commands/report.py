@@ -20,7 +20,8 @@ from typing import Any
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.commands.status import FolderStatus, folder_status
 from selfcorrect.core import journal_records as jr
-from selfcorrect.core.work_item_decision import SEVERITY
+from selfcorrect.core.model import FinalStatus
+from selfcorrect.core.work_item_decision import SEVERITY, shown_status
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, journal
 from selfcorrect.io.documents import display_path
@@ -30,9 +31,8 @@ EVENTS_SHOWN = 12  # per work item, plus the latest of each kind; older ones are
 TEXT_SHOWN = 4000  # characters of one error text; the rest is said to exist, not shown
 
 # Worst first: what a person must look at before anything else (docs/report.md). The work items'
-# one status (core/work_item_decision.py), then what no decision covers: a subject's `failing`
-# (failures under budget: observed, nothing handed out yet) and `ok`.
-STATUS_ORDER = (*(status.value for status in SEVERITY), "failing", "ok")
+# one status (core/work_item_decision.py), then `ok`: an item with nothing shown but history.
+STATUS_ORDER = (*(status.value for status in SEVERITY), "ok")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ class WorkItem:
     older: Counter[str] = field(default_factory=Counter)  # kind -> events not shown
     escalations: list[str] = field(default_factory=list)  # open escalation ids
     prompt: str | None = None  # recovery/<item>.md, when the run writes one
+    decided: bool = False  # the run decided it (else: observed only, or history)
 
     @property
     def rank(self) -> int:
@@ -151,7 +152,7 @@ def build(
     warnings: list[Diagnostic] = []
     history = _history(status.outcome, folder, warnings)
     items = _Items()
-    _add_subjects(items, status.outcome, view)
+    _add_subjects(items, status.outcome)
     _add_issues(items, status.outcome, view)
     counts: dict[str, Counter[str]] = {"fixes": Counter(), "events": Counter()}
     for number, raw in enumerate(history, 1):
@@ -203,14 +204,12 @@ class _Items:
         return found
 
 
-def _add_subjects(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
+def _add_subjects(items: _Items, outcome: Any) -> None:
     subjects, records, _issues = _run_view(outcome)
-    rows = {row["subject"]: row for row in view["subjects"]}
     for decision in subjects:
         record = records.get(decision.subject)
         name = (record.task_id if record else None) or decision.subject
         items.owner[decision.subject] = name
-        row = rows.get(decision.subject, {})
         if decision.status.value == "ok" and not (record and record.failures_total):
             continue  # no failure since its last success: nothing to show
         work = items.item(name)
@@ -219,7 +218,7 @@ def _add_subjects(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
                 "subject",
                 decision.subject,
                 decision.failure_type,
-                str(row.get("status") or decision.status.value),
+                shown_status(outcome.plan.work_items, name, decision.status.value),
                 decision.attempts,
                 decision.retries,
                 decision.ladder_step,
@@ -252,7 +251,7 @@ def _add_issues(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
                 "issue",
                 decision.issue.id or decision.fingerprint,
                 decision.type,
-                str(row.get("status") or _issue_status(decision)),
+                shown_status(outcome.plan.work_items, name, FinalStatus.PENDING.value),
                 int(row.get("attempts", decision.attempts)),  # spent, as `run` counts them
                 decision.retries,
                 None,
@@ -283,6 +282,7 @@ def _settle_statuses(items: _Items, outcome: Any) -> None:
     prompts = set(outcome.rendered)
     for work in items.found.values():
         one = decided.get(work.name)
+        work.decided = one is not None
         if one is not None:
             work.status = one.status.value
         elif work.parts:  # observed only: failures under budget, or a success since
@@ -319,15 +319,6 @@ def _log_entries(outcome: Any) -> int:
     if analysis is not None:
         return int(analysis.log_entries)
     return int(outcome.decisions.inputs.log.entries)
-
-
-def _issue_status(decision: Any) -> str:
-    """An issue's status in the run's vocabulary, until the run's JSON carries `status`."""
-    if decision.classification.value == "BLOCKED":
-        return "blocked"
-    if decision.stage != "active":
-        return "failing"  # a shadow or retired rule only observes it
-    return "recovering" if decision.fixer else "pending"
 
 
 def _worst(statuses: Iterable[str]) -> str:

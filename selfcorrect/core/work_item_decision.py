@@ -44,6 +44,16 @@ SEVERITY = (
 )
 ACTS = (FinalStatus.RECOVERING, FinalStatus.PENDING)  # handed to the agents (or a fixer)
 STOPPED = (FinalStatus.BLOCKED, FinalStatus.SKIPPED)  # the agents must not work on it
+# A subject no work item decision holds, in the status vocabulary: failing under its budget
+# (observed; its agents retry on their own) is pending, ok is recovered.
+_UNDECIDED = {"failing": FinalStatus.PENDING.value, "ok": FinalStatus.RECOVERED.value}
+
+
+def shown_status(items: Mapping[str, WorkItemDecision], item: str, own: str) -> str:
+    """The status every output shows for a subject or issue of work item `item`: the item's
+    one decision, else the subject's `own` state in the same words (docs/rules.md §9.1)."""
+    decided = items.get(item)
+    return decided.status.value if decided is not None else _UNDECIDED.get(own, own)
 
 
 @dataclass(frozen=True)
