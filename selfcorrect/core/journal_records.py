@@ -343,8 +343,8 @@ class PlanRevisionEvent(Stamped):
 @dataclass(frozen=True, kw_only=True)
 class SettledEvent(Stamped):
     """Open escalations selfcorrect resolved because no work item needs a person for them any
-    more (the report no longer lists their issue, their subject's calls work: docs/rules.md
-    §9.1). Journaled so the next run does not take the resolution for a person's edit."""
+    more: the report no longer lists their issue, or their subject's calls work. Journaled so
+    the next run does not take the resolution for a person's edit (docs/rules.md §9.1)."""
 
     event = SETTLED
     escalations: Sequence[str]  # the escalation ids, resolved by selfcorrect
