@@ -6,7 +6,8 @@ This module imports nothing from the package, so every layer may use it.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 
 class ExitCode(enum.IntEnum):
@@ -29,8 +30,7 @@ def result_exit_code(result: str) -> ExitCode:
     return ExitCode.BLOCKED if result == "FIXABLE" else ExitCode[result]
 
 
-@dataclass(frozen=True, order=True)
-class Diagnostic:
+class Diagnostic(Struct, frozen=True, order=True):
     """One problem in one file, at `line:col` (both 1-based)."""
 
     path: str

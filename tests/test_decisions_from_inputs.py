@@ -13,11 +13,11 @@ import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.inputs import Inputs, ProjectView

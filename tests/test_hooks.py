@@ -472,7 +472,7 @@ def test_the_gate_imports_nothing_it_does_not_need(project: Path) -> None:
         check=False,
     )
     unused = ("click", "yaml", "ruamel", "jsonschema", "jinja2", "git", "watchdog", "typing")
-    unused += ("dataclasses", "pathlib", "hashlib", "inspect")
+    unused += ("dataclasses", "msgspec", "pathlib", "hashlib", "inspect")
     edit = {"tool_name": "Edit", "tool_input": {"file_path": "src/app.py"}}
     stdout, heavy = hook_modules(project, "pre-tool-use", edit, unused)
     assert (project / "workflow" / ".selfcorrect" / "gate.json").is_file()  # it read a state

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -34,6 +34,7 @@ from selfcorrect.core.normalise import (
     normalise_report,
     normalise_waypoint,
 )
+from selfcorrect.core.work_items import ENTRY, WorkItem
 from tests.conftest import CORPUS
 
 
@@ -131,7 +132,7 @@ def test_canonical_report_without_criteria_has_the_same_issues() -> None:
     dialect = normalise_report(load(DIALECT_A))
     assert canonical.issues == dialect.issues
     assert canonical.criteria == ()
-    assert dataclasses.replace(dialect, criteria=()) == canonical
+    assert msgspec.structs.replace(dialect, criteria=()) == canonical
 
 
 DIALECT_B = """
@@ -640,6 +641,25 @@ def test_failed_items_round_trip_in_section_9_6_order() -> None:
         assert out == raw
         assert list(out) == SECTION_9_6_ORDER
         assert normalise_failed_item(out, 0) == item
+
+
+def test_a_planned_work_item_writes_its_entry_in_order_and_is_compared_on_it() -> None:
+    """The plan's work item: its failed_items entry is its first seven fields in the file's
+    order, and two decisions of an item are equal exactly when their entries are (its
+    escalation id and guidance are how the other outputs show it)."""
+    item = WorkItem(
+        task_id="WI-1",
+        escalation_context="why",
+        final_status="blocked",
+        attempts=3,
+        escalation="ESC-1",
+        is_task=True,
+    )
+    assert list(WorkItem.__struct_fields__[:7]) == SECTION_9_6_ORDER == list(ENTRY)
+    assert list(item.entry()) == ["task_id", "attempts", "final_status", "escalation_context"]
+    same = WorkItem(task_id="WI-1", final_status="blocked", attempts=3, escalation_context="why")
+    assert item == same
+    assert item != msgspec.structs.replace(same, final_status="recovering")
 
 
 def test_failed_item_to_dict_orders_keys_and_omits_none() -> None:

@@ -14,7 +14,6 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import FrozenInstanceError
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -190,13 +189,13 @@ def test_a_plans_escalations_are_typed_and_frozen(tmp_path: Path) -> None:
     plan = outcome.plan
     assert plan.escalations and all(isinstance(e, Escalation) for e in plan.escalations)
     escalation = plan.escalations[0]
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         escalation.reason = "changed"  # type: ignore[misc]
     with pytest.raises(TypeError):
         escalation.files[0] = "changed"  # type: ignore[index]
     with pytest.raises(AttributeError):
         plan.escalations.append(escalation)  # type: ignore[attr-defined]
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         plan.escalations = ()  # type: ignore[misc]
 
 
@@ -207,7 +206,7 @@ def test_a_plans_journal_holds_typed_frozen_records(tmp_path: Path) -> None:
     journal = outcome.plan.journal
     assert [type(r) for r in journal] == [SubjectEvent, FailedItemsEvent]
     assert all(isinstance(r, Stamped) and r.run and r.at for r in journal)
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         journal[0].at = "changed"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         journal.append(journal[0])  # type: ignore[attr-defined]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from selfcorrect.core.issue_owners import owned
 from selfcorrect.core.ledger import Ledger, subject_of

@@ -7,7 +7,6 @@ once, so no reader casts.
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
@@ -206,5 +205,5 @@ def test_a_fixer_uses_its_own_bounds_or_none() -> None:
 def test_views_are_read_only_and_built_once() -> None:
     policy: Policy = policy_with()
     assert policy.limits is policy.limits
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         policy.limits.max_bytes = 1  # type: ignore[misc]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -472,7 +472,7 @@ def test_no_git_processes_are_left_behind(tmp_path: Path) -> None:
     for _ in range(50):
         snap = snapshot(root, ["src/a.txt"])
         # As if the head moved since: changes() reads blobs through GitPython's cat-file.
-        snap = dataclasses.replace(snap, tree={**snap.tree, HEAD_KEY: first})
+        snap = msgspec.structs.replace(snap, tree={**snap.tree, HEAD_KEY: first})
         found = by_rel(changes(snap))
         assert found["other.txt"].before.data == b"untouched\n"
     assert _git_children() == before == []

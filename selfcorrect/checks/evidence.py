@@ -9,8 +9,9 @@ Evidence is agent text: its paths are confined to the project root and files are
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from selfcorrect.checks._common import MAX_READ, clean, inside
 from selfcorrect.checks.findings import Finding
@@ -35,8 +36,7 @@ _ELLIPSIS = re.compile(r"\.\.\.|\u2026")
 _QUOTES = "`'\""
 
 
-@dataclass(frozen=True, slots=True)
-class Citation:
+class Citation(Struct, frozen=True):
     """What a piece of evidence points at: a path, maybe a line (range) and a snippet."""
 
     path: str

@@ -7,11 +7,11 @@ re-check (rules §2.2) turns failed citations into findings too.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Struct, frozen=True):
     type: str  # an issue type the policy knows (issue_types), never `unclassified`
     severity: str  # CRITICAL | MAJOR | MINOR
     description: str  # states the evidence: what was seen, where

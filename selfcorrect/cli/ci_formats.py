@@ -12,9 +12,11 @@ import re
 import secrets
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from selfcorrect import __version__, layout
 from selfcorrect.cli.words import attempts_text, printable
@@ -88,8 +90,7 @@ def split_target(text: Any) -> tuple[str | None, int | None]:
     return relative_path(text), None
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """One issue or subject, in the shape all three renderers share."""
 
     rule: str  # stable SARIF rule id: the issue type, or failure/<failure_type>
@@ -233,9 +234,9 @@ def visible(text: str) -> str:
 
 def _shown(item: Finding) -> Finding:
     shown: dict[str, Any] = {
-        f.name: visible(value)
-        for f in fields(item)
-        if isinstance(value := getattr(item, f.name), str)
+        name: visible(value)
+        for name in item.__struct_fields__
+        if isinstance(value := getattr(item, name), str)
     }
     return replace(item, **shown)
 

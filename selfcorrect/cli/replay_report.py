@@ -22,10 +22,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import click
+from msgspec.structs import asdict
 
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.run_report import table
@@ -78,7 +78,7 @@ def _case(case: Case) -> dict[str, Any]:
         ],
         "stuck": case.stuck,
         "scores": [_score(s) for s in case.scores],
-        "mismatches": [vars(m) for m in case.mismatches],
+        "mismatches": [asdict(m) for m in case.mismatches],
         "warnings": [w.as_dict() for w in case.warnings],
     }
 
@@ -101,7 +101,7 @@ def replay_json(result: ReplayResult) -> dict[str, Any]:
         else {
             "path": result.baseline,
             "ok": not result.drops,
-            "drops": [vars(d) for d in result.drops],
+            "drops": [asdict(d) for d in result.drops],
         },
     }
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io.resources import data_dir
@@ -76,8 +77,7 @@ REASONS = {
 }
 
 
-@dataclass(frozen=True)
-class ItemView:
+class ItemView(Struct, frozen=True):
     """A work item as the page shows it at a glance: its last error and the next step."""
 
     work: WorkItem

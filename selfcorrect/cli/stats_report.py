@@ -16,10 +16,10 @@ Unreadable journal lines are warnings on stderr in every format.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import click
+from msgspec.structs import asdict
 
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.run_report import table

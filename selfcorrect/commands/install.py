@@ -19,8 +19,9 @@ import shlex
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from selfcorrect.core.cagents import CAGENTS_LOGGER
 from selfcorrect.errors import Diagnostic, InputError, WriteConflict
@@ -66,15 +67,13 @@ _OTHER_LOGGER = re.compile(r"cagents|tool_failures|tool-failure-tracker", re.IGN
 _UNSAFE = frozenset('"\\$`')  # a quote, and what the shell expands inside double quotes
 
 
-@dataclass
-class Change:
+class Change(Struct):
     event: str
     action: str  # "added", "updated" or "removed"
     command: str
 
 
-@dataclass
-class InstallResult:
+class InstallResult(Struct):
     path: Path
     display: str
     uninstall: bool

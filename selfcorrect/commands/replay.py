@@ -14,9 +14,10 @@ not depend on the machine that replays it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.core.decisions import decide
@@ -42,8 +43,7 @@ from selfcorrect.io.workflow_inputs import load_inputs
 LABELS = "expected.yaml"
 
 
-@dataclass(frozen=True)
-class Case:
+class Case(Struct, frozen=True):
     """One replayed folder: what was decided, and against its labels when it has them."""
 
     folder: Path
@@ -61,16 +61,14 @@ class Case:
         return sum(1 for subject in self.subjects if subject.signals)
 
 
-@dataclass(frozen=True)
-class JournalReplay:
+class JournalReplay(Struct, frozen=True):
     display: str
     records: int
     rules: tuple[RuleStats, ...]
     warnings: tuple[Diagnostic, ...]
 
 
-@dataclass(frozen=True)
-class ReplayResult:
+class ReplayResult(Struct, frozen=True):
     cases: tuple[Case, ...]
     journals: tuple[JournalReplay, ...]
     scores: tuple[Score, ...]  # summed over every labelled case

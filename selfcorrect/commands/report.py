@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.commands.status import FolderStatus, folder_status
@@ -35,8 +36,7 @@ TEXT_SHOWN = 4000  # characters of one error text; the rest is said to exist, no
 STATUS_ORDER = (*(status.value for status in SEVERITY), "ok")
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(Struct, frozen=True):
     """One line of a work item's timeline."""
 
     at: str  # as recorded ("" when unknown): failure log timestamps, journal stamps
@@ -46,8 +46,7 @@ class Event:
     order: int = 0  # the journal line or log position: ties in `at` keep their recorded order
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(Struct, frozen=True):
     """One subject (a file, tool or task in the failure log) or issue of a work item."""
 
     kind: str  # subject | issue
@@ -61,8 +60,7 @@ class Part:
     detail: str = ""
 
 
-@dataclass
-class WorkItem:
+class WorkItem(Struct):
     name: str
     status: str = "ok"
     parts: list[Part] = field(default_factory=list)
@@ -78,8 +76,7 @@ class WorkItem:
         return STATUS_ORDER.index(self.status) if self.status in STATUS_ORDER else 0
 
 
-@dataclass
-class SessionReport:
+class SessionReport(Struct):
     folder: str
     generated_at: str
     result: str  # PASS | PENDING | BLOCKED: what a run would decide now
@@ -92,8 +89,7 @@ class SessionReport:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass
-class ReportResult:
+class ReportResult(Struct):
     path: Path
     size: int  # bytes written
     report: SessionReport

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import getpass
 import os
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
@@ -37,8 +39,7 @@ from selfcorrect.io.workflow_inputs import load_inputs
 from selfcorrect.layout import work_item_file
 
 
-@dataclass
-class ResetOutcome:
+class ResetOutcome(Struct):
     record: dict[str, Any]
     escalations: list[str]  # resolved in escalations.yaml
     work_items: list[str]

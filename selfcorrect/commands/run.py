@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
@@ -70,8 +72,7 @@ OUTPUT_DIRS = (
 WRITTEN_DIRS = ("", *OUTPUT_DIRS, layout.STATE, str(layout.UNDONE))
 
 
-@dataclass
-class RunOutcome:
+class RunOutcome(Struct):
     decisions: Decisions
     plan: Plan
     rendered: dict[str, str]  # recovery file name -> text

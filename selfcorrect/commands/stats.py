@@ -7,8 +7,9 @@ names its rule and version), and nothing is written. The counting is `core.stats
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from selfcorrect.core.calibration import CalibrationRow, calibrate
 from selfcorrect.core.stats import RuleStats, rule_stats
@@ -17,8 +18,7 @@ from selfcorrect.io import documents
 from selfcorrect.io.journal import read_journal
 
 
-@dataclass(frozen=True)
-class StatsResult:
+class StatsResult(Struct, frozen=True):
     rules: list[RuleStats]
     calibration: list[CalibrationRow]
     journal_records: int  # readable records folded

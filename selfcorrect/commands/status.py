@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from selfcorrect.commands.run import RunOutcome, correction_run
 from selfcorrect.core.model import EscalationStatus
 
 
-@dataclass
-class FolderStatus:
+class FolderStatus(Struct):
     outcome: RunOutcome  # what a run would decide now (computed in shadow: nothing written)
     open_escalations: list[dict[str, Any]]
 

@@ -9,9 +9,10 @@ evidence and keeps the same id from run to run.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect import layout
 from selfcorrect.checks.findings import Finding
@@ -25,8 +26,7 @@ from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.workspace import project_root, relative_to_root
 
 
-@dataclass
-class Validation:
+class Validation(Struct):
     report: dict[str, Any]
     findings: list[Finding]
     written: str | None  # the path written, None when nothing was written

@@ -14,10 +14,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from msgspec import Struct, field
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -70,8 +70,7 @@ EVENTS: list[type[FileSystemEvent]] = [
 INOTIFY_LIMITS = {errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.ENOSYS}
 
 
-@dataclass
-class WatchRun:
+class WatchRun(Struct):
     """One run as the watcher reports it: what changed, and what came of it."""
 
     at: datetime

@@ -19,8 +19,10 @@ Pure: the terminal (cli/advisory.py) and the failure hook (hooks/failure.py) ren
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from selfcorrect import layout
 from selfcorrect.core.decisions import Decisions
@@ -34,8 +36,7 @@ HEADER = "--- [Stuck Detection] Loop detected ---"
 FOOTER = "---"
 
 
-@dataclass(frozen=True)
-class Advisory:
+class Advisory(Struct, frozen=True):
     """One stuck signal firing for one subject, and the recovery this run chose for it."""
 
     subject: str

@@ -17,9 +17,10 @@ and the prompts cite the strategies that worked before").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.core.journal_records import (
     IssueEvent,
@@ -34,8 +35,7 @@ LADDER = "ladder:"  # strategy prefix of a ladder step
 Key = tuple[str, str]  # (type, strategy)
 
 
-@dataclass(frozen=True)
-class CalibrationRow:
+class CalibrationRow(Struct, frozen=True):
     type: str  # failure type (ladder steps) or issue type (strategies)
     strategy: str  # an issue strategy name, or "ladder:N"
     attempts: int
@@ -46,8 +46,7 @@ class CalibrationRow:
         return Fraction(self.recoveries, max(self.attempts, self.recoveries, 1))
 
 
-@dataclass
-class _Ladder:
+class _Ladder(Struct):
     steps: set[int] = field(default_factory=set)  # steps handed out in this occurrence
     last: Key | None = None  # (failure type, "ladder:N") of the last one
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.core.journal_records import (
     CircuitEvent,
@@ -55,8 +56,7 @@ class CircuitReason(enum.StrEnum):
     CONFIDENCE_DRIFT = "CONFIDENCE_DRIFT"
 
 
-@dataclass(frozen=True)
-class FailedFix:
+class FailedFix(Struct, frozen=True):
     """One fix of selfcorrect's that failed: its issue, its attempt, when and why."""
 
     fingerprint: str
@@ -86,8 +86,7 @@ class FailedFix:
         )
 
 
-@dataclass(frozen=True)
-class Trip:
+class Trip(Struct, frozen=True):
     """A closed circuit whose conditions hold: it opens now. `evidence`: the failed fixes
     that tripped it, oldest first (none for a confidence drift)."""
 
@@ -98,8 +97,7 @@ class Trip:
     evidence: tuple[FailedFix, ...] = ()
 
 
-@dataclass
-class _Rule:
+class _Rule(Struct):
     open: bool = False
     reason: str | None = None
     detail: str | None = None  # of the opening, as journaled
@@ -122,8 +120,7 @@ def _time(text: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-@dataclass
-class Circuits:
+class Circuits(Struct):
     rules: dict[RuleKey, _Rule] = field(default_factory=dict)
     # Per fingerprint: was its latest hand-out a fix of ours (True) or an agent's directive?
     fixes: dict[str, bool] = field(default_factory=dict)
@@ -272,7 +269,9 @@ def _opened(state: _Rule, record: CircuitEvent) -> None:
 def _close(state: _Rule) -> None:
     """A person closed it: the evidence so far is spent; only what happens next counts."""
     epoch = state.epoch + (1 if state.open else 0)
-    state.__dict__.update(_Rule().__dict__)
+    fresh = _Rule()
+    for name in _Rule.__struct_fields__:
+        setattr(state, name, getattr(fresh, name))
     state.epoch = epoch
 
 

@@ -11,9 +11,11 @@ import enum
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from selfcorrect.core.bounded_regex import Bounded
 from selfcorrect.core.ladder import ESCALATE_STEP
@@ -62,8 +64,7 @@ STICKY = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class IssueDecision:
+class IssueDecision(Struct, frozen=True):
     issue: Issue
     type: str
     confidence: float

@@ -11,8 +11,10 @@ cap reached) decides again from the same `Inputs`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow, calibrate
@@ -53,8 +55,7 @@ from selfcorrect.errors import Diagnostic
 UNSETTLED = (IssueStatus.REMEDIATING, IssueStatus.FIXED)
 
 
-@dataclass(frozen=True)
-class Decisions:
+class Decisions(Struct, frozen=True):
     """What a run decided, and the context every output is rendered with."""
 
     inputs: Inputs

@@ -8,15 +8,39 @@ become tuples. `thaw` turns them back into plain dicts and lists for writing.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 
-@dataclass(frozen=True, slots=True)
 class FrozenMap(Mapping[str, Any]):
-    """An immutable mapping kept as (key, value) pairs sorted by key; build it with `freeze`."""
+    """An immutable mapping kept as (key, value) pairs sorted by key; build it with `freeze`.
 
-    pairs: tuple[tuple[str, Any], ...] = ()
+    Written out by hand, not a record class: it must be a `Mapping` (an abstract base class),
+    which a record class cannot derive from. Equal to another FrozenMap with the same pairs,
+    and hashable."""
+
+    __slots__ = ("pairs",)
+    pairs: tuple[tuple[str, Any], ...]
+
+    def __init__(self, pairs: tuple[tuple[str, Any], ...] = ()) -> None:
+        object.__setattr__(self, "pairs", pairs)
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"a FrozenMap is immutable: cannot assign to {name!r}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"a FrozenMap is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return self.pairs == other.pairs if type(other) is FrozenMap else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.pairs)
+
+    def __repr__(self) -> str:
+        return f"FrozenMap(pairs={self.pairs!r})"
+
+    def __reduce__(self) -> tuple[type[FrozenMap], tuple[tuple[tuple[str, Any], ...]]]:
+        return FrozenMap, (self.pairs,)  # copies and pickles skip the refusing __setattr__
 
     def __getitem__(self, key: str) -> Any:
         for name, value in self.pairs:

@@ -11,7 +11,8 @@ needs to know how the reset was asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from selfcorrect.core.journal_records import ResetBaseline, ResetEvent
 from selfcorrect.core.ledger import SubjectRecord
@@ -29,8 +30,7 @@ from selfcorrect.errors import Diagnostic
 KINDS = ("subject", "rule", "escalation")
 
 
-@dataclass(frozen=True)
-class ResetRequest:
+class ResetRequest(Struct, frozen=True):
     kind: str  # subject | rule | escalation
     name: str
     evidence: str
@@ -40,8 +40,7 @@ class ResetRequest:
     false_positive: bool = False
 
 
-@dataclass(frozen=True)
-class Reset:
+class Reset(Struct, frozen=True):
     """What a reset touches: its journal record, and the entries to update in the files."""
 
     record: ResetEvent  # without its stamp: the writer adds when

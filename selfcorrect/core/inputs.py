@@ -8,9 +8,10 @@ run"). A test can build one by hand.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.core.journal_records import Stamped, typed
 from selfcorrect.core.ledger import SubjectRecord
@@ -21,8 +22,7 @@ from selfcorrect.core.stuck import Firing
 from selfcorrect.errors import Diagnostic
 
 
-@dataclass(frozen=True)
-class ProjectView:
+class ProjectView(Struct, frozen=True):
     """The project as the core may see it: questions answered by the loader, never the disk."""
 
     exists: Callable[[str], bool] = lambda _rel: False
@@ -33,8 +33,7 @@ class ProjectView:
     restructurable: Callable[[str, str], bool] = lambda _target, _template: True
 
 
-@dataclass(frozen=True)
-class LogFold:
+class LogFold(Struct, frozen=True):
     """`tool_failures.yaml`, folded while it streams past: per-subject records and the stuck
     signals firing at its end. A 100,000-entry log is never held whole (docs/architecture.md,
     "Performance")."""
@@ -49,8 +48,7 @@ class LogFold:
     repeats: tuple[Repeat, ...] = ()
 
 
-@dataclass(frozen=True)
-class Inputs:
+class Inputs(Struct, frozen=True, dict=True):  # dict: for its cached view
     """The workflow folder as one run saw it. Every file is read once, here."""
 
     workflow_dir: str  # as shown to people and agents

@@ -16,7 +16,8 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from selfcorrect.core.model import Issue, Task
 

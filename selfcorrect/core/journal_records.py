@@ -10,9 +10,11 @@ schemas/journal.schema.json describes each kind, and these classes are what the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
+
+from msgspec import NODEFAULT, Struct, field
+from msgspec.structs import replace
 
 # The kinds ("event" field), for writers and folds alike.
 TRANSITION = "transition"  # one step of an autofix (docs/remediation.md)
@@ -42,13 +44,13 @@ class Omit(Enum):
 OMIT = Omit.OMIT
 
 
-def _optional(**metadata: Any) -> Any:
-    """A field written only when set: older records lack it, so its absence means `unknown`."""
-    return field(default=None, metadata={"omit_none": True, **metadata})
+def _optional() -> Any:
+    """A field written only when set: older records lack it, so its absence means `unknown`.
+    (A field whose default is None is such a field: see `_layout`.)"""
+    return None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Stamped:
+class Stamped(Struct, frozen=True, kw_only=True):
     """What every record carries once written: when, which run (its trace id), and who. A
     planned record gets its stamp when the run writes it; an unset one is not written."""
 
@@ -60,11 +62,11 @@ class Stamped:
 
     def to_json(self) -> dict[str, Any]:
         record: dict[str, Any] = {"event": self.event}
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if value is OMIT or (value is None and item.metadata.get("omit_none")):
+        for name, key, _, optional in _layout(type(self)):
+            value = getattr(self, name)
+            if value is OMIT or (value is None and optional):
                 continue
-            record[item.metadata.get("key", item.name)] = _plain(value)
+            record[key] = _plain(value)
         return record
 
     @classmethod
@@ -73,13 +75,31 @@ class Stamped:
         schema, which the reader checks first (io/journal.py), says what a record must have,
         and the writers give every field."""
         values: dict[str, Any] = {}
-        for item in fields(cls):
-            key = item.metadata.get("key", item.name)
+        for name, key, required, _ in _layout(cls):
             if key in record:
-                values[item.name] = record[key]
-            elif item.default is MISSING and item.default_factory is MISSING:
-                values[item.name] = None
+                values[name] = record[key]
+            elif required:
+                values[name] = None
         return cls(**values)
+
+
+_LAYOUTS: dict[type[Stamped], tuple[tuple[str, str, bool, bool], ...]] = {}
+
+
+def _layout(kind: type[Stamped]) -> tuple[tuple[str, str, bool, bool], ...]:
+    """Each field of a kind: (name, key written, required, written only when set). The key is
+    the field's name unless it is renamed (`field(name="from")`); a field is written only when
+    set exactly when its default is None (`_optional`)."""
+    found = _LAYOUTS.get(kind)
+    if found is None:
+        names, keys = kind.__struct_fields__, kind.__struct_encode_fields__
+        defaults = (NODEFAULT,) * (len(names) - len(kind.__struct_defaults__))
+        defaults += kind.__struct_defaults__
+        found = _LAYOUTS[kind] = tuple(
+            (name, key, default is NODEFAULT, default is None)
+            for name, key, default in zip(names, keys, defaults, strict=True)
+        )
+    return found
 
 
 def parse_record(record: Mapping[str, Any]) -> Stamped | None:
@@ -110,12 +130,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
-class TransitionEvent(Stamped):
+class TransitionEvent(Stamped, frozen=True, kw_only=True):
     event = TRANSITION
     fingerprint: str
-    source: str = field(metadata={"key": "from"})
-    target: str = field(metadata={"key": "to"})
+    source: str = field(name="from")
+    target: str = field(name="to")
     rule: str | None
     rule_version: str | None
     attempt: int
@@ -123,8 +142,7 @@ class TransitionEvent(Stamped):
     attempt_key: str | None = _optional()
 
 
-@dataclass(frozen=True, kw_only=True)
-class AgentEvent(Stamped):
+class AgentEvent(Stamped, frozen=True, kw_only=True):
     event = AGENT
     prompt: str
     argv: Sequence[str]
@@ -132,16 +150,14 @@ class AgentEvent(Stamped):
     outcome: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class ValidatedEvent(Stamped):
+class ValidatedEvent(Stamped, frozen=True, kw_only=True):
     event = VALIDATED
     detail: str
     report_stamp: str | None = _optional()  # which write of the report it made (inode:mtime)
     cycle: bool | None = _optional()  # it ended a correction cycle (counted per episode)
 
 
-@dataclass(frozen=True, kw_only=True)
-class EpisodeEvent(Stamped):
+class EpisodeEvent(Stamped, frozen=True, kw_only=True):
     """A passing report ended the episode: the next failing report starts a new one with
     `caps.global_cycles` cycles (docs/rules.md §4)."""
 
@@ -150,8 +166,7 @@ class EpisodeEvent(Stamped):
     reason: str | None = _optional()
 
 
-@dataclass(frozen=True, kw_only=True)
-class IssueEvent(Stamped):
+class IssueEvent(Stamped, frozen=True, kw_only=True):
     event = ISSUE
     fingerprint: str
     work_item: str | None
@@ -169,8 +184,7 @@ class IssueEvent(Stamped):
     evidence: Mapping[str, Any] | None = _optional()
 
 
-@dataclass(frozen=True, kw_only=True)
-class SubjectEvent(Stamped):
+class SubjectEvent(Stamped, frozen=True, kw_only=True):
     event = SUBJECT
     subject: str
     status: str  # recovering | blocked | skipped | recovered
@@ -184,8 +198,7 @@ class SubjectEvent(Stamped):
     evidence: Mapping[str, Any]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProposalEvent(Stamped):
+class ProposalEvent(Stamped, frozen=True, kw_only=True):
     event = PROPOSAL
     key: str  # journaled once per key
     rule: str
@@ -196,8 +209,7 @@ class ProposalEvent(Stamped):
     evidence: Mapping[str, Any]
 
 
-@dataclass(frozen=True, kw_only=True)
-class CircuitEvent(Stamped):
+class CircuitEvent(Stamped, frozen=True, kw_only=True):
     event = CIRCUIT
     status: str  # open
     rule: str
@@ -209,8 +221,7 @@ class CircuitEvent(Stamped):
     evidence: Sequence[Mapping[str, Any]] | None = _optional()
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResetBaseline:
+class ResetBaseline(Struct, frozen=True, kw_only=True):
     """Where a reset subject stood: only what the log holds after this counts as new."""
 
     subject: str
@@ -236,8 +247,7 @@ class ResetBaseline:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class WithBaselines(Stamped):
+class WithBaselines(Stamped, frozen=True, kw_only=True):
     """A record whose `subjects` are baselines (a reset's, a passing report's): written and
     read back as ResetBaseline values."""
 
@@ -259,8 +269,7 @@ class WithBaselines(Stamped):
         return replace(parsed, subjects=baselines)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResetEvent(WithBaselines):
+class ResetEvent(WithBaselines, frozen=True, kw_only=True):
     """A person acted. `actor` is the person; the run writing it stamps when."""
 
     event = RESET
@@ -281,8 +290,7 @@ class ResetEvent(WithBaselines):
     written: Mapping[str, str] | None = _optional()  # final_status per entry it wrote
 
 
-@dataclass(frozen=True, kw_only=True)
-class TaskEvent(Stamped):
+class TaskEvent(Stamped, frozen=True, kw_only=True):
     event = TASK
     task_id: str
     status: str  # split | consolidated | blocked
@@ -290,21 +298,18 @@ class TaskEvent(Stamped):
     evidence: Mapping[str, Any]
 
 
-@dataclass(frozen=True, kw_only=True)
-class FailedItemsEvent(Stamped):
+class FailedItemsEvent(Stamped, frozen=True, kw_only=True):
     event = FAILED_ITEMS
     statuses: Mapping[str, str]  # task_id -> final_status written
 
 
-@dataclass(frozen=True, kw_only=True)
-class CommandsEvent(Stamped):
+class CommandsEvent(Stamped, frozen=True, kw_only=True):
     event = COMMANDS
     digest: str
     commands: Mapping[str, Sequence[str]]  # where in the policy -> argv
 
 
-@dataclass(frozen=True, kw_only=True)
-class SuccessEvent(WithBaselines):
+class SuccessEvent(WithBaselines, frozen=True, kw_only=True):
     """A success seen once, from where it came: a passing report recovers the subjects still
     failing before it, and their counts start again after it (a baseline, as a reset's)."""
 
@@ -315,8 +320,7 @@ class SuccessEvent(WithBaselines):
     escalations: Sequence[str] | None = _optional()
 
 
-@dataclass(frozen=True, kw_only=True)
-class TurnEvent(Stamped):
+class TurnEvent(Stamped, frozen=True, kw_only=True):
     """An agent's turn ended, as its host said (a Stop or SubagentStop hook): after it, a
     subject still failing climbs one ladder step, and a fresh report may spend the attempt of a
     directive handed out before it (docs/rules.md §5, §8)."""
@@ -328,8 +332,7 @@ class TurnEvent(Stamped):
     report_stamp: str | None  # the report as it stood at the turn's end ("" when none)
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlanRevisionEvent(Stamped):
+class PlanRevisionEvent(Stamped, frozen=True, kw_only=True):
     """`recovery/plan.md` asks the controller for another approach for `tasks` (written), or
     was deleted because fewer than two of them are still blocked (withdrawn:
     docs/rules.md §8). Journaled when its tasks change, so a rerun writes nothing."""
@@ -340,8 +343,7 @@ class PlanRevisionEvent(Stamped):
     reason: str | None = _optional()  # why it was withdrawn
 
 
-@dataclass(frozen=True, kw_only=True)
-class SettledEvent(Stamped):
+class SettledEvent(Stamped, frozen=True, kw_only=True):
     """Open escalations selfcorrect resolved because no work item needs a person for them any
     more: the report no longer lists their issue, or their subject's calls work. Journaled so
     the next run does not take the resolution for a person's edit (docs/rules.md §9.1)."""

@@ -8,8 +8,10 @@ enumeration. `new` says whether the decision is a fact not yet in the journal.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.policy import Policy
@@ -47,8 +49,7 @@ class SubjectReason(enum.StrEnum):
     RETIRED = "RETIRED"  # its failure type's rule is retired: observed only (rules §13)
 
 
-@dataclass(frozen=True)
-class SubjectDecision:
+class SubjectDecision(Struct, frozen=True):
     subject: str
     failure_type: str
     attempts: int
@@ -111,8 +112,7 @@ def decide_subject(
     return replace(made, stage=stage, epoch=prior.epoch)
 
 
-@dataclass(frozen=True)
-class _Case:
+class _Case(Struct, frozen=True):
     """What `_decide` weighs for one subject; `make` builds its decision."""
 
     record: SubjectRecord

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect.core import saved
 from selfcorrect.core.model import Failure, Outcome, Task
@@ -72,8 +74,7 @@ def attributed(failure: Failure, owners: Mapping[str, str]) -> Failure:
     return replace(failure, task_id=owners[failure.agent_id])
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(Struct, frozen=True):
     """One failed or partial attempt, as the prompts and escalations show it."""
 
     position: int  # Failure.index: the log's order
@@ -90,8 +91,7 @@ class Attempt:
     hooked: bool = False
 
 
-@dataclass
-class SubjectRecord:
+class SubjectRecord(Struct):
     """Everything known about one subject (a task, else a file, else a tool)."""
 
     subject: str
@@ -244,8 +244,8 @@ class Ledger:
 
 # --- saved state (io/log_state.py) -------------------------------------------------------------
 
-_ATTEMPT = tuple(Attempt.__dataclass_fields__)
-_RECORD = tuple(name for name in SubjectRecord.__dataclass_fields__ if name != "subject")
+_ATTEMPT = tuple(Attempt.__struct_fields__)
+_RECORD = tuple(name for name in SubjectRecord.__struct_fields__ if name != "subject")
 _text_or_none = saved.optional(saved.text)
 
 

@@ -9,7 +9,8 @@ Timestamps stay strings (rules §2).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from selfcorrect.core.frozen import EMPTY, FrozenMap
 from selfcorrect.core.text_caps import MAX_KEY, bounded_key
@@ -124,8 +125,7 @@ class EscalationStatus(enum.StrEnum):
 # --------------------------------------------------------------------------- tool_failures.yaml
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(Struct, frozen=True):
     """One entry of tool_failures.yaml (rules §2.1)."""
 
     id: str
@@ -158,8 +158,7 @@ class Failure:
 # --------------------------------------------------------------------------- validation_report.yaml
 
 
-@dataclass(frozen=True, slots=True)
-class Issue:
+class Issue(Struct, frozen=True):
     """One validation issue, whatever shape it came in (rules §2.2).
 
     `type` stays None when the validator gave none: typing by description patterns is the
@@ -184,8 +183,7 @@ class Issue:
     blocked_reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Criterion:
+class Criterion(Struct, frozen=True):
     """One acceptance-criterion result, kept so evidence can be re-checked later (rules §2.2)."""
 
     criterion: str
@@ -196,8 +194,7 @@ class Criterion:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+class Report(Struct, frozen=True):
     """A validation report in one shape.
 
     `claimed` is the validator's own verdict; `verdict` is what stands: a recheck downgrade
@@ -223,8 +220,7 @@ class Report:
 # --------------------------------------------------------------------------- coordination_log.yaml
 
 
-@dataclass(frozen=True, slots=True)
-class Question:
+class Question(Struct, frozen=True):
     """A question the controller delegated (rules §2.3)."""
 
     question: str
@@ -233,8 +229,7 @@ class Question:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class Synthesis:
+class Synthesis(Struct, frozen=True):
     """The controller's synthesised solution (rules §2.3)."""
 
     approach: str | None = None
@@ -244,8 +239,7 @@ class Synthesis:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(Struct, frozen=True):
     """An implementation task (rules §2.3, §11, §12)."""
 
     task_id: str
@@ -269,8 +263,7 @@ class Task:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class WorkItemStatus:
+class WorkItemStatus(Struct, frozen=True):
     """One `work_item_status` entry (rules §2.3)."""
 
     id: str
@@ -281,8 +274,7 @@ class WorkItemStatus:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class Delegation:
+class Delegation(Struct, frozen=True):
     """An edge of the delegation graph (rules §2.3, §14 circular delegation)."""
 
     from_: str
@@ -291,8 +283,19 @@ class Delegation:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class FailedItem:
+# A `failed_items` entry's keys, in the order the file gives them (rules §9.6).
+FAILED_ITEM_KEYS = (
+    "task_id",
+    "failure_type",
+    "attempts",
+    "error_summary",
+    "recovery_actions_taken",
+    "final_status",
+    "escalation_context",
+)
+
+
+class FailedItem(Struct, frozen=True):
     """One `failed_items` entry, the key selfcorrect owns (rules §9.6)."""
 
     task_id: str
@@ -305,8 +308,7 @@ class FailedItem:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class Coordination:
+class Coordination(Struct, frozen=True):
     """coordination_log.yaml in either shape (rules §2.3)."""
 
     controller: str | None = None
@@ -323,8 +325,7 @@ class Coordination:
 # --------------------------------------------------------------------------- waypoints/*.yaml
 
 
-@dataclass(frozen=True, slots=True)
-class PendingItem:
+class PendingItem(Struct, frozen=True):
     """Work a waypoint lists as still to do (rules §2.4)."""
 
     id: str
@@ -335,8 +336,7 @@ class PendingItem:
     extra: FrozenMap = EMPTY
 
 
-@dataclass(frozen=True, slots=True)
-class Waypoint:
+class Waypoint(Struct, frozen=True):
     """A checkpoint written before compaction (rules §2.4, §11).
 
     The `hint_*` counts come from the hook counting substrings: hints, not facts.
@@ -370,8 +370,7 @@ class Waypoint:
 # --------------------------------------------------------------------------- escalations.yaml
 
 
-@dataclass(frozen=True, slots=True)
-class Escalation:
+class Escalation(Struct, frozen=True):
     """One entry of the human-in-the-loop queue (rules §10, §16)."""
 
     id: str

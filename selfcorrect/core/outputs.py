@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict
+
+from msgspec import Struct, field
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
@@ -42,8 +43,7 @@ class Result(enum.StrEnum):
     BLOCKED = "BLOCKED"
 
 
-@dataclass(frozen=True)
-class Prompt:
+class Prompt(Struct, frozen=True):
     """One section of `recovery/<work item>.md`: a template and its context."""
 
     work_item: str
@@ -51,8 +51,7 @@ class Prompt:
     context: Mapping[str, Any]
 
 
-@dataclass
-class PlanDraft:
+class PlanDraft(Struct):
     """The plan while the planners fill it (core/plan.py, core/plan_issues.py); `freeze` gives
     the run its frozen `Plan`."""
 
@@ -88,8 +87,7 @@ class PlanDraft:
         )
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(Struct, frozen=True):
     """An escalation this run settles in escalations.yaml: a person's reset, a hand edit acted
     on, or a newer escalation of the same item (superseded)."""
 
@@ -112,8 +110,7 @@ class Resolution:
         return fields | ({"retry": self.retry} if self.retry is not None else {})
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Struct, frozen=True):
     """What a run decided to write and do, frozen: every output renders it
     (docs/architecture.md)."""
 
@@ -145,8 +142,7 @@ def stamp(run: Decisions) -> Stamp:
     return {"at": run.now, "run": run.run_id, "actor": "selfcorrect"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class EscalationEntry:
+class EscalationEntry(Struct, frozen=True, kw_only=True):
     """One escalations.yaml entry with full context, built by keyword. `kind` (subject |
     issue | task | circuit) and `fingerprint` tell `selfcorrect reset --escalation` exactly
     what starts again; `key` and `epoch` make its id (a person's reset starts a new one)."""
@@ -199,11 +195,10 @@ class EscalationEntry:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Escalation:
+class Escalation(Struct, frozen=True, kw_only=True):
     """One new escalations.yaml entry as the plan holds it: typed and frozen, built whole by
     `EscalationEntry.entry` (a later field, a task's checkpoint or step 6's stack traces, by
-    `dataclasses.replace`). `to_json()` is the file's entry; only io/ (which writes it) and
+    `msgspec.structs.replace`). `to_json()` is the file's entry; only io/ (which writes it) and
     the renderers of the JSON object and the report call it."""
 
     id: str

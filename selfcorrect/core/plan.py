@@ -6,8 +6,9 @@ renders the prompts and performs the writes (or, with --shadow, only prints them
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before

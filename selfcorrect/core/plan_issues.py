@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.classify import IssueDecision, IssueReason

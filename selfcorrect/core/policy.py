@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from msgspec import Struct
 
 from selfcorrect import layout
 from selfcorrect.core.bounded_regex import Bounded, catastrophic, compile_policy
@@ -106,8 +107,7 @@ def suggest(key: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
     return matches[0] if matches else None
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(Struct, frozen=True):
     """`limits:` the largest file read, agent text kept, and prompts written."""
 
     max_bytes: int
@@ -138,8 +138,7 @@ else:
     views = _LazyViews()
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """One issue type or failure type, with its version and rollout stage."""
 
     kind: str  # "issue_type" | "failure_type"
@@ -201,8 +200,7 @@ class Rule:
         return tuple(str(glob) for glob in self.definition.get("scope") or ())
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(Struct, frozen=True, dict=True):  # dict: for its cached views
     """The merged policy, deeply read-only."""
 
     data: Mapping[str, Any]

@@ -12,8 +12,9 @@ built from partial data.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 
 def _section(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -34,8 +35,7 @@ def _argv(value: Any) -> tuple[str, ...] | None:
     return tuple(str(part) for part in value) if value else None
 
 
-@dataclass(frozen=True, slots=True)
-class ValidatorPolicy:
+class ValidatorPolicy(Struct, frozen=True):
     """`validator:` the external validator, else the built-in one (command None)."""
 
     command: tuple[str, ...] | None
@@ -47,8 +47,7 @@ class ValidatorPolicy:
         return cls(_argv(section.get("command")), float(section["timeout_s"]))
 
 
-@dataclass(frozen=True, slots=True)
-class Caps:
+class Caps(Struct, frozen=True):
     """`caps:` correction cycles per episode, the default retries of an issue type, the
     hard ceiling of attempts on one subject, and how often one issue may come back after being
     fixed in one episode (docs/rules.md §4, §5, §6)."""
@@ -69,8 +68,7 @@ class Caps:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Gate:
+class Gate(Struct, frozen=True):
     """`gate:` what the agent hook's gate refuses (docs/hooks.md): an identical call that has
     failed `repeat_threshold` times since its last success, and edits of blocked items' files."""
 
@@ -90,8 +88,7 @@ class Gate:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Fixability:
+class Fixability(Struct, frozen=True):
     """`fixability:` an issue estimated longer than this is no automatic fix."""
 
     max_minutes: float
@@ -101,8 +98,7 @@ class Fixability:
         return cls(float(_section(data, "fixability")["max_minutes"]))
 
 
-@dataclass(frozen=True, slots=True)
-class Remediation:
+class Remediation(Struct, frozen=True):
     """`remediation:` bounds on one fix and on a run."""
 
     max_changed_lines: int
@@ -119,8 +115,7 @@ class Remediation:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Circuit:
+class Circuit(Struct, frozen=True):
     """`circuit:` when a rule that keeps failing stops itself."""
 
     window_s: float
@@ -143,8 +138,7 @@ class Circuit:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Continuation:
+class Continuation(Struct, frozen=True):
     """`continuation:` how far unfinished work is continued and split."""
 
     max_continuations: int
@@ -161,8 +155,7 @@ class Continuation:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ContextReset:
+class ContextReset(Struct, frozen=True):
     """`context_reset:` the context usage and the minutes that call for a fresh agent."""
 
     usage: float
@@ -174,8 +167,7 @@ class ContextReset:
         return cls(float(section["usage"]), float(section["minutes"]))
 
 
-@dataclass(frozen=True, slots=True)
-class Agent:
+class Agent(Struct, frozen=True):
     """`agent:` the command that receives a prompt file, or None."""
 
     command: tuple[str, ...] | None
@@ -186,16 +178,14 @@ class Agent:
         return cls(_argv(section.get("command")))
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
+class Window(Struct, frozen=True):
     """One stuck signal: fires at `threshold` occurrences among the latest `window` entries."""
 
     threshold: int
     window: int
 
 
-@dataclass(frozen=True, slots=True)
-class Stuck:
+class Stuck(Struct, frozen=True):
     """`stuck:` the stuck signals' thresholds and exemptions (docs/policy.md).
 
     Every threshold and window is at least 1; `review_rounds` is as written.
@@ -244,8 +234,7 @@ class Stuck:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class LadderStep:
+class LadderStep(Struct, frozen=True):
     """One step of the recovery ladder (docs/policy.md)."""
 
     step: int
@@ -275,8 +264,7 @@ def failures_per_step_of(data: Mapping[str, Any]) -> int:
     return int(value) if isinstance(value, int) and value >= 1 else FAILURES_PER_STEP
 
 
-@dataclass(frozen=True, slots=True)
-class IntentPatterns:
+class IntentPatterns(Struct, frozen=True):
     """`intent:` the regexes that say a task only looks (observe) or changes files (create)."""
 
     observe: tuple[str, ...]
@@ -288,8 +276,7 @@ class IntentPatterns:
         return cls(_strings(section.get("observe")), _strings(section.get("create")))
 
 
-@dataclass(frozen=True, slots=True)
-class CoordinationChecks:
+class CoordinationChecks(Struct, frozen=True):
     """`coordination:` what the built-in validator asks of a coordination log."""
 
     min_answer_words: int
@@ -306,8 +293,7 @@ class CoordinationChecks:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class QualityChecks:
+class QualityChecks(Struct, frozen=True):
     """`checks:` the built-in validator's quality checks, each entry as the policy gives it."""
 
     commands: tuple[Mapping[str, Any], ...]
@@ -326,8 +312,7 @@ class QualityChecks:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Tool:
+class Tool(Struct, frozen=True):
     """One repair tool offered to agents (`tools:`)."""
 
     name: str
@@ -352,8 +337,7 @@ def tools_of(data: Mapping[str, Any]) -> tuple[Tool, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True, slots=True)
-class IssuePattern:
+class IssuePattern(Struct, frozen=True):
     """One `patterns:` entry of an issue type: a regex over issue descriptions."""
 
     regex: str
@@ -364,8 +348,7 @@ class IssuePattern:
         return cls(str(entry["regex"]), float(entry["confidence"]))
 
 
-@dataclass(frozen=True, slots=True)
-class FailurePattern:
+class FailurePattern(Struct, frozen=True):
     """One `patterns:` entry: a regex over error text that names a failure type."""
 
     regex: str
@@ -377,8 +360,7 @@ class FailurePattern:
         return cls(str(entry["regex"]), str(entry["type"]), float(entry.get("confidence", 1.0)))
 
 
-@dataclass(frozen=True, slots=True)
-class Fixer:
+class Fixer(Struct, frozen=True):
     """One `fix:` entry of an issue type (its own bounds override `remediation:`'s), or a
     built-in fix: everything a remediation reads of the fix it runs (effects/remediation.py)."""
 

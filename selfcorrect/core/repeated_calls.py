@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from selfcorrect.core.model import Failure, Outcome
 from selfcorrect.core.taxonomy import normalise_error
@@ -29,8 +30,7 @@ EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")  # the policy's stuc
 Call = tuple[str, str, str, str]  # (agent, tool, input_digest, normalised error)
 
 
-@dataclass(frozen=True, slots=True)
-class Repeat:
+class Repeat(Struct, frozen=True):
     """One call's failures since it was last cleared, and the subject they were counted under."""
 
     tool: str

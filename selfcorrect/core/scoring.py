@@ -31,8 +31,9 @@ counted, so a figure with nothing to divide is undefined (None), never 1.0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from selfcorrect.core.stuck import Signal
 
@@ -52,8 +53,7 @@ _FAMILIES = (
 )
 
 
-@dataclass(frozen=True)
-class Score:
+class Score(Struct, frozen=True):
     """One detector's confusion counts; the figures are None where undefined."""
 
     detector: str
@@ -75,8 +75,7 @@ class Score:
         return (100 * self.tp // part) / 100 if part else None
 
 
-@dataclass(frozen=True)
-class SubjectLabel:
+class SubjectLabel(Struct, frozen=True):
     subject: str
     stuck: bool | None = None
     signals: frozenset[str] | None = None  # None: not labelled, not scored
@@ -84,16 +83,14 @@ class SubjectLabel:
     status: str | None = None
 
 
-@dataclass(frozen=True)
-class IssueLabel:
+class IssueLabel(Struct, frozen=True):
     key: str  # the report's issue id, or a fingerprint
     type: str | None = None
     classification: str | None = None  # FIXABLE or BLOCKED
     task: str | None = None  # the task it belongs to (given, or tied by rules §5)
 
 
-@dataclass(frozen=True)
-class Labels:
+class Labels(Struct, frozen=True):
     description: str
     subjects: tuple[SubjectLabel, ...]
     issues: tuple[IssueLabel, ...]
@@ -101,16 +98,14 @@ class Labels:
     verdict: str | None = None  # PASS | PENDING | BLOCKED
 
 
-@dataclass(frozen=True)
-class CaseSeen:
+class CaseSeen(Struct, frozen=True):
     """What replay decided about the folder as a whole."""
 
     read: str = "ok"  # ok | refused
     verdict: str | None = None  # the run's result; None when refused
 
 
-@dataclass(frozen=True)
-class SubjectSeen:
+class SubjectSeen(Struct, frozen=True):
     """What replay decided about one subject."""
 
     subject: str
@@ -120,8 +115,7 @@ class SubjectSeen:
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class IssueSeen:
+class IssueSeen(Struct, frozen=True):
     """What replay decided about one issue."""
 
     fingerprint: str
@@ -132,8 +126,7 @@ class IssueSeen:
     task: str | None = None
 
 
-@dataclass(frozen=True)
-class Mismatch:
+class Mismatch(Struct, frozen=True):
     """A labelled fact replay decided otherwise, for people reading `-v`."""
 
     kind: str  # subject | issue | case
@@ -143,8 +136,7 @@ class Mismatch:
     decided: str
 
 
-@dataclass(frozen=True)
-class Drop:
+class Drop(Struct, frozen=True):
     """A baseline figure the replay no longer reaches (measured None: now undefined)."""
 
     detector: str

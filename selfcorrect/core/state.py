@@ -8,8 +8,9 @@ restarts, and a record is only ever written for a new fact, so nothing is counte
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.core.journal_records import (
     OMIT,
@@ -35,8 +36,7 @@ from selfcorrect.core.model import HANDED_OUT, IssueStatus
 from selfcorrect.core.work_items import Guidance
 
 
-@dataclass(frozen=True)
-class Baseline:
+class Baseline(Struct, frozen=True):
     """Where a person reset a subject: only what the log holds after this counts as new.
 
     With `retry`, the budget is fresh: failures counted before the reset are subtracted
@@ -48,8 +48,7 @@ class Baseline:
     retry: bool
 
 
-@dataclass
-class SubjectState:
+class SubjectState(Struct):
     status: str | None = None  # recovering | blocked | skipped | recovered
     ladder_step: int = 0
     log_position: int = -1  # the latest failure the last decision saw (rules §7: "after")
@@ -63,8 +62,7 @@ class SubjectState:
     seq: int = -1  # the journal record that last decided it: turns after it end its round
 
 
-@dataclass(frozen=True)
-class Turn:
+class Turn(Struct, frozen=True):
     """An agent's turn that ended (a host's Stop or SubagentStop, or an agent command that
     returned), at journal record `seq`."""
 
@@ -80,8 +78,7 @@ class Turn:
         return self.lead or (task is not None and task in self.tasks) or self.agent in agents
 
 
-@dataclass
-class IssueState:
+class IssueState(Struct):
     status: str | None = None  # directive | blocked | resolved
     attempts: int = 0  # remediations handed out (rules §5)
     report_digest: str | None = None  # the report the last hand-out answered
@@ -106,8 +103,7 @@ class IssueState:
     returns: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass
-class State:
+class State(Struct):
     subjects: dict[str, SubjectState] = field(default_factory=dict)
     issues: dict[str, IssueState] = field(default_factory=dict)
     tasks: dict[str, str] = field(default_factory=dict)  # task_id -> last incomplete-work step

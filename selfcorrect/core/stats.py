@@ -37,8 +37,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.core.journal_records import (
     CircuitEvent,
@@ -72,8 +73,7 @@ _TRANSITIONS = {
 }
 
 
-@dataclass(frozen=True)
-class RuleStats:
+class RuleStats(Struct, frozen=True):
     rule: str
     rule_version: str  # "" when no record named a version
     detections: int = 0
@@ -87,8 +87,7 @@ class RuleStats:
     precision: float | None = None
 
 
-@dataclass
-class _Item:
+class _Item(Struct):
     """One fingerprint or subject, as far as the counters need to remember it."""
 
     detected_by: set[Pair] = field(default_factory=set)  # versions that counted this occurrence

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
+
+from msgspec import Struct, field
 
 from selfcorrect.core import saved
 from selfcorrect.core.digit_fold import Memo, ShapeKey
@@ -40,8 +41,7 @@ class Signal(StrEnum):
     UNABLE_TO_COMPLETE = "unable_to_complete"
 
 
-@dataclass(frozen=True, slots=True)
-class Firing:
+class Firing(Struct, frozen=True):
     """One signal firing: occurrences against the threshold, a short summary, and the log
     positions (Failure.index) of the latest entries that make it fire."""
 
@@ -78,15 +78,14 @@ def _shown(failure: Failure) -> _Shown:
     )
 
 
-@dataclass(slots=True)
-class _Run:
+class _Run(Struct):
     """Consecutive failures that share one key (an error class, a file or an operation)."""
 
     cap: int
     key: object = None
     count: int = 0
     label: str = ""
-    positions: deque[int] = field(init=False)
+    positions: deque[int] = field(default_factory=deque)  # bounded by cap: __post_init__
 
     def __post_init__(self) -> None:
         self.positions = deque(maxlen=self.cap)
@@ -109,8 +108,7 @@ class _Run:
         self.positions.clear()
 
 
-@dataclass(slots=True)
-class _Subject:
+class _Subject(Struct):
     window: deque[_Slot]
     # error class, file, operation; then the failures that say they cannot complete, which
     # are counted since the last success rather than in a row

@@ -12,8 +12,9 @@ import errno
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import StrEnum
+
+from msgspec import Struct
 
 from selfcorrect.core.bounded_regex import compile_policy
 from selfcorrect.core.digit_fold import DIGITS, Memo, ShapeKey
@@ -33,8 +34,7 @@ class TypeSource(StrEnum):
     NONE = "none"
 
 
-@dataclass(frozen=True, slots=True)
-class Typed:
+class Typed(Struct, frozen=True):
     """A failure's type, how sure we are, and the code or regex that decided."""
 
     failure_type: str

@@ -10,7 +10,8 @@ import enum
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from selfcorrect.core.model import Issue, Severity
 
@@ -26,8 +27,7 @@ class FixVerdict(enum.StrEnum):
     DEGRADED = "DEGRADED"  # the re-validated report scores worse than the one before
 
 
-@dataclass(frozen=True)
-class Measured:
+class Measured(Struct, frozen=True):
     """One changed file as the workspace saw it."""
 
     path: str

@@ -20,7 +20,8 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.contexts import subject_summary
@@ -56,8 +57,7 @@ def shown_status(items: Mapping[str, WorkItemDecision], item: str, own: str) -> 
     return decided.status.value if decided is not None else _UNDECIDED.get(own, own)
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(Struct, frozen=True):
     """One contribution to a work item: what it would make the item, on its own."""
 
     kind: str  # subject | issue | work | resolved | reset | reopened
@@ -70,15 +70,13 @@ class Part:
     task: bool = False  # it names a task (failed_items holds tasks only)
 
 
-@dataclass(frozen=True)
-class Microtask:
+class Microtask(Struct, frozen=True):
     id: str
     target: str | None
     description: str
 
 
-@dataclass(frozen=True)
-class WorkItemDecision:
+class WorkItemDecision(Struct, frozen=True):
     """A work item as this run decided it: what every output shows."""
 
     id: str
@@ -92,7 +90,7 @@ class WorkItemDecision:
     prompt: str | None = None  # recovery/<file> it has, relative to the workflow folder
     microtasks: tuple[Microtask, ...] = ()  # its pending micro-tasks
     guidance: Guidance | None = None
-    parts: tuple[Part, ...] = field(default=(), compare=False)
+    parts: tuple[Part, ...] = ()  # how it was decided
 
     @property
     def acts(self) -> bool:
@@ -107,8 +105,7 @@ class WorkItemDecision:
         return f"{kind}:{name}" in self.held
 
 
-@dataclass(frozen=True)
-class WorkItems:
+class WorkItems(Struct, frozen=True):
     """Every work item's decision, and which item each subject and issue belongs to."""
 
     items: Mapping[str, WorkItemDecision] = field(default_factory=dict)

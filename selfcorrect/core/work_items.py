@@ -9,8 +9,11 @@ rules §9.1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any
+
+from msgspec import Struct
+
+from selfcorrect.core.model import FAILED_ITEM_KEYS
 
 # Most severe first: a work item's status is the most severe of its parts.
 SEVERITY = ("blocked", "skipped", "recovering", "pending", "recovered")
@@ -26,8 +29,7 @@ MEANING = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
-class Guidance:
+class Guidance(Struct, frozen=True, kw_only=True):
     """A person's words when they handed an item back (`reset --evidence`, a resolved
     escalation): the next prompt starts with them."""
 
@@ -36,8 +38,11 @@ class Guidance:
     evidence: str
 
 
-@dataclass(kw_only=True)
-class WorkItem:
+# A work item's `failed_items` entry: its first seven fields, in the file's order.
+ENTRY = FAILED_ITEM_KEYS
+
+
+class WorkItem(Struct, kw_only=True):
     """A work item as this run decided it. The first seven fields are its `failed_items`
     entry (in that order); the rest say how the other outputs show it."""
 
@@ -48,14 +53,21 @@ class WorkItem:
     recovery_actions_taken: list[str] | None = None
     final_status: str
     escalation_context: str | None = None
-    is_task: bool = field(default=False, compare=False)  # failed_items holds tasks only
-    escalation: str | None = field(default=None, compare=False)  # its open escalation's id
-    guidance: Guidance | None = field(default=None, compare=False)
+    # Not compared (see __eq__):
+    is_task: bool = False  # failed_items holds tasks only
+    escalation: str | None = None  # its open escalation's id
+    guidance: Guidance | None = None
 
     def entry(self) -> dict[str, Any]:
         """The `failed_items` entry: only the facts this decision carries."""
-        keys = [f.name for f in fields(self)][:7]
-        return {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+        return {key: getattr(self, key) for key in ENTRY if getattr(self, key) is not None}
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the `failed_items` entries are: how the other outputs show an item
+        does not make it another decision."""
+        if type(other) is not WorkItem:
+            return NotImplemented
+        return all(getattr(self, key) == getattr(other, key) for key in ENTRY)
 
     def reason(self) -> str:
         """One line saying why it stands where it does."""
@@ -78,10 +90,10 @@ def merge(items: dict[str, WorkItem], item: WorkItem) -> WorkItem:
         )
     )
     if _RANK[item.final_status] > _RANK[current.final_status]:
-        for f in fields(item)[:7]:
-            value = getattr(item, f.name)
+        for key in ENTRY:
+            value = getattr(item, key)
             if value is not None:
-                setattr(current, f.name, value)
+                setattr(current, key, value)
         if item.escalation:
             current.escalation = item.escalation
     if actions:

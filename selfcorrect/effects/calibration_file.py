@@ -10,9 +10,10 @@ says nothing new.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import asdict
 
 from selfcorrect import layout
 from selfcorrect.core.calibration import CalibrationRow, calibrate

@@ -5,9 +5,10 @@ can say which changed (docs/containment.md)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from selfcorrect.core import policy_commands
 from selfcorrect.core.policy import Policy

@@ -15,9 +15,10 @@ import posixpath
 import stat
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect import layout
 from selfcorrect.core.classify import IssueDecision
@@ -45,8 +46,7 @@ Record = Callable[[Stamped], None]  # journals a record at once, stamped when it
 LISTED = 100  # paths named per list in a journal record
 
 
-@dataclass
-class FixOutcome:
+class FixOutcome(Struct):
     decision: IssueDecision
     verdict: FixVerdict | None  # None: refused in preflight, nothing ran
     detail: str

@@ -18,9 +18,10 @@ import hashlib
 import shlex
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from selfcorrect import layout
 from selfcorrect.core.normalise.report import SAFETY_NET
@@ -39,15 +40,13 @@ ASK_FOR_VALIDATION = "ask for a fresh validation"
 _NAME_LIMIT = 80
 
 
-@dataclass(frozen=True)
-class Revalidation:
+class Revalidation(Struct, frozen=True):
     fresh: bool
     detail: str
     completed: Completed | None  # None: no validator was run
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(Struct, frozen=True):
     """Who wrote validation_report.yaml: `name` as the report gives it (None when unnamed)."""
 
     name: str | None

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from selfcorrect.core.cagents import CAGENTS_LOGGER
 from selfcorrect.io.bounded_read import read_bounded
@@ -33,8 +34,7 @@ INSTALLED = "installed_plugins.json"
 MAX_SETTINGS = 4 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class CagentsLogger:
+class CagentsLogger(Struct, frozen=True):
     """One place cAgents' failure logger runs from: a settings file, or an enabled plugin."""
 
     file: Path  # the settings file, or the plugin's file holding the hook

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct, field
 from yaml.nodes import Node
 
 from selfcorrect import layout
@@ -37,16 +37,18 @@ SPLICED = {"coordination_log": "failed_items", "escalations": "escalations"}  # 
 LENIENT_DUPLICATES = frozenset({"validation_report"})
 
 
-@dataclass
-class Document:
+class Document(Struct):
     """A loaded, guarded, schema-valid document and the node tree that positions its values."""
 
     path: Path
     display: str
     data: Any
-    root: Node | None = field(repr=False, default=None)
-    raw: bytes | None = field(repr=False, default=None)  # the bytes read, for `digest`
+    root: Node | None = None
+    raw: bytes | None = None  # the bytes read, for `digest`
     warnings: list[Diagnostic] = field(default_factory=list)  # e.g. a tolerated duplicate key
+
+    def __repr__(self) -> str:  # not the node tree and the bytes: a log's would fill a screen
+        return f"Document({self.display!r}, data={self.data!r}, warnings={self.warnings!r})"
 
     @property
     def digest(self) -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple, TypeVar
+
+from msgspec import Struct
 
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import schemas, yaml_nodes
@@ -25,8 +26,7 @@ _FAILURES_KEY = re.compile(r"^failures:[ \t]*(#.*)?\r?$")
 _MAX_CONTINUATION = 50  # lines one raw quoted value may span (a path with newlines)
 
 
-@dataclass(frozen=True, slots=True)
-class RawFailure:
+class RawFailure(Struct, frozen=True):
     """One readable, schema-valid entry, where it stands in the file."""
 
     index: int  # position in the failures list (the default id, rules §2.1)

@@ -17,22 +17,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 _WS = " \t\n\r"
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _INDENT = re.compile(r"[ \t]*")
 
 
-@dataclass
-class Key:
+class Key(Struct):
     text: str
     start: int
     end: int
 
 
-@dataclass
-class Node:
+class Node(Struct):
     """A JSON value at text[start:end]: an object's `keys` pair with its `items` by index."""
 
     kind: str  # "object", "array", "string" or "other" (number, true, false, null)
@@ -124,8 +123,7 @@ def line_col(text: str, pos: int) -> tuple[int, int]:
     return text.count("\n", 0, pos) + 1, pos - line_start + 1
 
 
-@dataclass(frozen=True)
-class Style:
+class Style(Struct, frozen=True):
     """How the file writes JSON, read from its top-level object."""
 
     newline: str  # "\n" or "\r\n"

@@ -28,9 +28,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from selfcorrect.core import saved
 from selfcorrect.errors import Diagnostic
@@ -50,8 +52,7 @@ _TAIL = 64 * 1024
 _KEEP = 1024 * 1024  # bytes a full read keeps from the log's end
 
 
-@dataclass(frozen=True, slots=True)
-class _Seen:
+class _Seen(Struct, frozen=True):
     """The last entry passed on, as it read; compared when it is read again."""
 
     entry: RawFailure | None
@@ -62,8 +63,7 @@ class _Seen:
 _Last = tuple[int, int, _Seen | None]
 
 
-@dataclass
-class LogCursor:
+class LogCursor(Struct):
     """How far a failure log has been read, and what is needed to read on from there."""
 
     path: Path
@@ -423,8 +423,7 @@ def _read_checks(
     return first, last
 
 
-@dataclass(frozen=True, slots=True)
-class _Done:
+class _Done(Struct, frozen=True):
     """What one read covered: `buf` holds the file's bytes from `buf_offset` to at least `end`,
     the offset just after the last newline read, which starts 0-based line `end_line`."""
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
@@ -25,8 +25,7 @@ from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import yaml_nodes
 
 
-@dataclass(frozen=True)
-class OwnedList:
+class OwnedList(Struct, frozen=True):
     """How one owned list is written."""
 
     key: str  # the top-level key

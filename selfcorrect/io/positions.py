@@ -8,9 +8,9 @@ no line, and a watcher's runs never pay for a second read of the log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec import Struct
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from selfcorrect import layout
@@ -20,8 +20,7 @@ from selfcorrect.io import documents
 from selfcorrect.io.workspace import project_root
 
 
-@dataclass(frozen=True)
-class EntryAt:
+class EntryAt(Struct, frozen=True):
     """A failure entry's first line (1-based) in tool_failures.yaml, and the file it names."""
 
     line: int

@@ -13,15 +13,15 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from msgspec import Struct
 
 TAIL_LINES, TAIL_CHARS = 20, 2000
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(Struct, frozen=True):
     returncode: int | None  # None: it never started, or was killed on timeout
     tail: str  # the last lines of stdout+stderr, raw (the caller cleans it for display)
     timed_out: bool = False

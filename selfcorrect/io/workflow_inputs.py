@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.core import policy_commands
@@ -46,8 +48,7 @@ from selfcorrect.io.workspace import project_root, resolve_inside
 T = TypeVar("T")
 
 
-@dataclass
-class LogCache:
+class LogCache(Struct):
     """The failure log's fold, kept between the runs of a watcher.
 
     With it, a load parses and feeds only the entries appended since the last one, so its cost

@@ -14,14 +14,15 @@ symlink gets its files back in a real folder, and nothing is written through the
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import Struct, field
 
 from selfcorrect import layout
 from selfcorrect.core.linecount import numstat
@@ -91,8 +92,7 @@ def resolve_inside(root: Path, value: str, *, argument: bool = True) -> Path | N
     return path if path.is_relative_to(base) else None
 
 
-@dataclass(frozen=True)
-class FileImage:
+class FileImage(Struct, frozen=True):
     """A file's bytes and full st_mode. None/None: absent; None/mode: there but uncapturable."""
 
     rel: str
@@ -106,8 +106,7 @@ class FileImage:
         return f"{sha256(self.data)}:{self.mode or 0:o}"
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Struct, frozen=True):
     root: Path
     scope: tuple[str, ...]
     images: Mapping[str, FileImage]
@@ -123,8 +122,7 @@ class Snapshot:
         return in_scope(rel, self.scope)
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Struct, frozen=True):
     rel: str
     added: int
     removed: int
@@ -132,8 +130,7 @@ class Change:
     after_digest: str
 
 
-@dataclass
-class RestoreReport:
+class RestoreReport(Struct):
     restored: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # changed again since the fixer: left alone
     failed: list[str] = field(default_factory=list)
@@ -356,7 +353,7 @@ def recapture(snap: Snapshot, rels: Iterable[str]) -> Snapshot:
             hidden[rel] = sig
         if sig is None or manifest.capturable(rel, sig):  # as the snapshot would keep it
             images[rel] = _image(snap.root, rel)
-    return dataclasses.replace(snap, images=images, hidden=hidden)
+    return msgspec.structs.replace(snap, images=images, hidden=hidden)
 
 
 def changes(snap: Snapshot) -> list[Change]:
@@ -537,7 +534,7 @@ def discard(snap: Snapshot, changed: Iterable[Change]) -> list[str]:
     done = []
     for change in changed:
         if change.before.data is None and change.before.mode is not None:
-            change = dataclasses.replace(change, before=FileImage(change.rel, None, None))
+            change = msgspec.structs.replace(change, before=FileImage(change.rel, None, None))
         with contextlib.suppress(OSError):
             if _safe_rel(snap.root, change.rel) and _put_back(snap.root, change):
                 done.append(change.rel)

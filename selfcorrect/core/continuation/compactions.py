@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from msgspec import Struct
 
 from selfcorrect.core.model import Coordination, Task, Waypoint, WorkItemStatus
 
@@ -37,8 +38,7 @@ _ENDED = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(Struct, frozen=True):
     """One pre_compact waypoint: the task it belongs to (None: unmatched) and why."""
 
     waypoint: Waypoint

@@ -7,10 +7,11 @@ the caller passes in, so the decisions can be tested on data alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+from msgspec import Struct
 
 from selfcorrect.core.continuation.compactions import compactions, parse_time, task_status
 from selfcorrect.core.frozen import thaw
@@ -31,8 +32,7 @@ class Signal(StrEnum):
     TRUNCATED = "truncated"
 
 
-@dataclass(frozen=True)
-class Incomplete:
+class Incomplete(Struct, frozen=True):
     task_id: str
     signals: tuple[Signal, ...]
     waypoint: Waypoint | None  # the latest pre_compact waypoint of the task (named or matched)
@@ -112,8 +112,7 @@ def detect_incomplete(
     return found
 
 
-@dataclass(frozen=True)
-class MicroTask:
+class MicroTask(Struct, frozen=True):
     id: str
     kind: str
     target: str | None

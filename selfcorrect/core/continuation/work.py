@@ -11,8 +11,9 @@ gets a context-reset handoff.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from selfcorrect.core.continuation.detection import (
     Incomplete,
@@ -29,8 +30,7 @@ from selfcorrect.core.model import Coordination, Task, Waypoint
 from selfcorrect.core.policy import Policy
 
 
-@dataclass(frozen=True)
-class WorkInputs:
+class WorkInputs(Struct, frozen=True):
     coordination: Coordination | None
     waypoints: Sequence[Waypoint]
     microtasks: Mapping[str, Mapping[str, Any]]  # task_id -> its existing micro-task file
@@ -44,8 +44,7 @@ class WorkInputs:
     # ^ task_id -> what selfcorrect decided for it before, from the journal: {decision, why}
 
 
-@dataclass
-class WorkPlan:
+class WorkPlan(Struct):
     new_files: dict[str, dict[str, Any]] = field(default_factory=dict)  # microtasks/<id>.yaml
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)  # handoffs/<id>.md
     consolidated: list[str] = field(default_factory=list)  # every micro-task done: re-validate

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from selfcorrect.core.model import (
+    FAILED_ITEM_KEYS,
     Coordination,
     Delegation,
     FailedItem,
@@ -57,15 +58,6 @@ _TASK_KEYS = (
     "returned",
     "truncated",
     "blocked_reason",
-)
-_FAILED_KEYS = (
-    "task_id",
-    "failure_type",
-    "attempts",
-    "error_summary",
-    "recovery_actions_taken",
-    "final_status",
-    "escalation_context",
 )
 _LOG_KEYS = (
     "controller",
@@ -174,7 +166,7 @@ def normalise_failed_item(raw: Mapping[Any, Any], index: int) -> FailedItem:
         recovery_actions_taken=texts(raw.get("recovery_actions_taken")),
         final_status=choice(FinalStatus, raw.get("final_status"), FinalStatus.BLOCKED),
         escalation_context=text(raw.get("escalation_context")),
-        extra=rest(raw, _FAILED_KEYS),
+        extra=rest(raw, FAILED_ITEM_KEYS),
     )
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from selfcorrect.core.frozen import freeze_map
 from selfcorrect.core.model import Criterion, Issue, Report, Severity, Verdict
