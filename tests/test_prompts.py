@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -383,6 +385,95 @@ def test_override_added_while_running_wins_from_the_next_render(overrides: Path)
     later = time.time() + 5  # mtime granularity: make the edit visible
     os.utime(path, (later, later))
     assert render(STUCK, stuck_context(), overrides=overrides) == "v2 WI-3\n"
+
+
+# --- compiled once, across processes -------------------------------------------------------------
+
+RENDER_IN_A_NEW_PROCESS = """
+import sys
+from pathlib import Path
+from selfcorrect.io.prompts import render
+print(render(sys.argv[1], {"work_item_id": "WI-3"}, overrides=Path(sys.argv[2])), end="")
+"""
+
+
+def render_elsewhere(tmp_path: Path, overrides: Path) -> str:
+    """What a hook does: render in a process of its own (the temp folder is the test's)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    done = subprocess.run(
+        [sys.executable, "-c", RENDER_IN_A_NEW_PROCESS, STUCK, str(overrides)],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    assert done.stderr == ""
+    return done.stdout
+
+
+def cache_entries(tmp_path: Path) -> dict[str, bytes]:
+    folder = tmp_path / "tmp" / f"_jinja2-cache-{os.getuid()}"
+    return {entry.name: entry.read_bytes() for entry in folder.glob("selfcorrect-*.cache")}
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="the per-user cache folder is POSIX's")
+def test_a_template_compiles_once_across_processes_and_again_when_edited(
+    tmp_path: Path, overrides: Path
+) -> None:
+    """A hook is a new process each time: the second one renders from the compiled entry
+    (the entry is not written again); an edited template, or a damaged entry, compiles again
+    and renders what the template now says."""
+    (tmp_path / "tmp").mkdir()
+    path = override(overrides, STUCK, "v1 {{ work_item_id }}\n")
+    assert render_elsewhere(tmp_path, overrides) == "v1 WI-3\n"
+    first = cache_entries(tmp_path)
+    assert len(first) == 1
+    entry = tmp_path / "tmp" / f"_jinja2-cache-{os.getuid()}" / next(iter(first))
+    written = entry.stat().st_mtime_ns
+
+    assert render_elsewhere(tmp_path, overrides) == "v1 WI-3\n"
+    assert entry.stat().st_mtime_ns == written  # read, not compiled and written again
+
+    path.write_text("v2 {{ work_item_id }}\n")
+    assert render_elsewhere(tmp_path, overrides) == "v2 WI-3\n"
+    assert cache_entries(tmp_path) != first  # the same entry, now the new source's code
+
+    entry.write_bytes(b"damaged")
+    assert render_elsewhere(tmp_path, overrides) == "v2 WI-3\n"
+    assert cache_entries(tmp_path)[entry.name] != b"damaged"
+
+
+OTHER_USER = 65534  # nobody
+
+
+def owned_by_another_user(path: Path) -> None:
+    try:
+        os.chown(path, OTHER_USER, OTHER_USER)
+    except PermissionError:
+        pytest.skip("giving a file to another user needs root; CI runs these tests as root")
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="the per-user cache folder is POSIX's")
+def test_a_cache_folder_another_user_owns_is_not_used(tmp_path: Path, overrides: Path) -> None:
+    """The cache holds code: a folder another user made (squatting the name) is neither read
+    nor written, and templates still render, compiled in each process."""
+    folder = tmp_path / "tmp" / f"_jinja2-cache-{os.getuid()}"
+    folder.mkdir(parents=True, mode=0o700)
+    owned_by_another_user(folder)
+    override(overrides, STUCK, "v1 {{ work_item_id }}\n")
+    assert render_elsewhere(tmp_path, overrides) == "v1 WI-3\n"
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="the per-user cache folder is POSIX's")
+def test_a_cache_entry_another_user_owns_is_not_read(tmp_path: Path, overrides: Path) -> None:
+    """An entry planted by another user (a valid one, even) is not loaded: the template is
+    compiled again and the entry replaced by the user's own."""
+    (tmp_path / "tmp").mkdir()
+    override(overrides, STUCK, "v1 {{ work_item_id }}\n")
+    assert render_elsewhere(tmp_path, overrides) == "v1 WI-3\n"
+    folder = tmp_path / "tmp" / f"_jinja2-cache-{os.getuid()}"
+    (entry,) = folder.glob("selfcorrect-*.cache")
+    owned_by_another_user(entry)
+    assert render_elsewhere(tmp_path, overrides) == "v1 WI-3\n"
+    assert entry.stat().st_uid == os.getuid()
 
 
 def test_override_can_reuse_the_shipped_macros(overrides: Path) -> None:

@@ -17,6 +17,7 @@ Filters available to every template (shipped or override), all for agent text:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -28,7 +29,7 @@ from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io.resources import data_dir
 
 if TYPE_CHECKING:  # jinja2 is imported lazily: start-up time matters (rules §18)
-    from jinja2 import BaseLoader, Environment, FileSystemLoader, Template
+    from jinja2 import BaseLoader, BytecodeCache, Environment, FileSystemLoader, Template
 
 _WHITESPACE = re.compile(r"\s+")
 _UNDEFINED_NAME = re.compile(r"^'([^']+)' is undefined$")
@@ -97,9 +98,48 @@ def _environment(override_dir: str | None) -> Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(oneline=_oneline, listing=_listing, quote=_quote, without=_without)
     return env
+
+
+# Compiled templates, kept between processes in Jinja's per-user cache folder (see below).
+CACHE_PATTERN = "selfcorrect-%s.cache"
+
+
+def _bytecode_cache() -> BytecodeCache | None:
+    """Templates compiled once, not in every process: an agent hook is a new process that
+    renders a prompt or two, and compiling them cost it about 20 ms (docs/hooks.md).
+
+    Jinja's own cache folder: `_jinja2-cache-<uid>` in the temp folder, kept private (0700)
+    and refused when it is a link or another user's. An entry holds code, so one another user
+    owns is not read (it is compiled again and replaced). An entry is keyed by the template's
+    name and path and holds its source's checksum, so an edited template compiles again. An
+    entry that cannot be read is compiled again; one that cannot be written is skipped. None
+    (no cache: every process compiles) when the folder cannot be used."""
+    from jinja2 import FileSystemBytecodeCache
+    from jinja2.bccache import Bucket
+
+    class Quiet(FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: Bucket) -> None:
+            try:
+                if os.stat(self._get_cache_filename(bucket)).st_uid != os.getuid():
+                    return  # not ours: compiled again, and replaced by ours
+                super().load_bytecode(bucket)
+            except FileNotFoundError:
+                return  # not compiled yet
+            except Exception:  # a damaged entry, whatever the damage: compile again
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: Bucket) -> None:
+            with contextlib.suppress(OSError):  # a full or read-only disk: compiled again
+                super().dump_bytecode(bucket)
+
+    try:
+        return Quiet(pattern=CACHE_PATTERN)
+    except (OSError, RuntimeError):  # no temp folder, or its cache folder is not ours alone
+        return None
 
 
 def _layered_loader(layers: list[FileSystemLoader]) -> BaseLoader:
