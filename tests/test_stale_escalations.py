@@ -107,6 +107,24 @@ def test_an_escalation_whose_issue_left_the_report_is_resolved_by_the_next_run(
     assert "Open escalations:" not in status.stdout and paged["id"] not in status.stdout
 
 
+def test_a_reset_in_json_says_which_items_are_blocked_again_and_by_what(
+    tmp_path: Path, run_line
+) -> None:
+    """A script that resets (`--format json`) learns, as a person does, that WI-9 is blocked
+    again at once, why, by which kind of part, and the escalation now open for it."""
+    folder = folder_with_report(tmp_path, TOO_LONG + CIRCULAR + OTHER)
+    assert run_line(["run", folder]).exit_code == 1
+    (first,) = [e for e in escalations(folder) if e["status"] == "open"]
+    reset = run_line(
+        ["reset", folder, "--escalation", first["id"], "--evidence", "ok", "--format", "json"]
+    )
+    assert reset.exit_code == 0, reset.stderr
+    (blocked,) = json.loads(reset.stdout)["blocked_again"]
+    assert blocked["item"] == "WI-9" and blocked["cause"] == "issue"
+    assert {blocked["escalation"]} == open_ids(folder) != {first["id"]}
+    assert "fixability.max_minutes" in blocked["why"]  # the task too long for its budget
+
+
 def test_an_escalation_still_due_stays_open_run_after_run(tmp_path: Path, run_line) -> None:
     folder = folder_with_report(tmp_path, TOO_LONG + OTHER)
     assert run_line(["run", folder]).exit_code == 1
@@ -133,8 +151,10 @@ def test_a_reset_that_leaves_its_item_blocked_opens_the_other_parts_escalation_a
     assert first["id"] not in open_ids(folder)
     assert_cites_only_open(folder)  # right after the reset, before any run
     (again,) = open_ids(folder)
-    # The person is told at once, and failed_items says what the prompt and the gate say.
+    # The person is told at once, and what keeps it blocked; failed_items says what the
+    # prompt and the gate say.
     assert "WI-9 is blocked again at once: " in reset.stdout and again in reset.stdout
+    assert "It stays blocked while the validator reports that issue" in reset.stdout
     (entry,) = [
         e for e in load(folder / "coordination_log.yaml")["failed_items"] if e["task_id"] == "WI-9"
     ]

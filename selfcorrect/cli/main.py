@@ -754,9 +754,9 @@ def _make_reset_command() -> click.Command:
         for warning in outcome.warnings:  # a tampered journal is said by every command
             click.echo(printable(str(warning)), err=True)
         if fmt == "json":
-            click.echo(
-                json.dumps({"reset": outcome.record, "written": outcome.written}, sort_keys=True)
-            )
+            blocked = [again.to_json() for again in outcome.still_blocked]
+            answer = {"reset": outcome.record, "written": outcome.written, "blocked_again": blocked}
+            click.echo(json.dumps(answer, sort_keys=True))
             return ExitCode.PASS
         if common.verbosity < 0:  # -q: the exit code says it was done
             return ExitCode.PASS
@@ -777,15 +777,26 @@ def _make_reset_command() -> click.Command:
         )
         for ident in outcome.escalations:
             click.echo(printable(f"  resolved {ident} in escalations.yaml"))
-        for item, why, again in outcome.still_blocked:  # a person must act again: say so
-            opened = f"; opened {again} in escalations.yaml" if again else ""
-            said = " ".join(why.split())[:200]
-            click.echo(printable(f"  {item} is blocked again at once: {said}{opened}"))
+        for again in outcome.still_blocked:  # a person must act again: say what on
+            opened = f"; opened {again.escalation} in escalations.yaml" if again.escalation else ""
+            said = " ".join(again.why.split())[:200]
+            click.echo(printable(f"  {again.item} is blocked again at once: {said}{opened}"))
+            click.echo(f"    {_STAYS_BLOCKED.get(again.cause, _STAYS_BLOCKED[''])}")
         for path in outcome.written:
             click.echo(printable(f"  wrote {path}"))
         return ExitCode.PASS
 
     return reset_command
+
+
+# What keeps a reset item blocked, by the kind of part that blocks it (core/work_item_decision).
+_STAYS_BLOCKED = {
+    "issue": "It stays blocked while the validator reports that issue and the policy leaves "
+    "it to a person: act on it (or change the policy in selfcorrect.yaml), then validate again.",
+    "work": "It stays blocked while coordination_log.yaml shows that problem: "
+    "fix the delegation or the task there, then run again.",
+    "": "It stays blocked while its cause stands: the escalation says what it is.",
+}
 
 
 @_lazy("policy")

@@ -39,6 +39,23 @@ from selfcorrect.io.workflow_inputs import load_inputs
 from selfcorrect.layout import work_item_file
 
 
+class BlockedAgain(Struct, frozen=True):
+    """A reset item another part (or the same cause, still reported) blocks again at once."""
+
+    item: str
+    why: str
+    escalation: str | None  # the escalation now open for it
+    cause: str  # the kind of part that blocks it: issue, work, subject (core/work_item_decision)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "item": self.item,
+            "why": self.why,
+            "escalation": self.escalation,
+            "cause": self.cause,
+        }
+
+
 class ResetOutcome(Struct):
     record: dict[str, Any]
     escalations: list[str]  # resolved in escalations.yaml
@@ -46,9 +63,7 @@ class ResetOutcome(Struct):
     written: list[str]
     # What the reading warned about (a tampered journal record): said by reset as by run.
     warnings: list[Diagnostic] = field(default_factory=list)
-    # Reset items another part (or the same cause, still reported) blocks again at once:
-    # (item, why, the escalation now open for it).
-    still_blocked: list[tuple[str, str, str | None]] = field(default_factory=list)
+    still_blocked: list[BlockedAgain] = field(default_factory=list)
 
 
 def default_actor() -> str:
@@ -142,7 +157,7 @@ def _reset(
 
 def _rewrite_prompts(
     folder: Path, policy_path: Path | None, clock: Clock, work_items: list[str]
-) -> tuple[list[str], list[tuple[str, str, str | None]]]:
+) -> tuple[list[str], list[BlockedAgain]]:
     """The reset items' prompts, rewritten at once: an agent reading one sees the person's
     guidance and the item's new status now, not after the next run; and the agent hooks' gate
     stops refusing the item's files now too. Also: what was written, and the reset items that
@@ -172,11 +187,11 @@ def _rewrite_prompts(
     if write_gate(folder, decisions, plan):
         written.append(documents.display_path(gate_path(folder)))
     blocked = [
-        (item.id, item.why, item.escalation)
+        BlockedAgain(item.id, item.why, item.escalation, (item.blocker or "").partition(":")[0])
         for item in (plan.work_items.get(name) for name in work_items)
         if item is not None and item.status is FinalStatus.BLOCKED
     ]
-    written += _blocked_again(folder, decisions, plan, {name for name, _, _ in blocked})
+    written += _blocked_again(folder, decisions, plan, {again.item for again in blocked})
     return written, blocked
 
 
