@@ -138,9 +138,9 @@ def test_the_global_cap_counts_an_episodes_cycles_across_runs(tmp_path: Path, ru
     assert out["result"] == "BLOCKED"
     # The run that met the cap ran no cycle itself: the reason gives the episode's two, and
     # so does the escalation a person reads (both once said "after 0 correction cycle(s)").
-    assert "after 2 correction cycle(s)" in lint["detail"]
+    assert "after 2 correction cycles" in lint["detail"]
     (escalation,) = [e for e in out["escalations"] if e["reason"].startswith("still open")]
-    assert "after 2 correction cycle(s)" in escalation["reason"]
+    assert "after 2 correction cycles" in escalation["reason"]
 
 
 def test_an_issue_of_a_blocked_work_item_gets_no_directive(tmp_path: Path, run_line) -> None:

@@ -191,7 +191,7 @@ def test_a_blocked_items_file_is_denied_a_live_tasks_allowed_and_stop_held_once(
     assert "selfcorrect: workflow/selfcorrect.yaml is the person's" in policy
     assert (folder / "selfcorrect.yaml").read_bytes() == policy_before
     # (e) the lead's stop was held once, for WI-1's pending micro-task, then let go.
-    held = "selfcorrect: work handed to you is not done yet: WI-1 has 1 pending micro-task(s)"
+    held = "selfcorrect: work handed to you is not done yet: WI-1 has 1 pending micro-task "
     sent = [json.dumps(r["messages"], ensure_ascii=False) for r in server.conversation(LEAD)]
     # Only the last request carries it: held again, the model would have been asked again.
     assert [held in s for s in sent] == [False] * (len(sent) - 1) + [True]

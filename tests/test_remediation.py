@@ -303,7 +303,7 @@ def test_issues_still_open_when_the_cycles_run_out_are_escalated(tmp_path: Path,
     escalations = yaml.load(
         (repo / "workflow" / "escalations.yaml").read_text(), Loader=FastLoader
     )["escalations"]
-    assert "2 correction cycle(s), the global cap" in escalations[0]["reason"]
+    assert "2 correction cycles, the global cap" in escalations[0]["reason"]
     assert run_line(["run", repo / "workflow"]).exit_code == 1  # stays blocked: no third try
     assert (repo / "app.py").read_text().count("# tried") == 2
 

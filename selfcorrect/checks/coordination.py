@@ -15,6 +15,7 @@ from selfcorrect import layout
 from selfcorrect.checks.findings import Finding
 from selfcorrect.checks.graph import elementary_cycles
 from selfcorrect.core.model import Coordination
+from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.text_window import search
 
@@ -117,8 +118,8 @@ def _synthesis_problems(coordination: Coordination, policy: Policy) -> Iterator[
             yield (
                 "incomplete_synthesis",
                 f"incomplete synthesis: no synthesized_solution, although the log has "
-                f"{len(coordination.questions)} question(s) and {len(coordination.tasks)} "
-                "task(s)",
+                f"{count(len(coordination.questions), 'question')} and "
+                f"{count(len(coordination.tasks), 'task')}",
                 "Have the controller write synthesized_solution with approach, "
                 "rationale and implementation_steps drawn from the answers.",
                 None,

@@ -19,7 +19,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from selfcorrect import __version__, layout
-from selfcorrect.cli.words import attempts_text, printable
+from selfcorrect.cli.words import attempts_text, count, printable
 
 # The repository (pyproject's project.urls; tests/test_ci_rules.py keeps them the same): the
 # package is not on an index yet, and rules' help points at its docs/.
@@ -319,12 +319,13 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
         lines.append(f"::stop-commands::{token}")
         lines += [f"why: {_oneline(reason)}" for reason in why]
         lines.append(f"::{token}::")
-    count = {level: sum(item.level == level for item in found) for level in GITHUB}
+    levels = {level: sum(item.level == level for item in found) for level in GITHUB}
     lines.append(
-        f"selfcorrect: {_oneline(_text(run.get('result'), 'UNKNOWN'))}: {count['error']} error(s),"
-        f" {count['warning']} warning(s), {count['note']} notice(s) from"
-        f" {len(run.get('issues') or [])} issue(s) and {len(run.get('subjects') or [])}"
-        f" subject(s); {len(run.get('escalations') or [])} escalation(s)"
+        f"selfcorrect: {_oneline(_text(run.get('result'), 'UNKNOWN'))}: "
+        f"{count(levels['error'], 'error')}, {count(levels['warning'], 'warning')}, "
+        f"{count(levels['note'], 'notice')} from {count(len(run.get('issues') or []), 'issue')} "
+        f"and {count(len(run.get('subjects') or []), 'subject')}; "
+        f"{count(len(run.get('escalations') or []), 'escalation')}"
     )
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from selfcorrect.cli.options import Common
-from selfcorrect.cli.words import printable
+from selfcorrect.cli.words import count, printable
 
 if TYPE_CHECKING:
     from selfcorrect.commands.validate import Validation
@@ -23,7 +23,8 @@ def show_validation(result: Validation, fmt: str, common: Common) -> None:
         return
     colour = {"PASS": "green", "FIXABLE": "yellow", "BLOCKED": "red"}[result.status]
     lines = [
-        click.style(result.status, fg=colour, bold=True) + f"  {len(result.findings)} issue(s)"
+        click.style(result.status, fg=colour, bold=True)
+        + f"  {count(len(result.findings), 'issue')}"
     ]
     for issue in result.report["issues"]:
         where = f" {issue['target']}" if issue.get("target") else ""

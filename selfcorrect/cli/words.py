@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from selfcorrect.core.plural import count
 from selfcorrect.core.printable import printable
 
-__all__ = ["attempts_text", "printable"]
-
-
-def count(n: int, one: str, many: str | None = None) -> str:
-    """`n` things with the noun agreeing: "1 open escalation", "2 log entries"."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
+__all__ = ["attempts_text", "count", "printable"]
 
 
 def attempts_text(attempts: Any, limit: Any) -> str:

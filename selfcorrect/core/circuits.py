@@ -14,7 +14,7 @@ person reads lists them.
 Conditions, each a policy number under `circuit:` (and `min_confidence`):
 - verification failed `verification_failures` times within `window_s` seconds (the records'
   own timestamps: selfcorrect's clock, so comparing them is sound);
-- `compensation_failures` undo(s) failed;
+- `compensation_failures` undos failed;
 - the same target remediated `target_recurrences` times in one run;
 - over the rule's latest `min_calls` judged fixes, the failure rate passed `max_failure_rate`
   (a fix is judged by the next fresh report: resolved, or still there);
@@ -41,6 +41,7 @@ from selfcorrect.core.journal_records import (
     TransitionEvent,
     typed,
 )
+from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy
 
 RuleKey = tuple[str, str]  # (rule, rule_version), e.g. ("issue_type:linting_errors", "ab12…")
@@ -193,7 +194,7 @@ def _condition(state: _Rule, policy: Policy) -> Found | None:
     if len(undone) >= policy.circuit.compensation_failures:
         return (
             CircuitReason.COMPENSATION_FAILED,
-            f"{len(undone)} undo(s) of a fix failed: files may be half-changed",
+            f"{count(len(undone), 'undo')} of a fix failed: files may be half-changed",
             tuple(undone),
         )
     recurrences = policy.circuit.target_recurrences
@@ -298,7 +299,7 @@ def _transition(state: _Rule, record: TransitionEvent) -> None:
     elif step == ("preflight", "remediating"):
         key = (str(record.run), str(record.fingerprint))
         runs = state.per_run_targets.setdefault(key, [])
-        why = f"remediated {len(runs) + 1} time(s) in run {record.run}"
+        why = f"remediated {count(len(runs) + 1, 'time')} in run {record.run}"
         runs.append(_failed_fix(record, why, attempt))
 
 

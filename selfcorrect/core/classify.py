@@ -21,6 +21,7 @@ from selfcorrect.core.bounded_regex import Bounded
 from selfcorrect.core.ladder import ESCALATE_STEP
 from selfcorrect.core.markdown import template_for
 from selfcorrect.core.model import HANDED_OUT, Issue, IssueStatus, Verdict
+from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
@@ -358,7 +359,7 @@ class IssueClassifier:
         made = out(
             Verdict.FIXABLE,
             IssueReason.LADDER,
-            f"its {retries} attempt(s) on its own are spent: recovery step {step}",
+            f"its {count(retries, 'attempt')} on its own are spent: recovery step {step}",
             prior.attempts + 1,
             True,
         )
@@ -381,7 +382,7 @@ class IssueClassifier:
         if step >= ESCALATE_STEP:
             return step, (
                 IssueReason.LADDER_EXHAUSTED,
-                f"{retries} attempt(s) on its own and recovery steps 1 to 5 spent, and a "
+                f"{count(retries, 'attempt')} on its own and recovery steps 1 to 5 spent, and a "
                 f"fresh report still carries it",
             )
         return step, None
@@ -454,7 +455,7 @@ def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDe
         decision,
         classification=Verdict.BLOCKED,
         reason=IssueReason.CAPS_EXHAUSTED,
-        detail=f"still open after {cycles} correction cycle(s), the global cap",
+        detail=f"still open after {count(cycles, 'correction cycle')}, the global cap",
         attempts=attempts,
         new=True,
     )

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from msgspec import Struct
 
 from selfcorrect.core.model import Issue, Severity
+from selfcorrect.core.plural import count
 
 WEIGHTS = {Severity.CRITICAL: 10, Severity.MAJOR: 3, Severity.MINOR: 1}
 
@@ -113,7 +114,7 @@ def verify_fix(
     outside = [c.path for c in changed if not in_scope(c.path, scope) or _protected(c.path, never)]
     if outside:
         return FixVerdict.SCOPE_VIOLATION, (
-            f"changed {len(outside)} file(s) outside its scope ({', '.join(scope)}): "
+            f"changed {count(len(outside), 'file')} outside its scope ({', '.join(scope)}): "
             + ", ".join(outside[:5])
         )
     lines = sum(c.added + c.removed for c in changed)
@@ -123,7 +124,10 @@ def verify_fix(
         )
     if not changed:
         return FixVerdict.NO_CHANGE, "exited 0 and changed nothing"
-    return FixVerdict.OK, f"changed {len(changed)} file(s), {lines} line(s), all in scope"
+    return (
+        FixVerdict.OK,
+        f"changed {count(len(changed), 'file')}, {count(lines, 'line')}, all in scope",
+    )
 
 
 def degraded(before: Iterable[Issue], after: Iterable[Issue]) -> bool:

@@ -31,6 +31,7 @@ from selfcorrect.core.escalation_ids import escalation_id
 from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Intent, Verdict
+from selfcorrect.core.plural import count
 from selfcorrect.core.stages import ACTIVE
 from selfcorrect.core.work_items import Guidance
 from selfcorrect.layout import work_item_file
@@ -301,8 +302,8 @@ def issue_waiting(decision: IssueDecision, fixer: bool) -> str:
     nothing)."""
     if decision.ladder_step:
         return (
-            f"directive out: recovery step {decision.ladder_step}, its {decision.retries} "
-            f"attempt(s) on its own spent; waiting for a fresh report"
+            f"directive out: recovery step {decision.ladder_step}, its "
+            f"{count(decision.retries, 'attempt')} on its own spent; waiting for a fresh report"
         )
     return (
         f"{'fixer run' if fixer else 'directive out'}: {decision.strategy}, attempt "

@@ -121,7 +121,7 @@ def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
         return [
             (
                 f"{task}|microtasks|{pending}|{where}",
-                f"{task} has {pending} pending micro-task(s) "
+                f"{task} has {pending} pending micro-task{'' if pending == 1 else 's'} "
                 f"in {where}: do them and mark each done{named}",
             )
         ]

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from selfcorrect import layout
+from selfcorrect.core.plural import count
 from selfcorrect.errors import EnvironmentProblem, InputError
 from selfcorrect.io import platform
 
@@ -168,7 +169,7 @@ def _shared(path: Path | str, links: int) -> list[InputError]:
     return [
         refusal(
             path,
-            f"has {links - 1} other hard link(s), and selfcorrect writes it in place: "
+            f"has {count(links - 1, 'other hard link')}, and selfcorrect writes it in place: "
             "replace it with a copy of its own (cp, then mv over it)",
         )
     ]

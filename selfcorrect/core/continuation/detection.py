@@ -16,6 +16,7 @@ from msgspec import Struct
 from selfcorrect.core.continuation.compactions import compactions, parse_time, task_status
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.model import Coordination, PendingItem, PendingKind, Task, Waypoint
+from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy
 
 # Finished one way or another: never "incomplete", whatever else the log says.
@@ -296,7 +297,7 @@ def progress_summary(
     if incomplete.missing:
         parts.append(f"missing deliverables: {_names(list(incomplete.missing))}")
     if task is not None and task.continuations:
-        parts.append(f"{task.continuations} continuation(s)")
+        parts.append(count(task.continuations, "continuation"))
     if incomplete.compactions:
-        parts.append(f"{incomplete.compactions} compaction(s)")
+        parts.append(count(incomplete.compactions, "compaction"))
     return "; ".join(parts)
