@@ -416,7 +416,7 @@ def test_progress_summary_from_marked_micro_tasks() -> None:
         "3 of 7 micro-tasks done; completed: src/session/store.ts, src/session/middleware.ts, "
         "src/session/login.ts; pending: src/session/logout.ts, "
     )
-    assert summary.endswith("2 continuation(s); 1 compaction(s)")
+    assert summary.endswith("2 continuations; 1 compaction")
 
 
 def test_progress_summary_from_the_checkpoint_alone() -> None:
@@ -440,7 +440,7 @@ def test_progress_summary_without_a_checkpoint_names_what_is_missing() -> None:
     )
     [incomplete] = detect_incomplete(log, [], NOTHING_ON_DISK)
     assert progress_summary(incomplete, log.tasks[0]) == (
-        "no checkpoint recorded; missing deliverables: docs/auth.md; 6 continuation(s)"
+        "no checkpoint recorded; missing deliverables: docs/auth.md; 6 continuations"
     )
 
 
@@ -448,7 +448,7 @@ def test_a_long_progress_summary_is_cut_to_ten_names() -> None:
     pending = [{"id": f"t{n}", "kind": "test_suite", "target": f"tests/t{n}"} for n in range(25)]
     wp = waypoint("WI-8", "2026-08-05T18:00:00Z", "waypoints/wp-8.yaml", pending=pending)
     [incomplete] = detect_incomplete(None, [wp], NOTHING_ON_DISK)
-    assert progress_summary(incomplete, None).endswith("tests/t9 and 15 more; 1 compaction(s)")
+    assert progress_summary(incomplete, None).endswith("tests/t9 and 15 more; 1 compaction")
 
 
 # --------------------------------------------------------------------------- context reset

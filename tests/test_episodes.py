@@ -182,4 +182,4 @@ def test_out_of_cycles_an_issue_says_how_many_the_episode_spent() -> None:
     decided = decide(inputs, now=AT, run_id="r", installed=lambda _p: True, at_cap=True)
     (issue,) = decided.issues
     assert issue.reason is IssueReason.CAPS_EXHAUSTED
-    assert issue.detail == "still open after 3 correction cycle(s), the global cap"
+    assert issue.detail == "still open after 3 correction cycles, the global cap"

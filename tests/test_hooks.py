@@ -314,7 +314,7 @@ def test_a_stop_with_pending_microtasks_is_held_once_and_never_when_already_acti
     assert held.json == {
         "decision": "block",
         "reason": "selfcorrect: work handed to you is not done yet: WI-2 has 2 pending "
-        "micro-task(s) in workflow/microtasks/WI-2.yaml: do them and mark each done "
+        "micro-tasks in workflow/microtasks/WI-2.yaml: do them and mark each done "
         "(workflow/recovery/WI-2.md names them).",
     }
     assert hook(project, "stop", dict(stop, stop_hook_active=False)).json is None
@@ -702,7 +702,7 @@ def test_a_hard_linked_log_is_refused_and_the_file_outside_is_untouched(project:
     os.link(outside, log)
     answer = hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
     assert outside.read_text("utf-8") == "failures:\n"
-    assert "tool_failures.yaml: has 1 other hard link(s)" in answer.stderr
+    assert "tool_failures.yaml: has 1 other hard link," in answer.stderr
     assert "replace it with a copy of its own" in answer.stderr
 
 

@@ -436,7 +436,7 @@ def test_a_hard_linked_journal_or_lock_is_refused(name: str, tmp_path: Path, run
     (folder / ".selfcorrect").mkdir()
     os.link(startup, folder / ".selfcorrect" / name)
 
-    refused(run_line, ["watch", folder, "--once"], f"{name}: has 1 other hard link(s)")
+    refused(run_line, ["watch", folder, "--once"], f"{name}: has 1 other hard link,")
     assert startup.read_text() == "# start-up file\n"
 
 
