@@ -715,6 +715,9 @@ def _make_reset_command() -> click.Command:
         The same happens when a person edits escalations.yaml by hand (status:
         resolved, evidence:, resolved_by:, optionally retry: true) or moves a
         failed_items entry's final_status out of blocked.
+        An item that another part, or its cause still reported, blocks again at once
+        gets that escalation opened now; reset says so and what keeps it blocked
+        (--format json: `blocked_again`, with item, why, escalation, cause).
         -q prints nothing but errors.
         Exit codes: 0 done, 2 invalid input or usage (nothing written).
         """
@@ -754,7 +757,9 @@ def _make_reset_command() -> click.Command:
         for warning in outcome.warnings:  # a tampered journal is said by every command
             click.echo(printable(str(warning)), err=True)
         if fmt == "json":
-            blocked = [again.to_json() for again in outcome.still_blocked]
+            from msgspec.structs import asdict
+
+            blocked = [asdict(again) for again in outcome.still_blocked]
             answer = {"reset": outcome.record, "written": outcome.written, "blocked_again": blocked}
             click.echo(json.dumps(answer, sort_keys=True))
             return ExitCode.PASS

@@ -47,14 +47,6 @@ class BlockedAgain(Struct, frozen=True):
     escalation: str | None  # the escalation now open for it
     cause: str  # the kind of part that blocks it: issue, work, subject (core/work_item_decision)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "item": self.item,
-            "why": self.why,
-            "escalation": self.escalation,
-            "cause": self.cause,
-        }
-
 
 class ResetOutcome(Struct):
     record: dict[str, Any]

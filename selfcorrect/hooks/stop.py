@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.core.plural import count
 from selfcorrect.hooks.answers import block_stop
 from selfcorrect.hooks.events import HookEvent
 from selfcorrect.hooks.gate_file import NotRegular, read_state
@@ -121,7 +122,7 @@ def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
         return [
             (
                 f"{task}|microtasks|{pending}|{where}",
-                f"{task} has {pending} pending micro-task{'' if pending == 1 else 's'} "
+                f"{task} has {count(pending, 'pending micro-task')} "
                 f"in {where}: do them and mark each done{named}",
             )
         ]
