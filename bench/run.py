@@ -47,7 +47,16 @@ FIGURES: dict[str, tuple[str, float, bool]] = {
     "hook_gate_p95": ("hook gate (pre-tool-use), p95 vs python -c 'import json'", 2.0, False),
     "hook_failure": ("failure hook: N-entry vs 10-entry log", 3.0, False),
     "hook_success_p95": ("success hook (not listed), p95 vs python -c 'import json'", 2.0, False),
-    "hook_failure_p95": ("failure hook, 10-entry log, p95 vs python -c 'import json'", 5.0, False),
+    "hook_failure_p95": (
+        "failure hook, session, 10-entry log, p95 vs python -c 'import json'",
+        5.0,
+        False,
+    ),
+    "hook_failure_cold_p95": (
+        "failure hook, no session (in-process), p95 vs python -c 'import json'",
+        5.0,
+        True,
+    ),
     "hook_failure_burst": ("8 failure hooks at once: slowdown vs the machine's + 1", 1.0, False),
     "rerun_appended": ("run --shadow after 10 appended, vs first full run", 0.1, False),
     "rerun_unchanged": ("run --shadow, nothing appended, vs first full run", 0.1, False),
@@ -180,6 +189,7 @@ def hook_rows(workdir: Path, entries: int) -> list[Row]:
         _row("hook_failure", big, small, "s"),
         _row("hook_success_p95", *quick["post-tool-use"], "s"),
         _row("hook_failure_p95", burst["alone_p95"], burst["anchor_p95"], "s"),
+        _row("hook_failure_cold_p95", burst["cold_p95"], burst["anchor_p95"], "s"),
         _row("hook_failure_burst", burst["slowdown"], burst["anchor_slowdown"] + 1, "x"),
     ]
 

@@ -502,7 +502,9 @@ def test_install_gemini_writes_its_settings_and_uninstall_restores_them(tmp_path
     assert before[0]["hooks"][0]["command"].endswith(
         "selfcorrect hook gemini before-tool \"$GEMINI_PROJECT_DIR\"/'work flow'"
     )
-    assert set(settings["hooks"]) == {"BeforeTool", "AfterTool", "AfterAgent", "PreCompress"}
+    assert set(settings["hooks"]) == {
+        "BeforeTool", "AfterTool", "AfterAgent", "PreCompress", "SessionStart", "SessionEnd"
+    }  # fmt: skip
     install("--uninstall")
     assert (root / ".gemini/settings.json").read_text("utf-8") == mine
 

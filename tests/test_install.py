@@ -35,6 +35,8 @@ EVENTS = {  # Claude Code's event: (selfcorrect's hook name, has a matcher, time
     "SubagentStart": ("subagent-start", False, 60),
     "SubagentStop": ("subagent-stop", False, 60),
     "Stop": ("stop", False, 60),
+    "SessionStart": ("session-start", False, 10),
+    "SessionEnd": ("session-end", False, 10),
 }
 SETTINGS = Path(".claude") / "settings.json"
 

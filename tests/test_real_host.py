@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,15 @@ def test_failures_are_logged_once_advised_gated_and_released_after_the_fix(
     assert [e["tool_use_id"] for e in successes][:1] == ["toolu_fix"]
     gate = json.loads((project / "workflow/.selfcorrect/gate.json").read_text("utf-8"))
     assert not [r for r in gate["repeats"] if r["tool"] == "Bash"]
+    # The session's SessionStart started the folder's warm answerer, which answered its
+    # deciding hooks, and stopped with the session: no process of ours is left.
+    last = project / "workflow/.selfcorrect/warm/last.json"
+    deadline = time.monotonic() + 10
+    while not last.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    answerer = json.loads(last.read_text("utf-8"))
+    assert answerer["served"] >= 3, answerer
+    assert answerer["why"] in ("its session ended", "its host exited"), answerer
 
 
 def block_wi2(root: Path) -> str:

@@ -48,6 +48,8 @@ EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
     ("SubagentStart", "subagent-start", None, 60),
     ("SubagentStop", "subagent-stop", None, 60),
     ("Stop", "stop", None, 60),
+    ("SessionStart", "session-start", None, 10),
+    ("SessionEnd", "session-end", None, 10),
 )
 # Gemini CLI's (its hooks reference): timeouts in milliseconds, matchers regular expressions.
 GEMINI_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
@@ -55,10 +57,19 @@ GEMINI_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
     ("AfterTool", "after-tool", ".*", 60_000),
     ("AfterAgent", "after-agent", None, 60_000),
     ("PreCompress", "pre-compress", None, 60_000),
+    ("SessionStart", "session-start", None, 10_000),
+    ("SessionEnd", "session-end", None, 10_000),
 )
 HOST_EVENTS = {"claude-code": EVENTS, "gemini": GEMINI_EVENTS}
 SETTINGS_FOLDER = {"claude-code": ".claude", "gemini": ".gemini"}
-_ALL_EVENTS = EVENTS + GEMINI_EVENTS  # the names differ: an event names its host
+_ALL_EVENTS = EVENTS + GEMINI_EVENTS
+# Every event in the order install adds them. Both hosts name their session events SessionStart
+# and SessionEnd, last in each table: each is kept at its last place, so each host's events
+# keep their own order here. What install writes for an event is looked up by host (`_spec`).
+_ORDER = [
+    event for at, (event, *_) in enumerate(_ALL_EVENTS)
+    if all(event != later for later, *_ in _ALL_EVENTS[at + 1 :])
+]  # fmt: skip
 # The Claude Code version the hooks were tested with, and the events older versions may lack.
 TESTED_WITH = "2.1.332"
 NEWER_EVENTS = ("PostToolUseFailure", "PostToolBatch", "SubagentStart")
@@ -206,11 +217,10 @@ def install(
 def _commands(removed: list[Change]) -> dict[str, str]:
     """What install would have been given to add the hooks uninstall removed, in EVENTS order
     (empty when install could not have added them: an event it does not know)."""
-    known = [event for event, *_ in _ALL_EVENTS]
-    if any(change.event not in known for change in removed):
+    if any(change.event not in _ORDER for change in removed):
         return {}
     found = {change.event: change.command for change in removed}
-    return {event: found[event] for event in known if event in found}
+    return {event: found[event] for event in _ORDER if event in found}
 
 
 def _created_by_install(data: bytes, removed: list[Change], display: str) -> bool:
@@ -244,8 +254,18 @@ def _refuse_links(path: Path) -> None:
 # --- editing the text --------------------------------------------------------------------------
 
 
+def _spec(event: str, command: str | None) -> tuple[str, str | None, int] | None:
+    """(hook name, matcher, timeout) that install writes for `event`, in the host that
+    `command` names (`hook gemini …` or `hook claude-code …`)."""
+    found = _HOOK_WORDS.search(command or "")
+    host = "gemini" if found is not None and found.group(1) == "gemini" else "claude-code"
+    return next(((name, m, t) for e, name, m, t in HOST_EVENTS[host] if e == event), None)
+
+
 def _group(event: str, command: str) -> dict[str, object]:
-    matcher, timeout = next((m, t) for name, _, m, t in _ALL_EVENTS if name == event)
+    spec = _spec(event, command)
+    assert spec is not None, event
+    _, matcher, timeout = spec
     hook = {"type": "command", "command": command, "timeout": timeout}
     return {"matcher": matcher, "hooks": [hook]} if matcher else {"hooks": [hook]}
 
@@ -343,8 +363,7 @@ def _uninstall(
             if len(groups.items) == 1:
                 emptied.append(event)
         root = _load(text, display)
-    order = [event for event, *_ in _ALL_EVENTS]
-    changes.sort(key=lambda c: order.index(c.event) if c.event in order else len(order))
+    changes.sort(key=lambda c: _ORDER.index(c.event) if c.event in _ORDER else len(_ORDER))
     text = _drop_added_events(text, emptied, display)
     root = _load(text, display)
     hooks = _hooks(root, text, display)
@@ -364,7 +383,7 @@ def _drop_added_events(text: str, emptied: list[str], display: str) -> str:
     appends the events it adds after all others, in EVENTS order: so, of the emptied lists in
     file order, the longest tail in that order is install's, and a list before it was there
     before (a person's `"Stop": []` stays)."""
-    order = [event for event, *_ in _ALL_EVENTS]
+    order = _ORDER
     hooks = _hooks(_load(text, display), text, display)
     listed = [key.text for key in hooks.keys if key.text in emptied] if hooks is not None else []
     added: list[str] = []
@@ -389,15 +408,17 @@ def _ours(groups: Node, event: str, text: str) -> list[tuple[int, int, Node]]:
     an entry exactly as install writes it for that event (any folder), nothing more. A hook a
     person wrote that merely starts like ours (another event's, extra arguments, extra keys)
     is theirs: install never updates it and uninstall never removes it."""
-    spec = next(((name, t) for host, name, _, t in _ALL_EVENTS if host == event), None)
     found = []
     for g, group in enumerate(groups.items):
         entries = group.member("hooks") if group.kind == "object" else None
-        if spec is None or entries is None or entries.kind != "array":
+        if entries is None or entries.kind != "array":
             continue
         for e, entry in enumerate(entries.items):
             command = entry.member("command") if entry.kind == "object" else None
-            if command is not None and _installed_entry(entry, command.value, text, *spec):
+            spec = _spec(event, command.value) if command is not None else None
+            if command is None or spec is None:
+                continue
+            if _installed_entry(entry, command.value, text, spec[0], spec[2]):
                 found.append((g, e, command))
     return found
 

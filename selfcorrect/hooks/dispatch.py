@@ -8,11 +8,12 @@ reads exit 2 as "block", and a broken selfcorrect must never stop an agent's too
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from selfcorrect.hooks import answers
-from selfcorrect.hooks.events import BadEvent, HookEvent, project_dir, read_event
+from selfcorrect.hooks.events import BadEvent, HookEvent, parse_event, project_dir, read_raw
 
 TYPE_CHECKING = False  # not `from typing import`: typing costs the gate 8 ms
 if TYPE_CHECKING:
@@ -30,13 +31,22 @@ EVENTS = (
     "subagent-start",
     "subagent-stop",
     "stop",
+    "session-start",
+    "session-end",
 )
+# The hooks that decide or write, and so load the rest of selfcorrect: the warm answerer takes
+# them when one runs (hooks/warm_client.py). The gate and the success hook stay in-process.
+WARM = frozenset(
+    {"post-tool-use-failure", "post-tool-batch", "pre-compact", "subagent-stop", "stop"}
+)
+SESSION = ("session-start", "session-end")
 DEFAULT_FOLDER = "workflow"
 LOCK_WAIT_S = 10.0  # the longest a hook waits for any lock (docs/hooks.md)
 
 
-def run_hook(argv: list[str]) -> int:
-    """Answer one hook event; always 0 (see the module's docstring)."""
+def run_hook(argv: list[str], forward: bool = True) -> int:
+    """Answer one hook event; always 0 (see the module's docstring). With `forward`, a
+    deciding hook goes to the folder's warm answerer when one runs (hooks/warm_client.py)."""
     try:
         gemini = len(argv) > 1 and argv[0] == "gemini"
         events = _gemini_events() if gemini else EVENTS
@@ -46,18 +56,24 @@ def run_hook(argv: list[str]) -> int:
                 f"{{{','.join(events)}}} [DIR]; got {' '.join(argv)!r}: nothing done"
             )
             return 0
-        event = read_event(sys.stdin)
+        raw = read_raw(sys.stdin)
+        event = parse_event(raw)
         folder = _folder(event, argv[2] if len(argv) == 3 else None)
         if not os.path.isdir(folder):
             answers.note(f"{folder}: no workflow folder here; nothing checked (see docs/hooks.md)")
             return 0
+        if argv[1] in SESSION:
+            _session(argv[1], folder)
+            return 0
+        name = argv[1]
         if gemini:  # Gemini CLI's events, answered by the same hooks (hooks/gemini.py)
             from selfcorrect.hooks import gemini as host
 
             name, event = host.translate(argv[1], event)
-            answers.say(host.answer(argv[1], _handler(name)(event, folder)))
+        if forward and name in WARM and _answered_warm(argv, folder, raw):
             return 0
-        answers.say(_handler(argv[1])(event, folder))
+        answer = _handler(name)(event, folder)
+        answers.say(host.answer(argv[1], answer) if gemini else answer)
     except BadEvent as exc:
         answers.note(f"{exc}; nothing done")
     except KeyboardInterrupt:
@@ -65,6 +81,35 @@ def run_hook(argv: list[str]) -> int:
     except Exception as exc:  # a hook must never break the agent
         answers.note(_describe(exc))
     return 0
+
+
+def _answered_warm(argv: list[str], folder: str, raw: str) -> bool:
+    """Whether the warm answerer answered this hook (its answer printed as ours)."""
+    from selfcorrect.hooks import warm_client
+
+    try:
+        answered = warm_client.ask(folder, [argv[0], argv[1], os.path.abspath(folder)], raw)
+    except warm_client.NoAnswer as exc:
+        where = os.path.join(folder, warm_client.HOME, "last.json")
+        answers.note(f"{exc} (why: {where}); nothing more is done for this call")
+        return True
+    if answered is None:
+        return False
+    sys.stdout.write(answered[0])
+    sys.stderr.write(answered[1])
+    return True
+
+
+def _session(name: str, folder: str) -> None:
+    """session-start: have a warm answerer serve this host's session (start one, or join the
+    one running); session-end: leave it, which stops it when no session is left."""
+    from selfcorrect.hooks import warm_client
+
+    host = warm_client.host_pid()
+    if name == "session-end":
+        warm_client.detach(folder, host)
+    elif not warm_client.attach(folder, host):
+        warm_client.start(os.path.abspath(folder), host)
 
 
 def _gemini_events() -> tuple[str, ...]:
@@ -92,13 +137,50 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
         from selfcorrect.hooks.binding import answer_start
 
         return answer_start
+    return _bounded(_slow_handler(name))
+
+
+def run_failure_hooks(host: str, folder: str, raws: list[str]) -> list[str]:
+    """Several failure hooks of one folder handed over together (hooks/warm_server.py): what
+    each prints on stdout (their notes go to stderr, as `run_hook`'s). Each event is read and
+    answered as `run_hook` would; one decision serves them all (`failure.answer_many`)."""
+    from selfcorrect.hooks.failure import answer_many
+
+    gemini = host == "gemini"
+    if gemini:
+        from selfcorrect.hooks import gemini as translator
+    events: list[HookEvent | None] = []
+    for raw in raws:
+        try:
+            event = parse_event(raw)
+        except BadEvent as exc:
+            answers.note(f"{exc}; nothing done")
+            events.append(None)
+            continue
+        events.append(translator.translate("after-tool", event)[1] if gemini else event)
+    good = [event for event in events if event is not None]
+    try:
+        found = iter(_bounded(answer_many)(good, folder) or [None] * len(good))
+    except Exception as exc:  # a hook must never break the agent
+        answers.note(_describe(exc))
+        found = iter([None] * len(good))
+    outs = []
+    for read in events:
+        answer = next(found) if read is not None else None
+        if gemini:
+            answer = translator.answer("after-tool", answer)
+        outs.append("" if answer is None else json.dumps(answer, ensure_ascii=False) + "\n")
+    return outs
+
+
+def _bounded(handler: Callable[[Any, Path], Any]) -> Callable[[Any, str], Any]:
+    """`handler` on the folder unless it is a link out of the project, giving up on a held
+    sidecar lock after LOCK_WAIT_S."""
     from pathlib import Path
 
     from selfcorrect.io.atomic import lock_waits
 
-    handler = _slow_handler(name)
-
-    def bounded(event: HookEvent, folder: str) -> dict[str, Any] | None:
+    def bounded(event: Any, folder: str) -> Any:
         from selfcorrect.io.real_paths import linked_out
 
         linked = linked_out(Path(folder))

@@ -132,11 +132,20 @@ def input_digest(tool_input: dict[str, Any], tool: str = "", volatile: Any = VOL
 
 
 def read_event(stream: Any) -> HookEvent:
+    return parse_event(read_raw(stream))
+
+
+def read_raw(stream: Any) -> str:
+    """stdin's text, at most MAX_EVENT bytes (BadEvent past that)."""
     raw = stream.buffer.read(MAX_EVENT + 1) if hasattr(stream, "buffer") else stream.read()
     if isinstance(raw, bytes):
         if len(raw) > MAX_EVENT:
             raise BadEvent(f"the event on stdin is over {MAX_EVENT} bytes")
         raw = raw.decode("utf-8", "replace")
+    return str(raw)
+
+
+def parse_event(raw: str) -> HookEvent:
     if not raw.strip():
         raise BadEvent("no event on stdin (the host sends one JSON object)")
     try:

@@ -57,9 +57,39 @@ def _append(folder: Path, fields: dict[str, str]) -> None:
         note(f"{exc}; the agent was not stopped")
 
 
+def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | None]:
+    """Failed calls whose hooks came together (a burst of parallel subagents, handed over at
+    once to the warm answerer: hooks/warm_server.py): each is logged as `answer` logs it, then
+    one decision is made for all, and each agent is told what fired for its own subject. Hooks
+    run one by one would have decided on the same log, every entry of the burst in it, had
+    their appends come first; one decision instead of one each is what keeps a burst quick."""
+    from selfcorrect.hooks.companion import cagents_logs, wait_for_entry
+
+    companion = cagents_logs(events[0]) if events else False
+    logged: list[dict[str, str] | None] = []
+    for event in events:
+        fields = entry(event, folder)
+        if "outcome" in fields:  # counts nothing: logged, no answer
+            if not companion:
+                _append(folder, fields)
+            logged.append(None)
+            continue
+        if companion:
+            wait_for_entry(folder / layout.FAILURE_LOG, fields)
+        else:
+            _append(folder, fields)
+        logged.append(fields)
+    outcome = decide(folder) if any(logged) else None
+    return [None if fields is None else told(outcome, fields, folder) for fields in logged]
+
+
 def respond(fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
     """Decide, then tell the agent what fired for this entry's subject (or nothing)."""
-    outcome = decide(folder)
+    return told(decide(folder), fields, folder)
+
+
+def told(outcome: Any, fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
+    """What the agent is told about this entry's subject after `outcome`, or nothing."""
     if outcome is None:
         return None
     text = _context(outcome, fields, folder)

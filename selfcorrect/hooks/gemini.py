@@ -8,7 +8,8 @@ with its own events and tool names (its hooks reference, docs/hooks/reference.md
   `error: {message, type}`) is the failure hook when there is an error, else the success hook;
   context goes back as `hookSpecificOutput.additionalContext`, appended to the tool result;
 - `AfterAgent` (`stop_hook_active`) is the lead's stop: a deny sends the reason as a new prompt;
-- `PreCompress` (`trigger`) writes the waypoint.
+- `PreCompress` (`trigger`) writes the waypoint;
+- `SessionStart` and `SessionEnd` start and leave the folder's warm answerer, as Claude Code's.
 The event is renamed into Claude Code's shape (its tools as Bash, Edit, Write, Read, so input
 digests and edit tools mean the same) and the answer renamed back. Standard library only.
 """
@@ -21,7 +22,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-EVENTS = ("before-tool", "after-tool", "after-agent", "pre-compress")
+EVENTS = (
+    "before-tool",
+    "after-tool",
+    "after-agent",
+    "pre-compress",
+    "session-start",
+    "session-end",
+)
 # Gemini's tool -> (Claude Code's tool, Gemini's input key -> Claude Code's)
 TOOLS: dict[str, tuple[str, dict[str, str]]] = {
     "run_shell_command": ("Bash", {}),
