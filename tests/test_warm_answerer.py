@@ -294,14 +294,14 @@ def test_a_run_holding_the_folder_hands_the_hook_back(tmp_path: Path, no_leftove
         assert waiting.stdin is not None
         waiting.stdin.write(json.dumps(_failure(1)))
         waiting.stdin.close()
-        time.sleep(1.5)  # the hook asks the answerer while the run holds the folder
+        log = folder / "tool_failures.yaml"  # appended in-process, before the folder's lock
+        assert wait_for(lambda: log.exists() and "toolu_0001" in log.read_text("utf-8"), 60.0)
     assert waiting.wait(WAIT_S) == 0
     assert waiting.stdout is not None and waiting.stderr is not None
     with waiting.stdout, waiting.stderr:
         assert waiting.stderr.read() == ""
     assert served(project) == 0  # handed back: it waited for the lock itself
-    log = (folder / "tool_failures.yaml").read_text("utf-8")
-    assert log.count("toolu_0001") == 1
+    assert log.read_text("utf-8").count("toolu_0001") == 1
     end_session(project)
 
 

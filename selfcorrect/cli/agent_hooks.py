@@ -46,10 +46,18 @@ def hook_command(host: str, event: str, folder: str | None) -> int:
                            named (else to the one task assigned to its type)
     subagent-stop, stop    keep an agent working while its micro-tasks or an open
                            directive are out, once per directive
+    session-start          start the folder's warm answerer (or join it): one
+                           process that answers the deciding hooks above (not
+                           the gate or the success hook) with selfcorrect
+                           loaded, the same answers in about 40 ms; it stops
+                           with the host, at session-end, or after 30 min idle
+                           (DIR/.selfcorrect/warm/last.json says why)
+    session-end            leave it; the last session to leave stops it
     \b
     Gemini CLI (`hook gemini EVENT`): before-tool is the gate, after-tool the
     failure hook (an error in tool_response) or the success hook, after-agent
-    the stop hook, pre-compress the waypoint.
+    the stop hook, pre-compress the waypoint, session-start and session-end
+    as above.
     \b
     DIR defaults to workflow/ under $CLAUDE_PROJECT_DIR. A hook never breaks the
     agent: bad stdin, a missing folder or an internal error exits 0 with one line
@@ -129,7 +137,7 @@ def install_claude_code(**options: Any) -> int:
 
     \b
     One matcher group per event, each running `SELFCORRECT hook claude-code EVENT`
-    with a timeout (the gate 10 s, the others 60 s):
+    with a timeout (the gate and the session hooks 10 s, the others 60 s):
       PostToolUseFailure  post-tool-use-failure  (matcher "*")
       PostToolUse         post-tool-use          (matcher "*")
       PostToolBatch       post-tool-batch
@@ -138,6 +146,8 @@ def install_claude_code(**options: Any) -> int:
       SubagentStart       subagent-start
       SubagentStop        subagent-stop
       Stop                stop
+      SessionStart        session-start
+      SessionEnd          session-end
     SELFCORRECT is the absolute path of the selfcorrect running install (Claude
     Code's PATH may lack it). A hook is selfcorrect's when its command runs
     `selfcorrect hook claude-code` by any path. Other settings and hooks are
@@ -165,11 +175,14 @@ def install_gemini(**options: Any) -> int:
 
     \b
     One group per event, each running `SELFCORRECT hook gemini EVENT` with a
-    timeout in milliseconds (the gate 10,000, the others 60,000):
-      BeforeTool   before-tool   (matcher ".*")
-      AfterTool    after-tool    (matcher ".*")
-      AfterAgent   after-agent
-      PreCompress  pre-compress
+    timeout in milliseconds (the gate and the session hooks 10,000, the others
+    60,000):
+      BeforeTool    before-tool    (matcher ".*")
+      AfterTool     after-tool     (matcher ".*")
+      AfterAgent    after-agent
+      PreCompress   pre-compress
+      SessionStart  session-start
+      SessionEnd    session-end
     Everything else is as for claude-code: the absolute command, other settings
     kept byte for byte, --uninstall removing exactly what install added. The
     folder's last argument, with --folder, is "$GEMINI_PROJECT_DIR"/DIR.

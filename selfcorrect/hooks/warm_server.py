@@ -106,12 +106,16 @@ class Answerer:
             while self._wanted():
                 if selector.select(TICK_S):
                     signal.alarm(self.wedged_s)
-                    self._answer_waiting()
+                    try:
+                        self._answer_waiting()
+                    except Exception as exc:  # say why in last.json; the hooks go in-process
+                        self.why = f"an internal error: {type(exc).__name__}: {exc}"
+                        raise
                     signal.alarm(0)
 
     def close(self) -> None:
-        """Remove the socket, when it is still ours, and say in `last.json` what it did."""
-        self.listener.close()
+        """Say in `last.json` what it did, remove the socket when it is still ours, then stop
+        listening: a hook that finds no answerer finds its record written."""
         record = {
             "pid": os.getpid(),
             "started": _utc(self.started),
@@ -125,6 +129,7 @@ class Answerer:
         with contextlib.suppress(OSError), _in_folder(self.home):
             if os.lstat(warm_client.SOCKET).st_ino == self.inode:
                 os.unlink(warm_client.SOCKET)
+        self.listener.close()
 
     def _wanted(self) -> bool:
         alive = {host for host in self.hosts if _alive(host)}
