@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from selfcorrect import __version__
 from selfcorrect.hooks import warm_client
 from tests.test_hooks import COORDINATION
 
@@ -273,6 +274,22 @@ def test_another_version_is_answered_in_process_and_stops_it(
     assert warm_client._exchange(folder, request) == {"busy": True}
     assert wait_for(lambda: status(project) is None), "an answerer of another version went on"
     assert wait_for(lambda: "another version" in last(project).get("why", ""))
+
+
+def test_a_request_for_another_folder_is_handed_back(tmp_path: Path, no_leftovers: None) -> None:
+    """The answerer serves its own folder only: a hook of another folder (by hand, or through a
+    link to this one) runs in-process."""
+    project, other = _project(tmp_path / "a"), _project(tmp_path / "b")
+    start_session(project)
+    folder = str(project / "workflow")
+    (tmp_path / "link").symlink_to(project / "workflow")
+    for elsewhere in (str(other / "workflow"), str(tmp_path / "link")):
+        request = {"kind": "hook", "version": __version__,
+                   "argv": ["claude-code", "stop", elsewhere], "stdin": "{}",
+                   "cwd": str(project), "env": {}}  # fmt: skip
+        assert warm_client._exchange(folder, request) == {"busy": True}
+    assert served(project) == 0
+    end_session(project)
 
 
 def test_a_run_holding_the_folder_hands_the_hook_back(tmp_path: Path, no_leftovers: None) -> None:

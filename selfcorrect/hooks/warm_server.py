@@ -226,8 +226,17 @@ class Answerer:
             self.hosts.clear()  # upgraded or edited under us: stop after handing it back
             self.why = "selfcorrect changed under it (another version, or an edited module)"
             return False
-        folder = str(argv[2])
-        return not os.path.lexists(os.path.join(folder, warm_client.STATE, "folder.lock"))
+        if not self._serves(argv[2]):
+            return False  # another folder's hook (a link to ours, or a request made by hand)
+        return not os.path.lexists(os.path.join(self.folder, warm_client.STATE, "folder.lock"))
+
+    def _serves(self, folder: str) -> bool:
+        """Whether `folder` is the very folder it serves (the same file, not the same name)."""
+        try:
+            given, ours = os.stat(folder), os.stat(self.folder)
+        except OSError:
+            return False
+        return (given.st_dev, given.st_ino) == (ours.st_dev, ours.st_ino) and folder == self.folder
 
     def _hook(self, request: dict[str, Any]) -> dict[str, Any]:
         """One hook, run as `run_hook` runs it in-process."""
