@@ -392,7 +392,9 @@ def test_failures_handed_over_together_are_decided_once_and_answered_each(
         event = _failure(number, command=f"make part-{number % 2}")
         event["agent_id"] = f"sub-{number % 2}"
         events.append(json.dumps(event))
-    outs = dispatch.run_failure_hooks("claude-code", folder, [*events, "not json"])
+    outs = dispatch.run_failure_hooks(
+        "claude-code", "post-tool-use-failure", folder, [*events, "not json"]
+    )
     assert len(decisions) == 1 and len(outs) == 7 and outs[-1] == ""
     assert "the event on stdin is not JSON" in capsys.readouterr().err
     log = (project / "workflow/tool_failures.yaml").read_text("utf-8")
@@ -449,3 +451,29 @@ def test_a_wedged_answerer_stops_and_the_hooks_go_on(
     assert wait_for(lambda: last(project).get("why") == "hooks waited over 1 s for it")
     after = hook(project, "post-tool-use-failure", _failure(2))
     assert after.stderr == "" and "toolu_0002" in log.read_text("utf-8")
+
+
+def test_an_edited_module_stops_it_and_every_hook_of_that_wake_up_goes_in_process(
+    tmp_path: Path,
+) -> None:
+    """selfcorrect changed under the answerer (an upgrade, an edited module): no hook is taken,
+    the first nor the ones waiting with it, and it stops."""
+    from selfcorrect.hooks import warm_server
+
+    project = _project(tmp_path)
+    folder = str(project / "workflow")
+    (project / "workflow/.selfcorrect/warm").mkdir(parents=True)
+    answerer = warm_server.Answerer(folder, os.getpid(), 60.0)
+    try:
+        request = {"kind": "hook", "version": __version__, "stdin": "{}", "cwd": str(project),
+                   "argv": ["claude-code", "stop", folder], "env": {}}  # fmt: skip
+        assert answerer._takes(request)  # nothing changed: taken
+        answerer.code_changed = None  # the next wake-up
+        edited = next(iter(answerer.code))
+        size, mtime = answerer.code[edited]
+        answerer.code[edited] = (size, mtime - 1)  # its file is not what was loaded
+        assert not answerer._takes(request) and not answerer._takes(request)
+        assert not answerer._wanted() and "changed under it" in answerer.why
+    finally:
+        answerer.close()
+    assert not (project / "workflow/.selfcorrect/warm/hooks.sock").exists()

@@ -140,10 +140,11 @@ def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
     return _bounded(_slow_handler(name))
 
 
-def run_failure_hooks(host: str, folder: str, raws: list[str]) -> list[str]:
-    """Several failure hooks of one folder handed over together (hooks/warm_server.py): what
-    each prints on stdout (their notes go to stderr, as `run_hook`'s). Each event is read and
-    answered as `run_hook` would; one decision serves them all (`failure.answer_many`)."""
+def run_failure_hooks(host: str, name: str, folder: str, raws: list[str]) -> list[str]:
+    """Several failure hooks (`hook HOST NAME`) of one folder handed over together
+    (hooks/warm_server.py): what each prints on stdout (their notes go to stderr, as
+    `run_hook`'s). Each event is read and answered as `run_hook` would; one decision serves
+    them all (`failure.answer_many`)."""
     from selfcorrect.hooks.failure import answer_many
 
     gemini = host == "gemini"
@@ -157,7 +158,7 @@ def run_failure_hooks(host: str, folder: str, raws: list[str]) -> list[str]:
             answers.note(f"{exc}; nothing done")
             events.append(None)
             continue
-        events.append(translator.translate("after-tool", event)[1] if gemini else event)
+        events.append(translator.translate(name, event)[1] if gemini else event)
     good = [event for event in events if event is not None]
     try:
         found = iter(_bounded(answer_many)(good, folder) or [None] * len(good))
@@ -168,7 +169,7 @@ def run_failure_hooks(host: str, folder: str, raws: list[str]) -> list[str]:
     for read in events:
         answer = next(found) if read is not None else None
         if gemini:
-            answer = translator.answer("after-tool", answer)
+            answer = translator.answer(name, answer)
         outs.append("" if answer is None else json.dumps(answer, ensure_ascii=False) + "\n")
     return outs
 

@@ -131,10 +131,6 @@ def input_digest(tool_input: dict[str, Any], tool: str = "", volatile: Any = VOL
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def read_event(stream: Any) -> HookEvent:
-    return parse_event(read_raw(stream))
-
-
 def read_raw(stream: Any) -> str:
     """stdin's text, at most MAX_EVENT bytes (BadEvent past that)."""
     raw = stream.buffer.read(MAX_EVENT + 1) if hasattr(stream, "buffer") else stream.read()

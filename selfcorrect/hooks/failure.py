@@ -31,19 +31,7 @@ _STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subje
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
-    from selfcorrect.hooks.companion import cagents_logs, wait_for_entry
-
-    fields = entry(event, folder)
-    companion = cagents_logs(event)  # the cAgents hook logs the call: we only decide
-    if "outcome" in fields:  # a probe's answer or an interruption: logged, counts nothing
-        if not companion:
-            _append(folder, fields)
-        return None
-    if companion:
-        wait_for_entry(folder / layout.FAILURE_LOG, fields)
-    else:
-        _append(folder, fields)
-    return respond(fields, folder)
+    return answer_many([event], folder)[0]
 
 
 def _append(folder: Path, fields: dict[str, str]) -> None:
@@ -58,18 +46,19 @@ def _append(folder: Path, fields: dict[str, str]) -> None:
 
 
 def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | None]:
-    """Failed calls whose hooks came together (a burst of parallel subagents, handed over at
-    once to the warm answerer: hooks/warm_server.py): each is logged as `answer` logs it, then
-    one decision is made for all, and each agent is told what fired for its own subject. Hooks
-    run one by one would have decided on the same log, every entry of the burst in it, had
-    their appends come first; one decision instead of one each is what keeps a burst quick."""
+    """Each failed call logged (beside cAgents' logger, found in its log instead: it logs the
+    call, we only decide), then one decision, then each agent told what fired for its own
+    subject. Several events come together when a burst of parallel subagents' hooks reach the
+    warm answerer at once (hooks/warm_server.py): hooks run one by one would have decided on
+    the same log, every entry of the burst in it, had their appends come first; one decision
+    instead of one each is what keeps a burst quick."""
     from selfcorrect.hooks.companion import cagents_logs, wait_for_entry
 
     companion = cagents_logs(events[0]) if events else False
     logged: list[dict[str, str] | None] = []
     for event in events:
         fields = entry(event, folder)
-        if "outcome" in fields:  # counts nothing: logged, no answer
+        if "outcome" in fields:  # a probe's answer or an interruption: logged, counts nothing
             if not companion:
                 _append(folder, fields)
             logged.append(None)
@@ -81,11 +70,6 @@ def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | 
         logged.append(fields)
     outcome = decide(folder) if any(logged) else None
     return [None if fields is None else told(outcome, fields, folder) for fields in logged]
-
-
-def respond(fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
-    """Decide, then tell the agent what fired for this entry's subject (or nothing)."""
-    return told(decide(folder), fields, folder)
 
 
 def told(outcome: Any, fields: dict[str, str], folder: Path) -> dict[str, Any] | None:

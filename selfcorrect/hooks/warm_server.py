@@ -78,6 +78,7 @@ class Answerer:
         self.started = time.time()
         self.last = time.monotonic()
         self.code = _code_files()
+        self.code_changed: bool | None = None
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.inode = self._bind()
 
@@ -150,11 +151,13 @@ class Answerer:
         return ours
 
     def _code_changed(self) -> bool:
-        """Whether a module file it loaded changed since (one loaded since is remembered)."""
-        now = _code_files()
-        changed = any(self.code.get(path, seen) != seen for path, seen in now.items())
-        self.code = {**now, **self.code}
-        return changed
+        """Whether a module file it loaded changed since it started (one loaded since is
+        remembered); looked at once per wake-up, not once per hook."""
+        if self.code_changed is None:
+            now = _code_files()
+            self.code_changed = any(self.code.get(path, seen) != seen for path, seen in now.items())
+            self.code = {**now, **self.code}
+        return self.code_changed
 
     def _answer_waiting(self) -> None:
         """Every hook waiting now, answered: the failure hooks of one folder that came
@@ -170,11 +173,12 @@ class Answerer:
                 connection.close()
             else:
                 waiting.append((connection, request))
+        self.code_changed = None  # not looked at yet in this wake-up
         replies: list[dict[str, Any] | None] = [None] * len(waiting)
         failures: dict[tuple[Any, ...], list[int]] = {}
         for at, (_, request) in enumerate(waiting):
             if _is_failure(request) and self._takes(request):
-                key = (request["argv"][0], request["argv"][2], request["cwd"], _env(request))
+                key = (*request["argv"], request["cwd"], _env(request))
                 failures.setdefault(key, []).append(at)
             else:
                 replies[at] = self._reply(request)
@@ -256,14 +260,12 @@ class Answerer:
             return [self._hook(requests[0])]
         self.last = time.monotonic()
         self.served += len(requests)
-        host, folder = key[0], key[1]
+        host, name, folder = key[:3]
+        raws = [request["stdin"] for request in requests]
         err = io.StringIO()
         with _as_hook(requests[0], io.StringIO(), io.StringIO(), err) as entered:
-            outs = (
-                dispatch.run_failure_hooks(host, folder, [r["stdin"] for r in requests])
-                if entered
-                else []
-            )
+            if entered:
+                outs = dispatch.run_failure_hooks(host, name, folder, raws)
         if not entered:
             return [{"busy": True}] * len(requests)
         return [{"stdout": out, "stderr": err.getvalue()} for out in outs]
