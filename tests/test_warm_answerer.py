@@ -477,3 +477,12 @@ def test_an_edited_module_stops_it_and_every_hook_of_that_wake_up_goes_in_proces
     finally:
         answerer.close()
     assert not (project / "workflow/.selfcorrect/warm/hooks.sock").exists()
+
+
+def test_the_client_spells_the_names_it_shares_as_the_rest_of_selfcorrect_does() -> None:
+    """warm_client spells these itself (a warm hook imports nothing it does not need)."""
+    from selfcorrect import layout
+    from selfcorrect.io import folder_lock
+
+    assert warm_client.STATE == layout.STATE
+    assert warm_client.HOLDER_ENV == folder_lock.HOLDER_ENV
