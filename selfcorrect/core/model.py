@@ -48,6 +48,8 @@ class Outcome(enum.StrEnum):
     SUCCESS = "success"
     PROBE = "probe"  # a query that answered "no" (grep found nothing): counts nothing
     INTERRUPTED = "interrupted"  # the call was interrupted: counts nothing
+    # The agent ran the validator or a check command: its exit code is the report's business.
+    VERIFICATION = "verification"
 
 
 class EffectState(enum.StrEnum):

@@ -112,23 +112,27 @@ def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str,
 
 
 def _uncounted(event: HookEvent, folder: Path) -> str | None:
-    """`interrupted` for an interrupted call, `probe` for a query that answered "no" (grep
-    found nothing: docs/rules.md §7), else None: the entry is a failure."""
+    """`interrupted` for an interrupted call, `verification` for the agent running the
+    validator or a check command, `probe` for a query that answered "no" (grep found nothing:
+    docs/rules.md §7), else None: the entry is a failure."""
     if event.data.get("is_interrupt") is True:
         return "interrupted"
     command = event.tool_input.get("command")
-    from selfcorrect.core.probes import Probes, exit_code
+    from selfcorrect.core.probes import SHELL_TOOLS, Probes
 
-    if not isinstance(command, str) or exit_code(event.error) != 1:
-        return None  # only an exit 1 can be an answer: the policy is not read for the rest
+    if not isinstance(command, str) or (event.tool or "").casefold() not in SHELL_TOOLS:
+        return None  # only a shell call is a probe or a verification: no policy to read
     from selfcorrect.errors import SelfcorrectError
     from selfcorrect.io.policy_file import load_policy
 
     try:
         policy = load_policy(folder / layout.POLICY)
     except SelfcorrectError:
-        return None  # a broken policy is the run's to report; the call stays a failure
-    probes = Probes(policy.probe_commands)
+        probes = Probes(())  # a broken policy is the run's to report: `selfcorrect validate`
+    else:  # is still the agent verifying
+        probes = Probes.of(policy)
+    if probes.is_verification(event.tool or "", command):
+        return "verification"
     return "probe" if probes.is_probe(event.tool or "", command, event.error) else None
 
 

@@ -217,7 +217,7 @@ def _fold_log(
         entries = 0
         if log.exists():
             raws = documents.read_failure_log(log, warnings, max_bytes=max_bytes)
-            probes = Probes(policy.probe_commands)
+            probes = Probes.of(policy)
             entries = _feed(raws, taxonomy, ledger, detector, owners, repeated, probes)
         seen_before = 0  # read whole: nothing says an entry came before what this load sees
     else:
@@ -303,7 +303,7 @@ def _read_on(
         cache.repeated = RepeatedCalls(policy.stuck.edit_tools)
         cache.entries, cache.warnings = 0, []
     # Should feeding stop half-way, the cursor has not moved on: the next run starts afresh.
-    probes = Probes(policy.probe_commands)
+    probes = Probes.of(policy)
     cache.entries += _feed(
         raws, cache.taxonomy, cache.ledger, cache.detector, owners, cache.repeated, probes
     )
