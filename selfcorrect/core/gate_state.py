@@ -6,8 +6,9 @@ so the gate answers in the time Python takes to start. It holds:
   escalation and why; the gate refuses edits of these.
 - `repeats`: each identical call (tool, input digest) that has failed `repeat_threshold` times
   since its last success, with the prompt to read instead; the gate refuses it.
-- `tasks`: each task's agents, its open directive (the prompt to read) and its pending
-  micro-tasks; the stop hooks keep an agent at work while these are out.
+- `tasks`: each task's agents, whether the lead owns it, its open directive (the prompt to
+  read) and its pending micro-tasks; the stop hooks keep an agent at work while these are out,
+  and a lead's stop ends the turn of the lead's own tasks only (core/owners.py).
 - `live`: each live task's `assigned_to` (or null): the ids a lead's `Agent` call may name, and
   the agent types a subagent is matched by (the subagent binding, hooks/binding.py).
 - `protected`: the person's files (the policy, the escalations, selfcorrect's state): the gate
@@ -27,6 +28,7 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import RESET
 from selfcorrect.core.model import EscalationStatus, FinalStatus
 from selfcorrect.core.outputs import Plan
+from selfcorrect.core.owners import owned_by_lead
 from selfcorrect.core.repeated_calls import Repeat
 from selfcorrect.layout import work_item_file
 
@@ -159,6 +161,7 @@ def _files_of(decisions: Decisions, item: str) -> list[str]:
 def _tasks(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[str, Any]]:
     tasks: dict[str, dict[str, Any]] = {}
     coordination = decisions.coordination
+    controller = coordination.controller if coordination is not None else None
     for task in coordination.tasks if coordination is not None else ():
         item = plan.work_items.get(task.task_id)
         # Nothing decided for it this run: what failed_items last said of it (a recovered item
@@ -176,6 +179,7 @@ def _tasks(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[st
             directive = hashlib.sha256(seen.encode("utf-8")).hexdigest()[:12]
         tasks[task.task_id] = {
             "agents": [task.agent_id] if task.agent_id else [],
+            "lead": owned_by_lead(task, controller),
             "status": status,
             "prompt": prompt,
             "directive": directive,

@@ -196,6 +196,7 @@ class SubjectEvent(Stamped, frozen=True, kw_only=True):
     rule: str | None
     rule_version: str | None
     evidence: Mapping[str, Any]
+    rounds: int | None = _optional()  # owner turns it failed in (a host that reports turns)
 
 
 class ProposalEvent(Stamped, frozen=True, kw_only=True):
@@ -327,8 +328,8 @@ class TurnEvent(Stamped, frozen=True, kw_only=True):
 
     event = TURN
     agent: str | None  # the subagent's id, or the session's for the lead
-    lead: bool  # the lead agent stopped: every agent's turn is over
-    tasks: Sequence[str]  # the tasks the stopping agent works on (bound or assigned)
+    lead: bool  # the lead agent stopped: its own tasks' turn is over, and its own calls'
+    tasks: Sequence[str]  # the tasks the stopping agent owns (bound, assigned, the lead's own)
     report_stamp: str | None  # the report as it stood at the turn's end ("" when none)
 
 

@@ -7,7 +7,7 @@ restarts, and a record is only ever written for a new fact, so nothing is counte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from msgspec import Struct, field
@@ -60,6 +60,7 @@ class SubjectState(Struct):
     baseline: Baseline | None = None  # set by a person's reset
     epoch: int = 0  # resets so far: a new escalation after a reset gets a new id
     seq: int = -1  # the journal record that last decided it: turns after it end its round
+    rounds: int = 0  # owner turns it failed in, where the host reports turns (the ceiling's)
 
 
 class Turn(Struct, frozen=True):
@@ -68,14 +69,18 @@ class Turn(Struct, frozen=True):
 
     seq: int
     agent: str | None
-    lead: bool  # every agent's turn is over
-    tasks: frozenset[str]
+    lead: bool  # the lead agent stopped: its own tasks' turn, and its own calls'
+    tasks: frozenset[str]  # the tasks the stopping agent owns (docs/rules.md §8)
     report_stamp: str | None  # the report as it stood then (None: not known)
     host: bool = True  # the agent host said so (not an agent command selfcorrect ran)
 
-    def ends(self, agents: Iterable[str | None], task: str | None) -> bool:
-        """Is this the end of a turn of one of `agents`, or of the agent working on `task`?"""
-        return self.lead or (task is not None and task in self.tasks) or self.agent in agents
+    def ends(self, agents: Collection[str | None], task: str | None) -> bool:
+        """Is this the end of a turn of one of `agents`, or of the agent owning `task`? An
+        agent command returning ends every agent's turn; the lead's stop ends its own tasks'
+        and its own calls' (they carry no agent id), never a subagent's."""
+        if not self.host or (task is not None and task in self.tasks):
+            return True
+        return self.agent in agents or (self.lead and None in agents)
 
 
 class IssueState(Struct):
@@ -196,6 +201,7 @@ def _apply_subject(current: SubjectState, record: SubjectEvent, seq: int) -> Non
     current.ladder_step = _int(record.ladder_step)
     current.log_position = -1 if record.log_position is None else _int(record.log_position)
     current.attempt = _int(record.attempt)
+    current.rounds = _int(record.rounds)
     current.reason = record.reason
     current.at = record.at
     current.rule = record.rule or current.rule
@@ -208,7 +214,7 @@ def _apply_turn(state: State, record: AgentEvent | TurnEvent, seq: int) -> None:
     the host said so through its Stop hooks."""
     if isinstance(record, AgentEvent):
         state.agent_turns.add(str(record.run))
-        state.turns.append(Turn(seq, None, True, frozenset(), None, host=False))
+        state.turns.append(Turn(seq, None, True, frozenset(), None, host=False))  # everyone's
         return
     tasks = frozenset(str(t) for t in record.tasks or () if isinstance(t, str))
     stamp = record.report_stamp if isinstance(record.report_stamp, str) else None

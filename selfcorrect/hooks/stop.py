@@ -7,9 +7,12 @@ work, as it hands the work out. Each directive holds an agent back once (remembe
 `.selfcorrect/stop_holds.json`), and never when the event says a stop hook is already active,
 so an agent that cannot go on is never looped. Reads only the gate's state.
 
-Every stop is the end of that agent's turn (a hold starts its next one): it is journaled (a
-`turn` record), and the ladder climbs, and a fresh report spends a directive's attempt, only
-after one (docs/rules.md §5, §8).
+A stop that is let through is the end of that agent's turn: it is journaled (a `turn` record),
+and the ladder climbs, and a fresh report spends a directive's attempt, only after one
+(docs/rules.md §5, §8). A hold and the stop that ends the work it asked for (the host says
+`stop_hook_active`) are one turn: the held stop records nothing. The turn names the tasks the
+stopping agent owns: a subagent's bound or assigned task, the lead's own tasks (assigned to the
+controller or to nobody), never a task whose agent has not had its turn.
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
 
         decide(folder)
     held, tasks = _hold(event, folder, subagent=subagent)
-    # Held back or not, the agent ended what it was doing: a hold starts its next turn.
-    _record_turn(event, folder, subagent=subagent, tasks=tasks)
+    if held is None:  # held back, the agent goes on: its turn ends at the stop that follows
+        _record_turn(event, folder, subagent=subagent, tasks=tasks)
     return held
 
 
@@ -66,14 +69,18 @@ def _hold(
 
     agent = event.text("agent_id")
     bound = bound_task(agent, str(folder)) if subagent else None
+    # The lead is held for every task's open work, as it hands the work out; its turn ends
+    # only the tasks it owns (core/owners.py).
     mine = [
         str(task)
         for task, facts in sorted(tasks.items())
-        if not subagent or agent in (facts.get("agents") or []) or task == bound
+        if (subagent and (agent in (facts.get("agents") or []) or task == bound))
+        or (not subagent and facts.get("lead") is True)
     ]
     if event.stop_hook_active:
         return None, mine  # the host is already continuing because of a stop hook: no loops
-    open_work = [work for task in mine for work in _open_work(task, tasks[task])]
+    held_for = sorted(tasks) if not subagent else mine
+    open_work = [work for task in held_for for work in _open_work(str(task), tasks[task])]
     fresh = _hold_once(folder, open_work)
     if not fresh:
         return None, mine
