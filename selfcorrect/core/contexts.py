@@ -17,6 +17,7 @@ from selfcorrect.core.intent import infer_intent, repair_tools, work_item_intent
 from selfcorrect.core.ladder import DECOMPOSE_STEP, SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
+from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.taxonomy import root_cause
 from selfcorrect.core.text_caps import cap_all
@@ -127,6 +128,8 @@ def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
     )
     # Attempts and their limit never read as a fraction ("1 of 0 allowed"): issue 19.
     failed = f"{decision.attempts} failed attempt{'' if decision.attempts == 1 else 's'}"
+    if decision.rounds:  # the host reports turns: the ceiling counts rounds, calls beside
+        failed = f"{count(decision.attempts, 'failed call')} in {count(decision.rounds, 'round')}"
     limit = {
         "unlimited": "no limit",
         "0": "never retried automatically",

@@ -63,6 +63,9 @@ class SubjectDecision(Struct, frozen=True):
     rule_version: str
     stage: str = ACTIVE  # active | shadow (proposes only) | retired (rules §13)
     epoch: int = 0  # a person's resets so far: part of a new escalation's identity
+    # Owner turns it failed in, where the host reports turns (0 without one): the ceiling
+    # counts these, and outputs show them beside the failed calls (docs/rules.md §8).
+    rounds: int = 0
 
     @property
     def outstanding(self) -> bool:
@@ -125,6 +128,7 @@ class _Case(Struct, frozen=True):
     succeeded_since: bool  # a success since a person's reset (or there was none)
     turns: State | None  # the journal's agents' turns: when a round ends (round_over)
     at_limit: str
+    rounds: int  # owner turns it failed in (0: the host reports no turns, calls are counted)
     make: Any  # (status, reason, step, new) -> SubjectDecision
 
 
@@ -159,8 +163,11 @@ def _decide(
             new,
             f"failure_type:{rule.name if rule else failure_type}",
             rule.version if rule else "",
+            rounds=rounds,
         )
 
+    fresh = record.latest_position > prior.log_position
+    rounds = _rounds(record, prior, policy, turns, fresh=fresh) if counts else 0
     case = _Case(
         record,
         prior,
@@ -168,10 +175,11 @@ def _decide(
         counts,
         firing,
         spent=retries is not None and attempts >= int(retries),
-        fresh=record.latest_position > prior.log_position,
+        fresh=fresh,
         succeeded_since=baseline is None or record.successes > baseline.successes,
         turns=turns,
         at_limit=rule.at_limit if rule else "ladder",
+        rounds=rounds,
         make=make,
     )
     for step in (_held_by_a_person, _nothing_failing, _skipped, _at_a_limit, _on_the_ladder):
@@ -184,18 +192,34 @@ def _decide(
 def round_over(
     record: SubjectRecord, prior: SubjectState, policy: Policy, turns: State | None
 ) -> bool:
-    """Has the round of the step last shown ended (docs/rules.md §8)? It has when
-    `ladder.failures_per_step` failures were logged after it, or when the turn of an agent
-    failing on it (or of its task's agent, or the lead's) ended after it. An agent host that
-    reports turns (its Stop hooks journaled one, or it logged these failures itself) ends
-    rounds only so; without one, a later run seeing new failures is the end of a turn."""
+    """Has the round of the step last shown ended (docs/rules.md §8)? With an agent host that
+    reports turns (its Stop hooks are installed, or journaled one), only when the turn of an
+    agent failing on it (or of its task's owner) ended after it: no burst inside one turn
+    climbs. Without one, when `ladder.failures_per_step` failures were logged after it, or a
+    later run saw new failures the host did not log itself."""
     fresh = [a for a in record.chain if a.position > prior.log_position and a.outcome == "failure"]
-    if turns is None or len(fresh) >= policy.failures_per_step:
+    if turns is None:
         return True
     agents = {a.agent_id for a in fresh}
     if turns.turn_after(prior.seq, agents, record.task_id) is not None:
         return True
-    return not (turns.host_reports_turns or any(a.hooked for a in fresh))
+    if turns.host_reports_turns:
+        return False
+    return len(fresh) >= policy.failures_per_step or not any(a.hooked for a in fresh)
+
+
+def _rounds(
+    record: SubjectRecord, prior: SubjectState, policy: Policy, turns: State | None, *, fresh: bool
+) -> int:
+    """The owner turns the subject has failed in, where the host reports turns; 0 without one
+    (the ceiling then counts failed calls, as a run cannot tell one turn from the next)."""
+    if turns is None or not turns.host_reports_turns:
+        return 0
+    if prior.rounds == 0:
+        return 1
+    if fresh and round_over(record, prior, policy, turns):
+        return prior.rounds + 1
+    return prior.rounds
 
 
 def _since(firing: tuple[Firing, ...], position: int) -> tuple[Firing, ...]:
@@ -256,7 +280,8 @@ def _skipped(case: _Case) -> SubjectDecision | None:
 def _at_a_limit(case: _Case) -> SubjectDecision | None:
     """The hard ceiling escalates from any step (docs/policy.md, `caps`); a policy may page a
     person when the type's retries are spent (`at_limit: escalate`)."""
-    ceiling = sum(case.counts.values()) >= case.policy.caps.max_attempts_per_subject
+    spent = case.rounds or sum(case.counts.values())  # rounds where the host reports turns
+    ceiling = spent >= case.policy.caps.max_attempts_per_subject
     if ceiling:
         step = case.prior.ladder_step or None
         return case.make(SubjectStatus.BLOCKED, SubjectReason.MAXIMUM_ATTEMPTS_REACHED, step, True)
