@@ -176,12 +176,13 @@ def _named(
     """A name is a subject, a task (its subjects and blocked issues), or an issue fingerprint."""
     subjects = [s for s, r in records.items() if s == name or r.task_id == name]
     subjects += [s for s in state.subjects if s == name and s not in subjects]
-    # A task's issues start again only where they are blocked: one whose directive is still
-    # out keeps waiting for its report (handing it out again would repeat it).
+    # A reset restarts every part of the item: its issues' budgets too, a directive still out
+    # included (its prompt is rewritten at once, with the person's words: docs/rules.md §10).
+    restarted = (IssueStatus.BLOCKED, IssueStatus.DIRECTIVE)
     fingerprints = [
         f
         for f, i in state.issues.items()
-        if f == name or (i.work_item == name and i.status == IssueStatus.BLOCKED)
+        if f == name or (i.work_item == name and i.status in restarted)
     ]
     tasks = [name] if name in state.tasks else []
     return subjects, fingerprints, tasks
