@@ -55,6 +55,7 @@ REASONS = {
     "AWAITING_AGENT": "waiting for the agent's work and a fresh report",
     "VALIDATOR_BLOCKED": "the validator says only a person can decide",
     "NON_RETRYABLE": "never retried automatically (an outside cause)",
+    "ESCALATE": "its type goes straight to a person (policy strategy escalate)",
     "NO_STRATEGY": "no strategy for its type: a person decides",
     "TOO_LONG": "too long to handle automatically",
     "MAXIMUM_ATTEMPTS_REACHED": "its attempts are spent: a person decides",

@@ -39,6 +39,7 @@ class IssueReason(enum.StrEnum):
     AWAITING_AGENT = "AWAITING_AGENT"  # a directive for this report is already out
     VALIDATOR_BLOCKED = "VALIDATOR_BLOCKED"
     NON_RETRYABLE = "NON_RETRYABLE"  # the type's classification is BLOCKED
+    ESCALATE = "ESCALATE"  # the type's strategy is `escalate`: straight to a person
     NO_STRATEGY = "NO_STRATEGY"
     TOO_LONG = "TOO_LONG"
     MAXIMUM_ATTEMPTS_REACHED = "MAXIMUM_ATTEMPTS_REACHED"  # caps.max_attempts_per_subject
@@ -300,6 +301,14 @@ class IssueClassifier:
                 blocked,
                 IssueReason.NON_RETRYABLE,
                 f"{issue_type} is never fixed automatically (policy classification BLOCKED)",
+                prior.attempts,
+                first_time,
+            )
+        if strategy == "escalate":  # the policy sends this type to a person, never the ladder
+            return out(
+                blocked,
+                IssueReason.ESCALATE,
+                f"{issue_type}: the policy's strategy is escalate, a person decides",
                 prior.attempts,
                 first_time,
             )
