@@ -136,6 +136,8 @@ def answer(event: HookEvent, folder: str | Path) -> dict[str, Any] | None:
     except NotRegular as exc:
         note(f"{exc}; the call was allowed")
         return None
+    if state is None and event.tool in SUBAGENT_TOOLS:
+        state = _first_state(str(folder))  # a lead's first Agent call, before any run
     if state is None:
         return None
     if event.tool in SUBAGENT_TOOLS:
@@ -144,3 +146,19 @@ def answer(event: HookEvent, folder: str | Path) -> dict[str, Any] | None:
         note_call(event, str(folder), state)
     reason = decide(event, state)
     return deny(reason) if reason is not None else None
+
+
+def _first_state(folder: str) -> GateState | None:
+    """No run has written the gate's state yet, and the lead starts a subagent: decide once
+    (no effect, as the failure hook does) so the call can bind the subagent to its task."""
+    from pathlib import Path
+
+    from selfcorrect.hooks.failure import decide
+
+    if not os.path.isdir(folder):
+        return None
+    decide(Path(folder))
+    try:
+        return read_state(folder)
+    except NotRegular:
+        return None
