@@ -574,30 +574,26 @@ def test_parallel_failures_all_land_once_in_order_in_a_cagents_log(tmp_path: Pat
     assert code == 0 and "52 failure entries read: 0 errors, 0 warnings" in said, said
 
 
+def reset_escalation(root: Path, escalation: str, evidence: str) -> None:
+    """A person resolves `escalation` with `selfcorrect reset`, as the walkthrough shows."""
+    argv = ["reset", "workflow", "--escalation", escalation, "--evidence", evidence]
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", *argv],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_persons_reset_lifts_the_gate_at_once(project: Path) -> None:
     for _ in range(2):
         hook(project, "post-tool-use-failure", failure("agent-2", "Edit", EDIT_LOCKED, EDIT_ERROR))
     assert hook(project, "pre-tool-use", call("agent-2", "Edit", EDIT_LOCKED)).denied
     escalations = load(project / "workflow" / "escalations.yaml")["escalations"]
     (opened,) = [e for e in escalations if e["status"] == "open"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "selfcorrect",
-            "reset",
-            "workflow",
-            "--escalation",
-            opened["id"],
-            "--evidence",
-            "the module is unlocked now; try again",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S,
-    )
-    assert done.returncode == 0, done.stderr
+    reset_escalation(project, opened["id"], "the module is unlocked now; try again")
     assert hook(project, "pre-tool-use", call("agent-2", "Edit", EDIT_LOCKED)).json is None
 
 
