@@ -31,6 +31,7 @@ from tests.test_hooks import (  # noqa: F401  (project: a fixture)
 )
 from tests.test_hooks import make_project as hook_project
 from tests.test_rounds import docs_issue, fail, journal, report, run, subagent_stop
+from tests.test_rounds import make_project as rounds_project
 
 # --------------------------------------------------------------------------- verification
 
@@ -299,3 +300,30 @@ def test_a_subagent_started_before_any_run_is_bound_to_its_task(tmp_path: Path) 
     )
     (entry,) = documents.read_failure_log(root / "workflow" / "tool_failures.yaml", [])
     assert entry.data["task_id"] == "WI-1"
+
+
+# --------------------------------------------------------------------------- one ladder
+
+
+def test_an_item_climbs_one_ladder_and_every_output_names_its_step(tmp_path: Path) -> None:
+    """WI-1's docs issue reached recovery step 3 over three of its agent's turns; then its
+    agent gets stuck on a failing call. The stuck subject joins the item's ladder at step 3,
+    not at a step 1 of its own: the JSON (subject and issue), the advisory, the prompt's
+    STATUS line and its TRY name one step."""
+    root = rounds_project(tmp_path)
+    report(root, 0)
+    run(root)
+    for stamp in (1, 2, 3):
+        subagent_stop(root)
+        report(root, stamp)
+        out = run(root)
+    assert docs_issue(out)["ladder_step"] == 3
+    said = fail(root, 3)
+    now = shadow(root)
+    assert subject(now, "WI-1")["ladder_step"] == 3
+    assert docs_issue(now)["ladder_step"] == 3
+    assert said is not None and "Step 3 —" in said and "Step 1 —" not in said
+    prompt = (root / "workflow" / "recovery" / "WI-1.md").read_text(encoding="utf-8")
+    status_line = prompt.splitlines()[0]
+    assert "ladder step 3" in status_line
+    assert "TRY: Step 3 —" in prompt and "TRY: Step 1" not in prompt

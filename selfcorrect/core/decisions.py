@@ -198,6 +198,7 @@ def decide(
             for d in subjects
         ]
     issues = _decide_issues(inputs, state, circuits, installed)
+    subjects, issues = one_step_per_item(subjects, issues, inputs.log.records)
     if at_cap:
         agent = policy.agent.command is not None
         # The episode's cycles, across runs (this run's are journaled as they end): a run
@@ -331,6 +332,46 @@ def _decide_issues(
         )
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
     return list(issues.values())
+
+
+def one_step_per_item(
+    subjects: list[SubjectDecision],
+    issues: list[IssueDecision],
+    records: Mapping[str, SubjectRecord],
+) -> tuple[list[SubjectDecision], list[IssueDecision]]:
+    """One ladder per work item (docs/rules.md §8): its parts on the ladder stand at the step
+    the item reached, the highest of theirs. A stuck subject joining an item whose issue is at
+    step 3 stands at step 3 (journaled so: it climbs on from there), and an issue shows the
+    step of its item's stuck subject; the prompt, the JSON, the advisory and gate.json name
+    that one step."""
+
+    def item_of(subject: str) -> str:
+        record = records.get(subject)
+        return (record.task_id if record is not None else None) or subject
+
+    steps: dict[str, int] = {}
+    on_ladder = [d for d in subjects if d.status is SubjectStatus.RECOVERING and d.ladder_step]
+    for subject in on_ladder:
+        item = item_of(subject.subject)
+        steps[item] = max(steps.get(item, 0), subject.ladder_step or 0)
+    for issue in issues:
+        if issue.ladder_step and issue.classification is not Verdict.BLOCKED:
+            steps[issue.work_item] = max(steps.get(issue.work_item, 0), issue.ladder_step)
+    lifted_subjects = [
+        replace(d, ladder_step=steps[item_of(d.subject)], new=True)
+        if d.status is SubjectStatus.RECOVERING
+        and d.ladder_step
+        and steps[item_of(d.subject)] > d.ladder_step
+        else d
+        for d in subjects
+    ]
+    lifted_issues = [
+        replace(d, ladder_step=steps[d.work_item])
+        if d.ladder_step and steps.get(d.work_item, 0) > d.ladder_step
+        else d
+        for d in issues
+    ]
+    return lifted_subjects, lifted_issues
 
 
 def agent_had_turn(prior: IssueState, report_stamp: str, state: State) -> bool:
