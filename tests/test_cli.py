@@ -184,6 +184,7 @@ def test_init_policy_sets_nothing_and_the_defaults_apply(tmp_path: Path, run_lin
         "per_issue_default": 2,
         "max_attempts_per_subject": 10,
         "max_recurrences": 3,
+        "idle_rounds": 3,
     }
     assert shown["issue_types"]["circular_delegation"]["retries"] == 0
     assert shown["failure_types"]["runtime_error"]["retries"] == 3

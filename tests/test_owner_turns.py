@@ -133,43 +133,52 @@ def three_issues(root: Path, stamp: int) -> None:
     )
 
 
-def lead_stop(root: Path) -> list[bool]:
-    """The lead stops; held back, the host continues it and it stops again (the host then
-    says a stop hook is active). Returns whether each stop was held."""
-    held = []
-    for active in (False, True):
-        answer = hook(root, "stop", event("stop", stop_hook_active=active))
-        held.append(answer.json is not None)
-        if answer.json is None:
-            break
-    return held
-
-
 def attempts(out: dict) -> dict[str, int]:
     return {i["task_id"]: i["attempts"] for i in out["issues"]}
 
 
 def test_the_leads_stops_spend_only_the_leads_own_tasks(tmp_path: Path) -> None:
-    """Three tasks with directives out; WI-1's and WI-2's agents never start. Seven lead
-    turns, each followed by a fresh report: the subagents' tasks spend nothing and nobody is
-    paged; the lead's own task (assigned to the controller) spends one attempt per lead turn."""
+    """Three tasks with directives out; WI-1's and WI-2's agents never start. Each lead turn
+    is followed by a fresh report: the subagents' tasks spend nothing; the lead's own task
+    (assigned to the controller) spends an attempt per lead turn. After three lead turns the
+    lead's stop names the waiting tasks; after six, a person is paged once for each (IDLE)."""
     root = hook_project(tmp_path, THREE_TASKS)
     three_issues(root, 0)
     assert attempts(run(root)) == {"WI-1": 0, "WI-2": 0, "WI-3": 0}  # directives out
     holds = []
-    for turn in range(1, 8):
+    opened_after = []
+    for turn in range(1, 9):
         holds.append(lead_stop(root))
         three_issues(root, turn)
         out = run(root)
-    spent = attempts(out)
-    assert (spent["WI-1"], spent["WI-2"]) == (0, 0)
-    assert spent["WI-3"] >= 2  # the lead's own turns judge its own task
-    assert not [e for e in load_escalations(root) if "WI-1" in str(e) or "WI-2" in str(e)]
+        opened_after.append(sorted(e["subject"] for e in load_escalations(root)))
+        spent = attempts(out)
+        assert (spent["WI-1"], spent["WI-2"]) == (0, 0), turn
+        if turn == 2:
+            assert spent["WI-3"] == 2  # the lead's own turns judge its own task
+    assert [h[0] for h in holds][:4] == [True, True, True, True]
+    assert "WI-1: follow" in holds[0][1] and "waiting" not in holds[0][1]
+    assert "WI-1 is waiting for its agent" in holds[3][1]
+    assert "WI-2 is waiting for its agent" in holds[3][1]
+    # Nobody paged for WI-1 or WI-2 before the sixth lead turn; then once each, as IDLE.
+    assert all("WI-1" not in seen for seen in opened_after[:5])
+    assert opened_after[5].count("WI-1") == opened_after[7].count("WI-1") == 1
+    idle = {e["subject"]: e for e in load_escalations(root)}
+    assert "no turn in 6 of the lead's turns" in idle["WI-1"]["reason"]
     # A hold and its continuation are one turn: one turn record per lead turn.
     turns = [r for r in journal(root) if r["event"] == "turn"]
-    assert len(turns) == 7
+    assert len(turns) == 8
     assert {tuple(t["tasks"]) for t in turns} <= {("WI-3",), ()}  # the lead's own, or none
-    assert holds[0] == [True, False]  # held once for the directives out, then let go
+
+
+def lead_stop(root: Path) -> tuple[bool, str]:
+    """The lead stops; held back, the host continues it and it stops again (the host then
+    says a stop hook is active). Returns whether it was held, and why."""
+    answer = hook(root, "stop", event("stop", stop_hook_active=False))
+    if answer.json is None:
+        return False, ""
+    assert hook(root, "stop", event("stop", stop_hook_active=True)).json is None
+    return True, str(answer.json["reason"])
 
 
 def load_escalations(root: Path) -> list[dict]:

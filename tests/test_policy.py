@@ -209,6 +209,7 @@ SETTINGS = [  # dotted key, SPEC value
     ("caps.per_issue_default", 2),
     ("caps.max_attempts_per_subject", 10),
     ("caps.max_recurrences", 3),
+    ("caps.idle_rounds", 3),
     ("fixability.max_minutes", 60),
     ("min_confidence", 0.6),
     ("limits.max_bytes", 50 * 1024 * 1024),
@@ -537,6 +538,7 @@ def test_merge_replaces_lists_and_scalars_and_adds_new_names() -> None:
         "per_issue_default": 2,
         "max_attempts_per_subject": 10,
         "max_recurrences": 3,
+        "idle_rounds": 3,
     }
     assert merged["patterns"] == user["patterns"]
     assert list(merged["issue_types"])[-1] == "typo_in_docs"

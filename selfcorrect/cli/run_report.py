@@ -37,9 +37,10 @@ def item_status(plan: Plan, work_item: str, own: str) -> str:
 
 
 def spent(decision: IssueDecision) -> int:
-    """Attempts spent: a hand-out still out (a directive, a fix awaiting its report) is the
-    next attempt, not a spent one."""
-    out = decision.classification.value == "FIXABLE" and decision.attempts > 0
+    """Attempts spent: a hand-out still out (a directive, a fix awaiting its report), or one
+    nobody ever took (IDLE), is not a spent one."""
+    untaken = decision.reason.value == "IDLE"
+    out = (decision.classification.value == "FIXABLE" or untaken) and decision.attempts > 0
     return decision.attempts - 1 if out else decision.attempts
 
 

@@ -37,6 +37,8 @@ BUILT_IN = frozenset({"restructure_to_template"})
 class IssueReason(enum.StrEnum):
     FIXABLE = "FIXABLE"
     AWAITING_AGENT = "AWAITING_AGENT"  # a directive for this report is already out
+    WAITING = "WAITING"  # its directive is out and its owner has had no turn for a while
+    IDLE = "IDLE"  # ...and no turn for twice that long: a person decides who does it
     VALIDATOR_BLOCKED = "VALIDATOR_BLOCKED"
     NON_RETRYABLE = "NON_RETRYABLE"  # the type's classification is BLOCKED
     ESCALATE = "ESCALATE"  # the type's strategy is `escalate`: straight to a person
@@ -62,6 +64,7 @@ STICKY = frozenset(
         IssueReason.LADDER_EXHAUSTED,
         IssueReason.CAPS_EXHAUSTED,
         IssueReason.RECURRING,
+        IssueReason.IDLE,
     }
 )
 

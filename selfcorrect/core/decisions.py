@@ -45,6 +45,7 @@ from selfcorrect.core.model import (
     Report,
     Verdict,
 )
+from selfcorrect.core.owners import idle
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.state import IssueState, State, derive
 from selfcorrect.core.stuck import review_loops
@@ -330,6 +331,7 @@ def _decide_issues(
             validations=state.validations,
             agent_had_turn=agent_had_turn(prior, inputs.report_stamp, state),
         )
+        decision = idle(decision, prior, state, policy.caps.idle_rounds)
         issues.setdefault(decision.fingerprint, decision)  # a duplicate issue counts once
     return list(issues.values())
 

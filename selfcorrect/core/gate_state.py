@@ -28,7 +28,7 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import RESET
 from selfcorrect.core.model import EscalationStatus, FinalStatus
 from selfcorrect.core.outputs import Plan
-from selfcorrect.core.owners import owned_by_lead
+from selfcorrect.core.owners import WAITING_FOR_OWNER, owned_by_lead
 from selfcorrect.core.repeated_calls import Repeat
 from selfcorrect.layout import work_item_file
 
@@ -180,6 +180,8 @@ def _tasks(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[st
         tasks[task.task_id] = {
             "agents": [task.agent_id] if task.agent_id else [],
             "lead": owned_by_lead(task, controller),
+            # Its owner has had no turn for a while: the lead's stop hook says to start it.
+            "waiting": bool(acts and item is not None and item.why.startswith(WAITING_FOR_OWNER)),
             "status": status,
             "prompt": prompt,
             "directive": directive,

@@ -56,6 +56,9 @@ class Caps(Struct, frozen=True):
     per_issue_default: int
     max_attempts_per_subject: int
     max_recurrences: int = 3
+    # The lead's turns an item's owner may go without a turn of its own while its directive is
+    # out: then it is shown waiting; after as many more, a person is paged (IDLE).
+    idle_rounds: int = 3
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Caps:
@@ -65,6 +68,7 @@ class Caps(Struct, frozen=True):
             int(section["per_issue_default"]),
             int(section.get("max_attempts_per_subject", 10)),
             int(section.get("max_recurrences", 3)),
+            int(section.get("idle_rounds", 3)),
         )
 
 

@@ -149,6 +149,17 @@ class State(Struct):
         """A host's Stop hooks said when turns end: a run seeing new failures is no turn."""
         return self.host_installed or any(turn.host for turn in self.turns)
 
+    def lead_turns_without_owner(self, seq: int, task: str) -> int:
+        """The lead's turns ended after record `seq` before any turn of `task`'s owner."""
+        lead_turns = 0
+        for turn in self.turns:
+            if turn.seq <= seq:
+                continue
+            if turn.ends((), task):
+                return lead_turns
+            lead_turns += turn.lead and turn.host
+        return lead_turns
+
     def turn_after(self, seq: int, agents: Iterable[str | None], task: str | None) -> Turn | None:
         """The first turn of one of `agents` (or of `task`'s agent) ended after record `seq`."""
         agents = set(agents)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 
 from msgspec import Struct, field
 
-from selfcorrect.core.classify import IssueDecision
+from selfcorrect.core.classify import IssueDecision, IssueReason
 from selfcorrect.core.contexts import subject_summary
 from selfcorrect.core.continuation.work import WorkPlan
 from selfcorrect.core.decisions import Decisions
@@ -300,6 +300,8 @@ def _issue_part(run: Decisions, decision: IssueDecision) -> Part | None:
 def issue_waiting(decision: IssueDecision, fixer: bool) -> str:
     """What a handed-out issue waits for, stable while the attempt is out (a rerun rewrites
     nothing)."""
+    if decision.reason is IssueReason.WAITING:  # nobody acting: since when, and what to do
+        return decision.detail
     if decision.ladder_step:
         return (
             f"directive out: recovery step {decision.ladder_step}, its "

@@ -134,6 +134,12 @@ def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
             )
         ]
     if isinstance(directive, str) and isinstance(prompt, str):
+        if facts.get("waiting") is True:  # nobody is acting on it: the lead starts its agent
+            todo = (
+                f"{task} is waiting for its agent, which has had no turn since its directive: "
+                f"start it (an Agent call naming {task}, with {prompt}), or say why not"
+            )
+            return [(f"{task}|directive|{directive}", todo)]
         return [(f"{task}|directive|{directive}", f"{task}: follow {prompt}")]
     return []
 
