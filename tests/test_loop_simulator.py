@@ -20,13 +20,45 @@ if TYPE_CHECKING:
 SCENARIOS = sorted((Path(__file__).parent / "loop_sim" / "scenarios").glob("*.yaml"))
 
 
+# What each scenario decided when played cold, for its warm play to be compared with.
+COLD: dict[str, tuple[object, object]] = {}
+
+
+@pytest.mark.parametrize("mode", ["cold", "warm"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_scenario_keeps_the_loop_invariants(path: Path, tmp_path: Path) -> None:
+def test_scenario_keeps_the_loop_invariants(path: Path, mode: str, tmp_path: Path) -> None:
+    """Each scenario cold (every hook in-process) and warm (a session's deciding hooks
+    answered by its warm answerer): the invariants hold in both, and both decide the same."""
     from loop_sim.scenario import Simulation, load
 
-    sim = Simulation(path.stem, load(path), tmp_path)
+    sim = Simulation(path.stem, load(path), tmp_path / mode, mode)
     violations = sim.play()
+    decided = (sim.outcomes, sim.checker.holds)
+    if mode == "cold":
+        COLD[path.stem] = decided
+    else:
+        if path.stem not in COLD:  # played alone (-k): play it cold here
+            cold = Simulation(path.stem, load(path), tmp_path / "cold", "cold")
+            cold.play()
+            COLD[path.stem] = (cold.outcomes, cold.checker.holds)
+        violations += differences(COLD[path.stem], decided)
     assert not violations, "\n".join([*violations, "", "what happened:", *sim.log])
+
+
+def differences(cold: tuple[object, object], warm: tuple[object, object]) -> list[str]:
+    """Where the warm play decided otherwise than the cold one: each run's statuses, steps
+    and attempts per item, and each stop's hold."""
+    found = []
+    (cold_runs, cold_holds), (warm_runs, warm_holds) = cold, warm
+    assert isinstance(cold_runs, list) and isinstance(warm_runs, list)
+    for (label, ours), (_, theirs) in zip(cold_runs, warm_runs, strict=False):
+        if ours != theirs:
+            found.append(f"[warm] {label}: cold decided {ours}, warm {theirs}")
+    if len(cold_runs) != len(warm_runs):
+        found.append(f"[warm] cold made {len(cold_runs)} runs, warm {len(warm_runs)}")
+    if cold_holds != warm_holds:
+        found.append(f"[warm] the stop hooks held cold {cold_holds}, warm {warm_holds}")
+    return found
 
 
 def test_every_scenario_file_is_collected() -> None:
