@@ -31,6 +31,8 @@ import yaml
 
 from selfcorrect.hooks import warm_client
 from selfcorrect.hooks.dispatch import WARM
+from selfcorrect.hooks.events import input_digest
+from selfcorrect.layout import work_item_file
 
 WATCH_WAIT_S = 60.0  # a guard against a hung hook, never an assertion about speed
 ANSWERER_WAIT_S = 30.0  # a guard: how long to wait for the answerer to come up or go
@@ -264,10 +266,11 @@ class HostSession:
         who = agent or "the lead"
         self.log.append(f"{who} stops: {'held' if held else 'let go'}")
         self.checker.record_hold(who, held)
-        self.acted(agent)
         owned = self.items_of(real or LEAD) | (
             {self.owners[real]} if real in self.owners else set()
         )
+        for task in owned:  # the end of a turn of its owner, as an agents step is
+            self.checker.agent_turn(work_item_file(task))
         self.checker.turn_ended(owned, real or LEAD)
         if "held" in args and held != args["held"]:
             self.checker.expectation(
@@ -344,18 +347,39 @@ class HostSession:
             self.checker.expectation(
                 self.last, f"the failure hook answered a verification run: {said[:200]!r}"
             )
+        # A verification that finds open issues is no failure of the agent's (docs/simulator.md)
+        entry = self.last_entry()
+        if entry.get("outcome") != "verification":
+            self.checker.expectation(
+                self.last,
+                f"{agent or 'the lead'}'s verification run ({command}) was logged as "
+                f"outcome {entry.get('outcome')!r}, not 'verification'",
+            )
+        gate_file = self.project.workflow / ".selfcorrect" / "gate.json"
+        gate = json.loads(gate_file.read_text()) if gate_file.exists() else {}
+        digest = input_digest({"command": command}, "Bash")
+        counted = [r for r in gate.get("repeats") or [] if r.get("input_digest") == digest]
+        if counted:
+            self.checker.expectation(
+                self.last, f"gate.json counts the verification run as a failing call: {counted}"
+            )
         self.shadow(f"after hook event {self.host_calls} (verify)")
 
     def logged_task(self) -> str | None:
         """The task_id of the last entry the log holds."""
+        task = self.last_entry().get("task_id")
+        return str(task) if task is not None else None
+
+    def last_entry(self) -> dict[str, Any]:
+        """The last entry of tool_failures.yaml (either form), or {}."""
         path = self.project.workflow / "tool_failures.yaml"
         text = path.read_text("utf-8") if path.exists() else ""
         try:
             doc = yaml.safe_load(text) or {}
         except yaml.YAMLError:
-            return None
-        entries = doc.get("failures") or [] if isinstance(doc, dict) else []
-        return entries[-1].get("task_id") if entries and isinstance(entries[-1], dict) else None
+            return {}
+        entries = (doc.get("failures") or []) if isinstance(doc, dict) else []
+        return entries[-1] if entries and isinstance(entries[-1], dict) else {}
 
     # stubs the Simulation provides
     verifications: list[str]

@@ -300,7 +300,8 @@ class OwnerInvariants:
             step = item_step(parts)
             before = self.item_steps.get(item)
             if step is not None and before is not None and step > before:
-                self.climbed[item] += step - before
+                # the first look after its owner's turn ended shows that turn's climb
+                self.climbed[item] += step - before - (item in self.turn_climb)
                 if self.climbed[item] > 1:
                     self.fail_at(
                         where,
@@ -310,6 +311,7 @@ class OwnerInvariants:
                         "turn of its owner",
                     )
             self.item_steps[item] = step
+            self.turn_climb.discard(item)
 
     def check_one_step(
         self: Checker, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
@@ -445,6 +447,7 @@ class Checker(OwnerInvariants):
     # invariant 13, per item: its step last observed, and its climbs in its owner's turn
     item_steps: dict[str, int | None] = field(default_factory=dict)
     climbed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    turn_climb: set[str] = field(default_factory=set)
     holds: list[tuple[str, bool]] = field(default_factory=list)  # each stop: who, held
 
     # -- bookkeeping the simulation reports --------------------------------------------------
@@ -508,9 +511,10 @@ class Checker(OwnerInvariants):
         for key, climb in self.climbs.items():
             if items is None or key[0] in items or (agent and agent in key[0].split(" · ")):
                 climb.turn_ended = True
-        for item in self.climbed:
+        for item in {*self.climbed, *self.item_steps}:
             if items is None or item in items or (agent and agent in item.split(" · ")):
                 self.climbed[item] = 0
+                self.turn_climb.add(item)  # the next look may show the ended turn's climb
 
     def validator_wrote(self) -> None:
         """The project's validator just wrote a report: a PASS opens invariant 8's check."""

@@ -584,6 +584,17 @@ class Simulation(HostSession):
                     self.checker.expectation(
                         obs, f"no failure subject is attributed to {task}; subjects: {names}"
                     )
+            elif kind == "escalation_lacks":  # no escalation of the item says the text
+                for esc in obs.escalations if obs else []:
+                    if str(esc.get("subject")) == args["item"] and args["text"] in json.dumps(esc):
+                        self.checker.expectation(
+                            obs, f"{esc.get('id')} of {args['item']} says {args['text']!r}"
+                        )
+            elif kind == "no_escalation":  # no open escalation at all
+                opens = [e for e in (obs.escalations if obs else []) if e.get("status") == "open"]
+                if opens:
+                    said = [(e.get("id"), e.get("subject"), e.get("reason")) for e in opens]
+                    self.checker.expectation(obs, f"escalations are open: {said}")
             elif kind == "result_not":
                 if data.get("result") in args:
                     self.checker.expectation(obs, f"result {data.get('result')}")
