@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from selfcorrect.hooks import warm_client
-from selfcorrect.hooks.dispatch import WARM
+from selfcorrect.hooks.dispatch import SESSION, WARM
 from selfcorrect.hooks.events import input_digest
 from selfcorrect.layout import work_item_file
 
@@ -152,7 +152,8 @@ class HostSession:
     # -- the hooks -------------------------------------------------------------------------------
     def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The real hook, as the host runs it: a subprocess with the event on stdin."""
-        self.host_calls += 1
+        if event not in SESSION:  # warm and cold name their looks alike
+            self.host_calls += 1
         if event in WARM:
             self.deciding_sent += 1
         env = {**os.environ, "CLAUDE_PROJECT_DIR": str(self.project.root)}
