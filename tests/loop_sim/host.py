@@ -402,7 +402,7 @@ def open_work(task: str, facts: dict[str, Any]) -> list[str]:
 
 def answerers(root: Path) -> list[int]:
     """Pids of warm answerer processes serving a folder under `root` (from /proc)."""
-    found = []
+    found: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
         return found

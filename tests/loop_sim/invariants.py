@@ -248,158 +248,8 @@ def parts_by_item(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 STEP_IN_TEXT = re.compile(r"\b(?:ladder step|Step) (\d)\b")
 
 
-class OwnerInvariants:
-    """Invariants 12 to 15 (docs/simulator.md): what an item's owner did decides what may
-    happen to it. Mixed into Checker."""
-
-    def check_owner_attempts(self: Checker, obs: Observation, data: dict[str, Any]) -> None:
-        """12: an issue's attempt is spent only when its item's owner had a turn since its
-        directive was written (the lead's stops are no turn of a subagent's task)."""
-        gate_tasks = (obs.gate or {}).get("tasks") or {}
-        for issue in data.get("issues") or []:
-            if issue.get("strategy") in NON_AGENT_STRATEGIES:
-                continue
-            fp = str(issue.get("fingerprint"))
-            item = str(issue.get("task_id") or fp)
-            name = work_item_file(item)
-            now = int(issue.get("attempts") or 0)
-            before = self.owner_attempts.get(fp, 0)
-            if now > before and not self.owner_since.get(name):
-                self.fail(
-                    obs,
-                    "12",
-                    item,
-                    f"issue {fp}: attempts {before} -> {now}, but the owner of {item} had no "
-                    "turn since its directive was written"
-                    + ("" if name in self.owner_ever else " (its owner never acted)"),
-                )
-            if now > before:
-                self.owner_since[name] = False
-            self.owner_attempts[fp] = now
-        for item in parts_by_item(data):
-            name = work_item_file(item)
-            prompt = obs.prompts.get(name)
-            task = gate_tasks.get(item) or {}
-            directive = task.get("directive") or (
-                hashlib.sha256(prompt.encode()).hexdigest()[:12]
-                if prompt is not None and may_act(prompt)
-                else None
-            )
-            if directive and self.directives.get(name) != directive:
-                self.directives[name] = directive
-                self.owner_since[name] = False
-        for fp in set(self.owner_attempts) - {
-            str(i.get("fingerprint")) for i in data.get("issues") or []
-        }:
-            del self.owner_attempts[fp]
-
-    def check_one_climb_per_turn(self: Checker, where: str, data: dict[str, Any]) -> None:
-        """13: an item climbs at most one ladder step in one turn of its owner (a burst of
-        failed calls is one turn: the ceiling counts rounds, not calls)."""
-        for item, parts in parts_by_item(data).items():
-            step = item_step(parts)
-            before = self.item_steps.get(item)
-            if step is not None and before is not None and step > before:
-                # the first look after its owner's turn ended shows that turn's climb
-                self.climbed[item] += step - before - (item in self.turn_climb)
-                if self.climbed[item] > 1:
-                    self.fail_at(
-                        where,
-                        "13",
-                        item,
-                        f"climbed {self.climbed[item]} ladder steps (to step {step}) in one "
-                        "turn of its owner",
-                    )
-            self.item_steps[item] = step
-            self.turn_climb.discard(item)
-
-    def check_one_step(
-        self: Checker, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
-    ) -> None:
-        """14: every output names one step for an item: the JSON's parts, the advisories,
-        failed_items, the prompt's STATUS and TRY lines, gate.json."""
-        gate_tasks = (obs.gate or {}).get("tasks") or {}
-        for item, parts in items.items():
-            said: dict[str, set[int]] = defaultdict(set)
-            for part in parts:
-                if isinstance(part.raw.get("ladder_step"), int):
-                    said[f"JSON {part.kind}"].add(part.raw["ladder_step"])
-            for advisory in data.get("advisories") or []:
-                subject = str(advisory.get("subject"))
-                if subject == item or subject.startswith(f"{item} "):
-                    if isinstance(advisory.get("ladder_step"), int):
-                        said["advisory"].add(advisory["ladder_step"])
-                    said["advisory"] |= {int(n) for n in STEP_IN_TEXT.findall(
-                        str(advisory.get("recovery") or ""))}  # fmt: skip
-            for entry in obs.failed_items:
-                if str(entry.get("task_id")) == item:
-                    said["failed_items"] |= {
-                        int(n) for n in STEP_IN_TEXT.findall(str(entry.get("escalation_context")))
-                    }
-            prompt = obs.prompts.get(work_item_file(item))
-            if prompt is not None:
-                said["STATUS line"] |= {int(n) for n in STEP_IN_TEXT.findall(first_line(prompt))}
-                step = prompt_step(prompt) if may_act(prompt) else None
-                if step is not None:
-                    said["TRY line"].add(step)
-            task = gate_tasks.get(item) or {}
-            for key in ("step", "ladder_step"):
-                if isinstance(task.get(key), int):
-                    said["gate.json"].add(task[key])
-            steps = set().union(*said.values()) if said else set()
-            if len(steps) > 1:
-                shown = ", ".join(f"{k} {sorted(v)}" for k, v in sorted(said.items()) if v)
-                self.fail(obs, "14", item, f"its outputs name {len(steps)} steps: {shown}")
-
-    def check_answer_step(self: Checker, item: str, data: dict[str, Any], answer: str) -> None:
-        """14 for a failure hook's answer: the step it hands out is the item's one step."""
-        named = {int(n) for n in STEP_IN_TEXT.findall(answer)}
-        parts = parts_by_item(data).get(item) or []
-        steps = {p["ladder_step"] for p in parts if isinstance(p.get("ladder_step"), int)}
-        if named and (len(named) > 1 or len(steps) > 1 or not named <= steps):
-            self.fail_at(
-                "hook",
-                "14",
-                item,
-                f"the failure hook's answer names step(s) {sorted(named)}; the JSON's parts "
-                f"{sorted(steps)}: {answer[:200]!r}",
-            )
-
-    def check_no_page_unacted(
-        self: Checker, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
-    ) -> None:
-        """15: no open escalation for an item whose owner never acted, unless a validator's
-        BLOCKED verdict or the policy blocked it (not its owner's budget)."""
-        opens = {
-            str(e.get("subject")): str(e.get("id"))
-            for e in obs.escalations
-            if str(e.get("status", "open")) == "open"
-        }
-        for item, parts in items.items():
-            name = work_item_file(item)
-            if item not in opens or name in self.owner_ever:
-                continue
-            if item not in self.tasks and not any(p.kind == "issue" for p in parts):
-                continue  # an agent's own subject: that agent failed, so it acted
-            budget = [
-                p.raw.get("reason")
-                for p in parts
-                if p.status == "blocked"
-                and p.raw.get("reason") in OWNER_BUDGET_REASONS
-                and p.raw.get("strategy") not in NON_AGENT_STRATEGIES  # a fixer's, not an agent's
-            ]
-            if budget:
-                self.fail(
-                    obs,
-                    "15",
-                    item,
-                    f"{opens[item]} pages a person ({', '.join(map(str, budget))}) though the "
-                    f"owner of {item} never acted",
-                )
-
-
 @dataclass
-class Checker(OwnerInvariants):
+class Checker:
     """Carries what the invariants need across runs: turns, ladder steps, episodes."""
 
     scenario: str
@@ -1156,6 +1006,152 @@ class Checker(OwnerInvariants):
                         f"the prompt offers attempt {k}; the JSON issues "
                         f"have spent {sorted(x for x in issue_attempts if x is not None)}",
                     )
+
+    # -- invariants 12 to 15: what an item's owner did decides what may happen to it --------
+    def check_owner_attempts(self, obs: Observation, data: dict[str, Any]) -> None:
+        """12: an issue's attempt is spent only when its item's owner had a turn since its
+        directive was written (the lead's stops are no turn of a subagent's task)."""
+        gate_tasks = (obs.gate or {}).get("tasks") or {}
+        for issue in data.get("issues") or []:
+            if issue.get("strategy") in NON_AGENT_STRATEGIES:
+                continue
+            fp = str(issue.get("fingerprint"))
+            item = str(issue.get("task_id") or fp)
+            name = work_item_file(item)
+            now = int(issue.get("attempts") or 0)
+            before = self.owner_attempts.get(fp, 0)
+            if now > before and not self.owner_since.get(name):
+                self.fail(
+                    obs,
+                    "12",
+                    item,
+                    f"issue {fp}: attempts {before} -> {now}, but the owner of {item} had no "
+                    "turn since its directive was written"
+                    + ("" if name in self.owner_ever else " (its owner never acted)"),
+                )
+            if now > before:
+                self.owner_since[name] = False
+            self.owner_attempts[fp] = now
+        for item in parts_by_item(data):
+            name = work_item_file(item)
+            prompt = obs.prompts.get(name)
+            task = gate_tasks.get(item) or {}
+            directive = task.get("directive") or (
+                hashlib.sha256(prompt.encode()).hexdigest()[:12]
+                if prompt is not None and may_act(prompt)
+                else None
+            )
+            if directive and self.directives.get(name) != directive:
+                self.directives[name] = directive
+                self.owner_since[name] = False
+        for fp in set(self.owner_attempts) - {
+            str(i.get("fingerprint")) for i in data.get("issues") or []
+        }:
+            del self.owner_attempts[fp]
+
+    def check_one_climb_per_turn(self, where: str, data: dict[str, Any]) -> None:
+        """13: an item climbs at most one ladder step in one turn of its owner (a burst of
+        failed calls is one turn: the ceiling counts rounds, not calls)."""
+        for item, parts in parts_by_item(data).items():
+            step = item_step(parts)
+            before = self.item_steps.get(item)
+            if step is not None and before is not None and step > before:
+                # the first look after its owner's turn ended shows that turn's climb
+                self.climbed[item] += step - before - (item in self.turn_climb)
+                if self.climbed[item] > 1:
+                    self.fail_at(
+                        where,
+                        "13",
+                        item,
+                        f"climbed {self.climbed[item]} ladder steps (to step {step}) in one "
+                        "turn of its owner",
+                    )
+            self.item_steps[item] = step
+            self.turn_climb.discard(item)
+
+    def check_one_step(
+        self, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
+    ) -> None:
+        """14: every output names one step for an item: the JSON's parts, the advisories,
+        failed_items, the prompt's STATUS and TRY lines, gate.json."""
+        gate_tasks = (obs.gate or {}).get("tasks") or {}
+        for item, parts in items.items():
+            said: dict[str, set[int]] = defaultdict(set)
+            for part in parts:
+                if isinstance(part.raw.get("ladder_step"), int):
+                    said[f"JSON {part.kind}"].add(part.raw["ladder_step"])
+            for advisory in data.get("advisories") or []:
+                subject = str(advisory.get("subject"))
+                if subject == item or subject.startswith(f"{item} "):
+                    if isinstance(advisory.get("ladder_step"), int):
+                        said["advisory"].add(advisory["ladder_step"])
+                    said["advisory"] |= {int(n) for n in STEP_IN_TEXT.findall(
+                        str(advisory.get("recovery") or ""))}  # fmt: skip
+            for entry in obs.failed_items:
+                if str(entry.get("task_id")) == item:
+                    said["failed_items"] |= {
+                        int(n) for n in STEP_IN_TEXT.findall(str(entry.get("escalation_context")))
+                    }
+            prompt = obs.prompts.get(work_item_file(item))
+            if prompt is not None:
+                said["STATUS line"] |= {int(n) for n in STEP_IN_TEXT.findall(first_line(prompt))}
+                step = prompt_step(prompt) if may_act(prompt) else None
+                if step is not None:
+                    said["TRY line"].add(step)
+            task = gate_tasks.get(item) or {}
+            for key in ("step", "ladder_step"):
+                if isinstance(task.get(key), int):
+                    said["gate.json"].add(task[key])
+            steps = set().union(*said.values()) if said else set()
+            if len(steps) > 1:
+                shown = ", ".join(f"{k} {sorted(v)}" for k, v in sorted(said.items()) if v)
+                self.fail(obs, "14", item, f"its outputs name {len(steps)} steps: {shown}")
+
+    def check_answer_step(self, item: str, data: dict[str, Any], answer: str) -> None:
+        """14 for a failure hook's answer: the step it hands out is the item's one step."""
+        named = {int(n) for n in STEP_IN_TEXT.findall(answer)}
+        parts = parts_by_item(data).get(item) or []
+        steps = {p["ladder_step"] for p in parts if isinstance(p.get("ladder_step"), int)}
+        if named and (len(named) > 1 or len(steps) > 1 or not named <= steps):
+            self.fail_at(
+                "hook",
+                "14",
+                item,
+                f"the failure hook's answer names step(s) {sorted(named)}; the JSON's parts "
+                f"{sorted(steps)}: {answer[:200]!r}",
+            )
+
+    def check_no_page_unacted(
+        self, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
+    ) -> None:
+        """15: no open escalation for an item whose owner never acted, unless a validator's
+        BLOCKED verdict or the policy blocked it (not its owner's budget)."""
+        opens = {
+            str(e.get("subject")): str(e.get("id"))
+            for e in obs.escalations
+            if str(e.get("status", "open")) == "open"
+        }
+        for item, parts in items.items():
+            name = work_item_file(item)
+            if item not in opens or name in self.owner_ever:
+                continue
+            if item not in self.tasks and not any(p.kind == "issue" for p in parts):
+                continue  # an agent's own subject: that agent failed, so it acted
+            budget = [
+                p.raw.get("reason")
+                for p in parts
+                if p.status == "blocked"
+                and p.raw.get("reason") in OWNER_BUDGET_REASONS
+                and p.raw.get("strategy") not in NON_AGENT_STRATEGIES  # a fixer's, not an agent's
+            ]
+            if budget:
+                self.fail(
+                    obs,
+                    "15",
+                    item,
+                    f"{opens[item]} pages a person ({', '.join(map(str, budget))}) though the "
+                    f"owner of {item} never acted",
+                )
 
 
 def lines_of(error: str) -> set[str]:
