@@ -5,6 +5,7 @@ loop's invariants are checked after every run (docs/simulator.md).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,13 +21,55 @@ if TYPE_CHECKING:
 SCENARIOS = sorted((Path(__file__).parent / "loop_sim" / "scenarios").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_scenario_keeps_the_loop_invariants(path: Path, tmp_path: Path) -> None:
+# A scenario that sends the host's hooks is played warm too: in one that sends none, the warm
+# answerer has nothing to answer, and its warm play would repeat its cold one.
+HOST_STEP = re.compile(
+    r"^\s*- \{?(hook|success|batch|call|stop|lead_stop|spawn|verify|burst)\b", re.M
+)
+PLAYS = [
+    (path, mode)
+    for path in SCENARIOS
+    for mode in ("cold", "warm")
+    if mode == "cold" or HOST_STEP.search(path.read_text(encoding="utf-8"))
+]
+# What each scenario decided when played cold, for its warm play to be compared with.
+COLD: dict[str, tuple[object, object]] = {}
+
+
+@pytest.mark.parametrize(("path", "mode"), PLAYS, ids=lambda p: getattr(p, "stem", p))
+def test_scenario_keeps_the_loop_invariants(path: Path, mode: str, tmp_path: Path) -> None:
+    """Each scenario cold (every hook in-process) and warm (a session's deciding hooks
+    answered by its warm answerer): the invariants hold in both, and both decide the same."""
     from loop_sim.scenario import Simulation, load
 
-    sim = Simulation(path.stem, load(path), tmp_path)
+    sim = Simulation(path.stem, load(path), tmp_path / mode, mode)
     violations = sim.play()
+    decided = (sim.outcomes, sim.checker.holds)
+    if mode == "cold":
+        COLD[path.stem] = decided
+    else:
+        if path.stem not in COLD:  # played alone (-k): play it cold here
+            cold = Simulation(path.stem, load(path), tmp_path / "cold", "cold")
+            cold.play()
+            COLD[path.stem] = (cold.outcomes, cold.checker.holds)
+        violations += differences(COLD[path.stem], decided)
     assert not violations, "\n".join([*violations, "", "what happened:", *sim.log])
+
+
+def differences(cold: tuple[object, object], warm: tuple[object, object]) -> list[str]:
+    """Where the warm play decided otherwise than the cold one: each run's statuses, steps
+    and attempts per item, and each stop's hold."""
+    found = []
+    (cold_runs, cold_holds), (warm_runs, warm_holds) = cold, warm
+    assert isinstance(cold_runs, list) and isinstance(warm_runs, list)
+    for (label, ours), (_, theirs) in zip(cold_runs, warm_runs, strict=False):
+        if ours != theirs:
+            found.append(f"[warm] {label}: cold decided {ours}, warm {theirs}")
+    if len(cold_runs) != len(warm_runs):
+        found.append(f"[warm] cold made {len(cold_runs)} runs, warm {len(warm_runs)}")
+    if cold_holds != warm_holds:
+        found.append(f"[warm] the stop hooks held cold {cold_holds}, warm {warm_holds}")
+    return found
 
 
 def test_every_scenario_file_is_collected() -> None:
@@ -273,3 +316,66 @@ def test_a_subject_pooling_two_agents_is_reported(tmp_path: Path) -> None:
     checker.check_agent_subjects("run 2", {"subjects": [own]})
     checker.check_answer_is_own("b", "Bash · unknown · b: tsc exited 2 here")
     assert checker.messages() == []
+
+
+def _issue(attempts: int, status: str = "recovering", **extra: object) -> dict[str, object]:
+    return {
+        "fingerprint": "acceptance_criterion_unmet@src/a.py#WI-1",
+        "type": "acceptance_criterion_unmet",
+        "strategy": "targeted_fix",
+        "task_id": "WI-1",
+        "attempts": attempts,
+        "status": status,
+        **extra,
+    }
+
+
+def test_an_attempt_spent_while_the_owner_had_no_turn_is_reported(tmp_path: Path) -> None:
+    """Invariant 12: the lead's stops are no turn of WI-1's owner; its owner's turn is."""
+    checker = _checker(tmp_path)
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [_issue(0)], "subjects": []}))
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [_issue(1)], "subjects": []}))
+    assert any(m.startswith("[12]") and "never acted" in m for m in checker.messages())
+    checker = _checker(tmp_path)
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [_issue(0)], "subjects": []}))
+    checker.owner_acted({"WI-1"})
+    checker.check(_run({"result": "PENDING", "cycles": 0, "issues": [_issue(1)], "subjects": []}))
+    assert not any(m.startswith("[12]") for m in checker.messages())
+
+
+def test_two_climbs_in_one_owner_turn_are_reported(tmp_path: Path) -> None:
+    """Invariant 13: a burst that climbs twice is reported; a climb a turn is not."""
+    checker = _checker(tmp_path)
+    for look, step in enumerate((1, 2, 3)):
+        checker.check_one_climb_per_turn(f"hook {look}", {"subjects": [_subject(step)]})
+    assert any(m.startswith("[13]") and "2 ladder steps" in m for m in checker.messages())
+    checker = _checker(tmp_path)
+    for look, step in enumerate((1, 2, 3)):
+        checker.check_one_climb_per_turn(f"run {look}", {"subjects": [_subject(step)]})
+        checker.turn_ended({"WI-1"})
+    assert checker.messages() == []
+
+
+def test_an_item_on_two_steps_is_reported(tmp_path: Path) -> None:
+    """Invariant 14: an issue on step 1 and a subject on step 3 of one item are two steps."""
+    checker = _checker(tmp_path)
+    data = {
+        "result": "PENDING",
+        "cycles": 0,
+        "issues": [_issue(3, ladder_step=1)],
+        "subjects": [_subject(3)],
+    }
+    checker.check(_run(data, prompts={"WI-1.md": "STATUS: recovering — ladder step 3\n"}))
+    assert any(m.startswith("[14]") and "JSON issue [1]" in m for m in checker.messages())
+
+
+def test_a_page_for_an_item_whose_owner_never_acted_is_reported(tmp_path: Path) -> None:
+    """Invariant 15: a budget page with no owner action is reported; a validator's BLOCKED
+    is not."""
+    for reason, reported in (("LADDER_EXHAUSTED", True), ("VALIDATOR_BLOCKED", False)):
+        checker = _checker(tmp_path)
+        issue = _issue(7, "blocked", reason=reason)
+        run = _run({"result": "BLOCKED", "cycles": 0, "issues": [issue], "subjects": []})
+        run.escalations = [{"id": "ESC-1", "subject": "WI-1", "status": "open"}]
+        checker.check_no_page_unacted(run, run.data or {}, checker.work_items(run.data or {}))
+        assert any(m.startswith("[15]") for m in checker.messages()) is reported

@@ -1,4 +1,5 @@
-"""`python -m loop_sim` (from tests/): play every scenario and print a scenario-by-invariant table.
+"""`python -m loop_sim [--warm] [NAME...]` (from tests/): play every scenario (or those named)
+and print a scenario-by-invariant table.
 
 Each cell is `pass` or `FAIL`, and each failure's first message follows the table. The same
 scenarios run under pytest (tests/test_loop_simulator.py); this is the overview for a person.
@@ -15,12 +16,15 @@ from .scenario import Simulation, load, scenario_files
 
 
 def main(names: list[str]) -> int:
+    """`--warm` plays the scenarios warm (docs/simulator.md)."""
+    mode = "warm" if "--warm" in names else "cold"
+    names = [n for n in names if n != "--warm"]
     files = [p for p in scenario_files() if not names or any(n in p.stem for n in names)]
     columns = list(INVARIANTS)
     rows, details = [], []
     for path in files:
         with tempfile.TemporaryDirectory() as tmp:
-            sim = Simulation(path.stem, load(path), Path(tmp))
+            sim = Simulation(path.stem, load(path), Path(tmp), mode)
             sim.play()
         failed: dict[str, list[str]] = {}
         for v in sim.checker.violations:

@@ -34,6 +34,9 @@ REPORT_WORDS = {"failing": "pending", "ok": "recovered"}
 # handed out for the occurrence being escalated (docs/simulator.md, invariant 9).
 BUDGET_REASONS = {"MAXIMUM_ATTEMPTS_REACHED", "CIRCUIT_OPEN", "FIX_FAILED"}
 NON_AGENT_STRATEGIES = {"autofix", "escalate", "restructure_to_template"}
+# Reasons a person is paged because an owner's budget ran out (invariant 15): a validator's
+# BLOCKED verdict, or the policy's (a non-retryable type, no strategy, ...), pages anyway.
+OWNER_BUDGET_REASONS = {"MAXIMUM_ATTEMPTS_REACHED", "LADDER_EXHAUSTED", "CAPS_EXHAUSTED"}
 # Where each type enters the ladder (docs/policy.md: unguided attempts, then the ladder).
 ENTRY_STEP = {"resource_exhaustion": 5, "timeout": 3}
 NO_LADDER = {"external_dependency"}
@@ -75,6 +78,12 @@ INVARIANTS = {
     "9": "no issue is escalated without a directive handed out for its current occurrence",
     "10": "a subject climbs at most one ladder step per round",
     "11": "no agent subject spans two agents, nor tells one agent another's error",
+    "12": "no attempt spent for an item whose owner had no turn since its directive was written",
+    "13": "at most one ladder climb per owner turn",
+    "14": "one step per item in every output (JSON, failed_items, prompt, advisory, gate.json, "
+    "hook answer)",
+    "15": "no page for an item whose owner never acted, unless a validator or the policy "
+    "blocked it",
     "E": "the scenario's own expectations",
 }
 
@@ -217,6 +226,28 @@ class Climb:
     turn_ended: bool = False  # its agent's turn ended since
 
 
+def item_of(part: dict[str, Any]) -> str:
+    return str(part.get("task_id") or part.get("subject") or part.get("fingerprint"))
+
+
+def item_step(parts: list[dict[str, Any]]) -> int | None:
+    """An item's ladder step as the JSON says it: its parts' highest, 6 once exhausted."""
+    steps = [p["ladder_step"] for p in parts if isinstance(p.get("ladder_step"), int)]
+    if any(p.get("status") == "blocked" and p.get("reason") == "LADDER_EXHAUSTED" for p in parts):
+        steps.append(6)
+    return max(steps) if steps else None
+
+
+def parts_by_item(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for part in [*(data.get("issues") or []), *(data.get("subjects") or [])]:
+        found[item_of(part)].append(part)
+    return found
+
+
+STEP_IN_TEXT = re.compile(r"\b(?:ladder step|Step) (\d)\b")
+
+
 @dataclass
 class Checker:
     """Carries what the invariants need across runs: turns, ladder steps, episodes."""
@@ -257,11 +288,37 @@ class Checker:
     # and the error texts each agent sent
     agentless: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     errors_by_agent: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # invariants 12 to 15, per work item's file name (recovery/<file>): its owner ever acted,
+    # acted since its directive was written; the directive last seen; issues' attempts
+    owner_ever: set[str] = field(default_factory=set)
+    owner_since: dict[str, bool] = field(default_factory=dict)
+    directives: dict[str, str] = field(default_factory=dict)
+    owner_attempts: dict[str, int] = field(default_factory=dict)
+    # invariant 13, per item: its step last observed, and its climbs in its owner's turn
+    item_steps: dict[str, int | None] = field(default_factory=dict)
+    climbed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    turn_climb: set[str] = field(default_factory=set)
+    holds: list[tuple[str, bool]] = field(default_factory=list)  # each stop: who, held
 
     # -- bookkeeping the simulation reports --------------------------------------------------
     def agent_turn(self, prompt_file: str) -> None:
         """The agents had a turn on this prompt (recovery/<file>), which let them act."""
         self.turns[prompt_file] += 1
+        self.owner_ever.add(prompt_file)
+        self.owner_since[prompt_file] = True
+
+    def owner_acted(self, items: set[str], agent: str | None = None) -> None:
+        """The owner of `items` (tasks) acted: a call, a stop, a verification."""
+        for item in items:
+            self.owner_ever.add(work_item_file(item))
+            self.owner_since[work_item_file(item)] = True
+
+    def owner_acted_at_start(self, items: set[str]) -> None:
+        """Tasks whose agents acted before the scenario began (the log it starts with)."""
+        self.owner_ever |= {work_item_file(item) for item in items}
+
+    def record_hold(self, who: str, held: bool) -> None:
+        self.holds.append((who, held))
 
     def failure_appended(self, subject: str) -> None:
         self.new_failures[subject] += 1
@@ -304,6 +361,10 @@ class Checker:
         for key, climb in self.climbs.items():
             if items is None or key[0] in items or (agent and agent in key[0].split(" · ")):
                 climb.turn_ended = True
+        for item in {*self.climbed, *self.item_steps}:
+            if items is None or item in items or (agent and agent in item.split(" · ")):
+                self.climbed[item] = 0
+                self.turn_climb.add(item)  # the next look may show the ended turn's climb
 
     def validator_wrote(self) -> None:
         """The project's validator just wrote a report: a PASS opens invariant 8's check."""
@@ -406,6 +467,10 @@ class Checker:
         self.check_escalated_after_directive(obs, data)
         self.check_climbs(f"{obs.label} {obs.run}", data)
         self.check_agent_subjects(f"{obs.label} {obs.run}", data)
+        self.check_owner_attempts(obs, data)
+        self.check_one_climb_per_turn(f"{obs.label} {obs.run}", data)
+        self.check_one_step(obs, data, items)
+        self.check_no_page_unacted(obs, data, items)
         self.turns.clear()
         self.new_failures.clear()
 
@@ -941,6 +1006,152 @@ class Checker:
                         f"the prompt offers attempt {k}; the JSON issues "
                         f"have spent {sorted(x for x in issue_attempts if x is not None)}",
                     )
+
+    # -- invariants 12 to 15: what an item's owner did decides what may happen to it --------
+    def check_owner_attempts(self, obs: Observation, data: dict[str, Any]) -> None:
+        """12: an issue's attempt is spent only when its item's owner had a turn since its
+        directive was written (the lead's stops are no turn of a subagent's task)."""
+        gate_tasks = (obs.gate or {}).get("tasks") or {}
+        for issue in data.get("issues") or []:
+            if issue.get("strategy") in NON_AGENT_STRATEGIES:
+                continue
+            fp = str(issue.get("fingerprint"))
+            item = str(issue.get("task_id") or fp)
+            name = work_item_file(item)
+            now = int(issue.get("attempts") or 0)
+            before = self.owner_attempts.get(fp, 0)
+            if now > before and not self.owner_since.get(name):
+                self.fail(
+                    obs,
+                    "12",
+                    item,
+                    f"issue {fp}: attempts {before} -> {now}, but the owner of {item} had no "
+                    "turn since its directive was written"
+                    + ("" if name in self.owner_ever else " (its owner never acted)"),
+                )
+            if now > before:
+                self.owner_since[name] = False
+            self.owner_attempts[fp] = now
+        for item in parts_by_item(data):
+            name = work_item_file(item)
+            prompt = obs.prompts.get(name)
+            task = gate_tasks.get(item) or {}
+            directive = task.get("directive") or (
+                hashlib.sha256(prompt.encode()).hexdigest()[:12]
+                if prompt is not None and may_act(prompt)
+                else None
+            )
+            if directive and self.directives.get(name) != directive:
+                self.directives[name] = directive
+                self.owner_since[name] = False
+        for fp in set(self.owner_attempts) - {
+            str(i.get("fingerprint")) for i in data.get("issues") or []
+        }:
+            del self.owner_attempts[fp]
+
+    def check_one_climb_per_turn(self, where: str, data: dict[str, Any]) -> None:
+        """13: an item climbs at most one ladder step in one turn of its owner (a burst of
+        failed calls is one turn: the ceiling counts rounds, not calls)."""
+        for item, parts in parts_by_item(data).items():
+            step = item_step(parts)
+            before = self.item_steps.get(item)
+            if step is not None and before is not None and step > before:
+                # the first look after its owner's turn ended shows that turn's climb
+                self.climbed[item] += step - before - (item in self.turn_climb)
+                if self.climbed[item] > 1:
+                    self.fail_at(
+                        where,
+                        "13",
+                        item,
+                        f"climbed {self.climbed[item]} ladder steps (to step {step}) in one "
+                        "turn of its owner",
+                    )
+            self.item_steps[item] = step
+            self.turn_climb.discard(item)
+
+    def check_one_step(
+        self, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
+    ) -> None:
+        """14: every output names one step for an item: the JSON's parts, the advisories,
+        failed_items, the prompt's STATUS and TRY lines, gate.json."""
+        gate_tasks = (obs.gate or {}).get("tasks") or {}
+        for item, parts in items.items():
+            said: dict[str, set[int]] = defaultdict(set)
+            for part in parts:
+                if isinstance(part.raw.get("ladder_step"), int):
+                    said[f"JSON {part.kind}"].add(part.raw["ladder_step"])
+            for advisory in data.get("advisories") or []:
+                subject = str(advisory.get("subject"))
+                if subject == item or subject.startswith(f"{item} "):
+                    if isinstance(advisory.get("ladder_step"), int):
+                        said["advisory"].add(advisory["ladder_step"])
+                    said["advisory"] |= {int(n) for n in STEP_IN_TEXT.findall(
+                        str(advisory.get("recovery") or ""))}  # fmt: skip
+            for entry in obs.failed_items:
+                if str(entry.get("task_id")) == item:
+                    said["failed_items"] |= {
+                        int(n) for n in STEP_IN_TEXT.findall(str(entry.get("escalation_context")))
+                    }
+            prompt = obs.prompts.get(work_item_file(item))
+            if prompt is not None:
+                said["STATUS line"] |= {int(n) for n in STEP_IN_TEXT.findall(first_line(prompt))}
+                step = prompt_step(prompt) if may_act(prompt) else None
+                if step is not None:
+                    said["TRY line"].add(step)
+            task = gate_tasks.get(item) or {}
+            for key in ("step", "ladder_step"):
+                if isinstance(task.get(key), int):
+                    said["gate.json"].add(task[key])
+            steps = set().union(*said.values()) if said else set()
+            if len(steps) > 1:
+                shown = ", ".join(f"{k} {sorted(v)}" for k, v in sorted(said.items()) if v)
+                self.fail(obs, "14", item, f"its outputs name {len(steps)} steps: {shown}")
+
+    def check_answer_step(self, item: str, data: dict[str, Any], answer: str) -> None:
+        """14 for a failure hook's answer: the step it hands out is the item's one step."""
+        named = {int(n) for n in STEP_IN_TEXT.findall(answer)}
+        parts = parts_by_item(data).get(item) or []
+        steps = {p["ladder_step"] for p in parts if isinstance(p.get("ladder_step"), int)}
+        if named and (len(named) > 1 or len(steps) > 1 or not named <= steps):
+            self.fail_at(
+                "hook",
+                "14",
+                item,
+                f"the failure hook's answer names step(s) {sorted(named)}; the JSON's parts "
+                f"{sorted(steps)}: {answer[:200]!r}",
+            )
+
+    def check_no_page_unacted(
+        self, obs: Observation, data: dict[str, Any], items: dict[str, list[Part]]
+    ) -> None:
+        """15: no open escalation for an item whose owner never acted, unless a validator's
+        BLOCKED verdict or the policy blocked it (not its owner's budget)."""
+        opens = {
+            str(e.get("subject")): str(e.get("id"))
+            for e in obs.escalations
+            if str(e.get("status", "open")) == "open"
+        }
+        for item, parts in items.items():
+            name = work_item_file(item)
+            if item not in opens or name in self.owner_ever:
+                continue
+            if item not in self.tasks and not any(p.kind == "issue" for p in parts):
+                continue  # an agent's own subject: that agent failed, so it acted
+            budget = [
+                p.raw.get("reason")
+                for p in parts
+                if p.status == "blocked"
+                and p.raw.get("reason") in OWNER_BUDGET_REASONS
+                and p.raw.get("strategy") not in NON_AGENT_STRATEGIES  # a fixer's, not an agent's
+            ]
+            if budget:
+                self.fail(
+                    obs,
+                    "15",
+                    item,
+                    f"{opens[item]} pages a person ({', '.join(map(str, budget))}) though the "
+                    f"owner of {item} never acted",
+                )
 
 
 def lines_of(error: str) -> set[str]:

@@ -51,6 +51,7 @@ from selfcorrect.layout import work_item_file
 
 from . import person
 from .agents import Agent
+from .host import LEAD, HostSession
 from .invariants import RESULT_EXIT, Checker, Observation, may_act, observe
 from .invariants import STATUSES as STATUS_ORDER
 from .project import Project, build
@@ -72,19 +73,13 @@ def load(path: Path) -> dict[str, Any]:
     return spec
 
 
-class Simulation:
-    def __init__(self, name: str, spec: dict[str, Any], tmp_path: Path) -> None:
+class Simulation(HostSession):
+    def __init__(self, name: str, spec: dict[str, Any], tmp_path: Path, mode: str = "cold") -> None:
         self.name = name
         self.spec = spec
         self.project: Project = build(tmp_path, spec["project"])
         self.checks = {c["id"]: c for c in spec["project"].get("checks") or []}
         self.agents = [Agent(**a) for a in spec.get("agents") or []]
-        # agent id -> the task it works (the coordination log's agent_id)
-        self.owners = {
-            str(t["agent_id"]): str(t["task_id"])
-            for t in spec["project"].get("tasks") or []
-            if t.get("agent_id")
-        }
         validator = spec["project"].get("validator") or {}
         self.checker = Checker(
             name,
@@ -95,9 +90,15 @@ class Simulation:
             self.project.validator_log,
         )
         self.run_no = 0
-        self.host_calls = 0  # hook events sent, to name the look after each
         self.last: Observation | None = None
         self.log: list[str] = []  # what happened, for failure messages
+        # what each run decided, per item: (kind, status, ladder step, attempts) of its parts;
+        # and each stop hook's hold: warm and cold must agree on both
+        self.outcomes: list[tuple[str, dict[str, list[tuple[Any, ...]]]]] = []
+        self.verifications: list[str] = []  # the error text of each failed verification run
+        self.init_host(mode)
+        self.checker.holds = []
+        self.checker.owner_acted_at_start(self.acted_before())
 
     # -- the user's commands -------------------------------------------------------------------
     def cli(self, *args: str) -> tuple[int, str, str]:
@@ -128,6 +129,19 @@ class Simulation:
         )
         self.checker.check(obs)
         self.last = obs
+        self.outcomes.append((f"{label} {self.run_no}", outcome(data)))
+
+    def acted_before(self) -> set[str]:
+        """The tasks whose agents acted before the scenario starts: the failures the project
+        starts with (a real session's tasks all did)."""
+        if self.spec["project"].get("copy_session"):
+            return set(self.project.tasks)
+        found = set()
+        for entry in self.spec["project"].get("failures") or []:
+            task = entry.get("task_id") or self.owners.get(str(entry.get("agent_id")))
+            if task:
+                found.add(str(task))
+        return found
 
     def report_statuses(self) -> dict[str, str]:
         """Each work item's status on the HTML report page, as a browser's DOM holds it."""
@@ -315,41 +329,12 @@ class Simulation:
                 f"watch printed no JSON object for {what}: {errors.read_text().strip()[-300:]}",
             )
 
-    # -- the agent's host ----------------------------------------------------------------------
-    def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """The real hook, as the host runs it: a subprocess with the event on stdin."""
-        self.host_calls += 1
-        done = subprocess.run(
-            [sys.executable, "-m", "selfcorrect", "hook", "claude-code", event, "workflow"],
-            cwd=self.project.root,
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            env={**os.environ, "CLAUDE_PROJECT_DIR": str(self.project.root)},
-            timeout=WATCH_WAIT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            self.checker.expectation(self.last, f"hook {event} exited {done.returncode}")
-        return json.loads(done.stdout) if done.stdout.strip() else None
-
-    def payload(self, event: str, agent: str | None, **fields: Any) -> dict[str, Any]:
-        """An event as the host sends it: the lead's carries no agent_id, a subagent's does."""
-        return {
-            "session_id": "sim",
-            "cwd": str(self.project.root),
-            "permission_mode": "default",
-            "hook_event_name": event,
-            **({"agent_id": agent} if agent else {}),
-            "tool_use_id": f"toolu_sim_{self.run_no}_{len(self.log)}",
-            **fields,
-        }
-
+    # -- the agent's host (host.py sends the events) ------------------------------------
     def logged(
         self, agent: str | None, tool: str, tool_input: dict[str, Any], error: str, item: str | None
     ) -> None:
         """Tell the checker a failed call reached the log."""
-        who = agent or "sim"  # the lead is its session
+        who = self.real(agent) or LEAD  # the lead is its session
         task = self.owners.get(who)
         path = tool_input.get("file_path")
         names = {str(n) for n in (item, task, path, tool) if n}
@@ -363,6 +348,7 @@ class Simulation:
         data: dict[str, Any] = json.loads(out)
         self.checker.check_climbs(label, data)
         self.checker.check_agent_subjects(label, data)
+        self.checker.check_one_climb_per_turn(label, data)
         return data
 
     def hook(self, args: dict[str, Any]) -> None:
@@ -382,6 +368,7 @@ class Simulation:
 
     def one_hook(self, args: dict[str, Any]) -> None:
         agent, interrupted = args.get("agent"), bool(args.get("interrupt"))
+        real = self.real(agent)
         answer = self.host(
             "post-tool-use-failure",
             self.payload(
@@ -396,12 +383,23 @@ class Simulation:
         said = ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
         self.log.append(f"hook for {agent or 'the lead'}: {said[:80]!r}")
         self.check_answer(args, said)
+        self.acted(agent)
         if not interrupted and not args.get("probe"):
             self.logged(agent, args["tool"], args["input"], args["error"], args.get("item"))
-        self.checker.check_answer_is_own(agent or "sim", said)
+            bound = next((t for t, a in self.bound.items() if a == real), None)
+            logged = self.logged_task()
+            if bound is not None and logged != bound:
+                self.checker.expectation(
+                    self.last,
+                    f"{agent} ({real}), started for {bound} by the lead's Agent call, failed; "
+                    f"the log attributes the failure to task {logged!r}",
+                )
+        self.checker.check_answer_is_own(real or LEAD, said)
         data = self.shadow(f"after hook event {self.host_calls} (hook)")
-        item = args.get("item")
-        if item is None:
+        item = args.get("item") or self.owners.get(real or LEAD)
+        if item is not None:
+            self.checker.check_answer_step(item, data, said)
+        if args.get("item") is None:
             return
         statuses = [
             row["status"]
@@ -441,7 +439,8 @@ class Simulation:
             ),
         )
         self.log.append(f"{args.get('agent') or 'the lead'}: {args['tool']} worked")
-        agent = args.get("agent") or "sim"
+        self.acted(args.get("agent"))
+        agent = self.real(args.get("agent")) or LEAD
         names = {args["tool"], args["input"].get("file_path"), self.owners.get(agent)}
         self.checker.success_logged({str(n) for n in names if n}, agent)
         self.shadow(f"after hook event {self.host_calls} (success)")
@@ -460,6 +459,7 @@ class Simulation:
                 }
             )
             self.logged(agent, call["tool"], call["input"], call["error"], args.get("item"))
+        self.acted(agent)
         self.host("post-tool-batch", self.payload("PostToolBatch", agent, tool_calls=calls))
         self.log.append(f"batch of {len(calls)} rejected call(s) for {agent or 'the lead'}")
         self.shadow(f"after hook event {self.host_calls} (batch)")
@@ -472,6 +472,7 @@ class Simulation:
                 "PreToolUse", args.get("agent"), tool_name=args["tool"], tool_input=args["input"]
             ),
         )
+        self.acted(args.get("agent"))
         out = (answer or {}).get("hookSpecificOutput") or {}
         denied = out.get("permissionDecision") == "deny"
         self.log.append(
@@ -483,44 +484,6 @@ class Simulation:
                 f"the gate {'denied' if denied else 'allowed'} {args.get('agent')}'s "
                 f"{args['tool']} {args['input']}: {out.get('permissionDecisionReason')!r}",
             )
-
-    def stop(self, args: dict[str, Any]) -> None:
-        """The agent stops: held exactly while its task has work out, and once per directive."""
-        gate = json.loads((self.project.workflow / ".selfcorrect" / "gate.json").read_text())
-        mine = [
-            t
-            for t in (gate.get("tasks") or {}).values()
-            if args["agent"] in (t.get("agents") or [])
-        ]
-        out = any(t.get("prompt") or t.get("microtasks_pending") for t in mine)
-        payload = {
-            "session_id": "sim",
-            "hook_event_name": "SubagentStop",
-            "agent_id": args["agent"],
-            "stop_hook_active": False,
-        }
-        first = self.host("subagent-stop", payload)
-        held = first is not None and first.get("decision") == "block"
-        self.log.append(f"{args['agent']} stops: {'held' if held else 'let go'}")
-        self.checker.turn_ended({self.owners.get(args["agent"], args["agent"])}, args["agent"])
-        if "held" in args and held != args["held"]:
-            self.checker.expectation(
-                self.last,
-                f"the stop hook {'held' if held else 'let go'} {args['agent']}: "
-                f"{(first or {}).get('reason')!r}",
-            )
-        if held != out:
-            self.checker.expectation(
-                self.last,
-                f"the stop hook {'held' if held else 'let go'} {args['agent']} while gate.json "
-                f"says its work out is {mine}",
-            )
-        second = self.host("subagent-stop", payload)
-        if second is not None:
-            self.checker.expectation(self.last, "the stop hook held the same directive twice")
-        for text in args.get("reason_contains") or []:
-            if text not in str((first or {}).get("reason")):
-                self.checker.expectation(self.last, f"the stop hook's reason lacks {text!r}")
 
     # -- the scenario's own checks -------------------------------------------------------------
     def expect(self, checks: list[dict[str, Any]]) -> None:
@@ -621,6 +584,17 @@ class Simulation:
                     self.checker.expectation(
                         obs, f"no failure subject is attributed to {task}; subjects: {names}"
                     )
+            elif kind == "escalation_lacks":  # no escalation of the item says the text
+                for esc in obs.escalations if obs else []:
+                    if str(esc.get("subject")) == args["item"] and args["text"] in json.dumps(esc):
+                        self.checker.expectation(
+                            obs, f"{esc.get('id')} of {args['item']} says {args['text']!r}"
+                        )
+            elif kind == "no_escalation":  # no open escalation at all
+                opens = [e for e in (obs.escalations if obs else []) if e.get("status") == "open"]
+                if opens:
+                    said = [(e.get("id"), e.get("subject"), e.get("reason")) for e in opens]
+                    self.checker.expectation(obs, f"escalations are open: {said}")
             elif kind == "result_not":
                 if data.get("result") in args:
                     self.checker.expectation(obs, f"result {data.get('result')}")
@@ -650,6 +624,14 @@ class Simulation:
 
     # -- playing -------------------------------------------------------------------------------
     def play(self) -> list[str]:
+        self.start_session()
+        try:
+            self.play_steps()
+        finally:
+            self.end_session()
+        return self.checker.messages()
+
+    def play_steps(self) -> None:
         for step in self.spec["steps"]:
             if step == "validate":
                 self.validate()
@@ -692,8 +674,27 @@ class Simulation:
                 self.call(step["call"])
             elif isinstance(step, dict) and "stop" in step:
                 self.stop(step["stop"])
+            elif step == "lead_stop" or (isinstance(step, dict) and "lead_stop" in step):
+                self.lead_stop(step["lead_stop"] or {} if isinstance(step, dict) else {})
+            elif isinstance(step, dict) and "spawn" in step:
+                self.spawn(step["spawn"])
+            elif isinstance(step, dict) and "verify" in step:
+                self.verify(step["verify"] or {})
+            elif isinstance(step, dict) and "burst" in step:  # n failed calls in one turn
+                burst = step["burst"]
+                self.hook({**burst, "repeat": int(burst.get("n", 8))})
             elif isinstance(step, dict) and "expect" in step:
                 self.expect(step["expect"])
             else:
                 raise ValueError(f"{self.name}: unknown step {step!r}")
-        return self.checker.messages()
+
+
+def outcome(data: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+    """What a run decided, per item: each part's kind, status, ladder step and attempts."""
+    items: dict[str, list[tuple[Any, ...]]] = {}
+    for kind in ("issues", "subjects"):
+        for part in data.get(kind) or []:
+            item = str(part.get("task_id") or part.get("subject") or part.get("fingerprint"))
+            row = (kind, part.get("status"), part.get("ladder_step"), part.get("attempts"))
+            items.setdefault(item, []).append(row)
+    return {item: sorted(rows, key=repr) for item, rows in sorted(items.items())}

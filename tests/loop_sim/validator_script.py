@@ -115,6 +115,11 @@ def main() -> int:
     os.replace(tmp, folder / "validation_report.yaml")
     with open(ROOT.parent / "validator-writes.log", "a", encoding="utf-8") as log:
         log.write(f"{hashlib.sha256(data).hexdigest()} {'FIXABLE' if issues else 'PASS'}\n")
+    # what a person (or an agent running it through its shell) reads
+    for issue in issues:
+        task = f" [{issue['task_id']}]" if issue.get("task_id") else ""
+        print(f"{issue.get('severity', 'MAJOR')}{task} {issue['description']}")
+    print(f"{name}: {report.get('status') or report.get('classification')}, {len(issues)} issue(s)")
     return 1 if issues else 0
 
 
