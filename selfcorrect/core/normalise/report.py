@@ -27,6 +27,7 @@ from selfcorrect.core.normalise.coerce import (
     text_or,
     texts,
 )
+from selfcorrect.core.summary import summary
 
 # cAgents' Stop-hook safety net writes a PASS when a session ends with no report (rules §2.2);
 # the policy's `stub_validators` names more such writers.
@@ -279,14 +280,14 @@ def _blocked_reason(raw: Mapping[Any, Any]) -> tuple[str, str]:
 
 def _verdict_blocks(raw: Mapping[Any, Any], issue: Issue | None) -> str:
     """Why a report-level BLOCKED blocks `issue` (None: the run, the report naming no issue):
-    the validator's verdict, shown as such, with its reason; without one, the issue's own
-    words (rules §5)."""
+    the validator's verdict, shown as such, with its reason; without one, what the issue's
+    own words say failed (rules §5, §9.6)."""
     said, who = _blocked_reason(raw)
     if said:
         return f"{VERDICT_BLOCKED}: {said}{who}"
     if issue is None:
         return f"{VERDICT_BLOCKED}: no reason given{who}"
-    return f"{VERDICT_BLOCKED}, with no reason given{who}; this issue: {issue.description}"
+    return f"{VERDICT_BLOCKED}, with no reason given{who}; this issue: {summary(issue.description)}"
 
 
 def _honour_blocked(raw: Mapping[Any, Any], issues: list[Issue]) -> list[Issue]:
