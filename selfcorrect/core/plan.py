@@ -44,7 +44,7 @@ from selfcorrect.core.outputs import (
 from selfcorrect.core.plan_issues import STUCK_PROMPT, plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import SHADOW
-from selfcorrect.core.summary import summary
+from selfcorrect.core.summary import clip, summary
 from selfcorrect.core.text_caps import cap_text
 from selfcorrect.core.work_item_decision import (
     EMPTY_WORK,
@@ -137,7 +137,7 @@ def _settle_stale(plan: PlanDraft, run: Decisions) -> None:
 def _cause_gone(subject: str, item: WorkItemDecision | None) -> str:
     if item is None:
         return f"{subject} is no longer in the validation report or the failure log"
-    why = " ".join(item.why.split())[:200]
+    why = clip(item.why)
     return f"{item.id} is no longer blocked: it is {item.status.value} now" + (
         f" ({why})" if why else ""
     )
