@@ -882,14 +882,16 @@ def test_circular_delegation_issue_names_the_cycle() -> None:
         "Circular delegation detected: "
         "cagents:tech-lead -> cagents:backend-developer -> cagents:tech-lead"
     )
-    # The report is BLOCKED and names no reason: its critical issue is blocked, and says why.
+    # The report is BLOCKED and names no reason: its critical issue is blocked, with its own
+    # words as why.
     assert report.issues == (
         Issue(
             severity=Severity.CRITICAL,
             type="circular_delegation",
             description=cycle,
             classification=Verdict.BLOCKED,
-            blocked_reason=cycle,
+            blocked_reason=f"the validator's verdict is BLOCKED, with no reason given; this issue: "
+            f"{cycle}",
         ),
     )
     assert report.extra == FrozenMap()

@@ -202,7 +202,8 @@ def test_a_validators_blocked_verdict_is_honoured(
     for issue in data["issues"]:
         assert issue["status"] == "blocked"
         assert issue["reason"] == "VALIDATOR_BLOCKED"
-        assert f"the validator classified it BLOCKED: {reason}" in issue["detail"], issue
+        # The report's verdict, shown as the validator's, with the validator's own reason.
+        assert f"the validator's verdict is BLOCKED: {reason}" in issue["detail"], issue
 
 
 def test_an_itemised_blocked_report_keeps_its_fixable_items_but_never_a_critical_one() -> None:

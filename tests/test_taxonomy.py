@@ -17,7 +17,6 @@ from selfcorrect.core.taxonomy import (
     TypeSource,
     error_class,
     normalise_error,
-    root_cause,
 )
 from selfcorrect.errors import Diagnostic
 from selfcorrect.io.documents import read_failure_log
@@ -420,30 +419,3 @@ def test_normalised_text(text: str, expected: str) -> None:
 )
 def test_error_class(text: str, expected: str | None) -> None:
     assert error_class(text) == expected
-
-
-# --------------------------------------------------------------------------- root_cause
-
-
-@pytest.mark.parametrize(
-    ("text", "kept"),
-    [
-        # the last line naming an error, not the command echo at the top
-        ("$ make test\nbuilding...\nerror: linker failed\ndone", "error: linker failed"),
-        (
-            "collected 3 items\nFAILED t.py::x - KeyError: 'a'\n1 failed",
-            "FAILED t.py::x - KeyError",
-        ),
-        ("fatal: not a git repository\n", "fatal: not a git repository"),
-        ("Exception in thread main\n  at Foo.bar", "Exception in thread main"),
-        # a hook joins an output's lines into one: keep it from the last error name on
-        (
-            "progress " * 40 + "urllib.error.URLError: Name or service not known",
-            "urllib.error.URLError",
-        ),
-        # nothing names an error: the text as it is
-        ("Command failed with exit code 1", "Command failed with exit code 1"),
-    ],
-)
-def test_root_cause_keeps_the_last_line_that_names_an_error(text: str, kept: str) -> None:
-    assert root_cause(text).startswith(kept)

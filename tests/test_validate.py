@@ -240,3 +240,65 @@ def test_ids_survive_output_and_figures_that_change_between_runs(tmp_path: Path,
     # The output tail is shown line by line, not as one line with \x0a in it.
     assert "\\x0a" not in first.stdout
     assert "      FAILED tests/test_a.py::test_x\n" in first.stdout
+
+
+# ------------------------------------------------- a report-level BLOCKED (rules §5, §14)
+
+TWO_TASKS = """\
+controller: lead
+status: in_progress
+synthesized_solution:
+  approach: Export the invoices
+  rationale: Finance needs them monthly
+  implementation_steps:
+    - Write the invoice export
+implementation_tasks:
+  - {task_id: WI-1, name: "Write the invoice export", assigned_to: dev, status: in_progress}
+  - {task_id: WI-2, name: "Translate the onboarding emails", assigned_to: writer,
+     status: in_progress}
+  - {task_id: WI-3, name: "Rotate the signing keys", assigned_to: ops, status: in_progress}
+"""
+
+
+def test_a_report_level_blocked_lends_no_issue_its_text_to_another(
+    tmp_path: Path, run_line
+) -> None:
+    # Seen in a real session: the policy never fixes weak synthesis, so the built-in
+    # validator's report is BLOCKED, and every task's escalation quoted the FIRST weak-synthesis
+    # issue (another task's) as why it was blocked.
+    folder = tmp_path / "workflow"
+    folder.mkdir()
+    (folder / "coordination_log.yaml").write_text(TWO_TASKS)
+    (folder / "selfcorrect.yaml").write_text(
+        "issue_types:\n  weak_synthesis:\n    classification: BLOCKED\n"
+    )
+    assert run_line(["validate", folder]).exit_code == 1
+    report = load(folder / "validation_report.yaml")
+    assert report["status"] == "BLOCKED"
+    assert [i.get("task_id") for i in report["issues"]] == ["WI-2", "WI-3"]
+
+    result = run_line(["run", folder, "--format", "json"])
+
+    assert result.exit_code == 1, result.stdout  # BLOCKED
+    own = {"WI-2": "'Translate the onboarding emails'", "WI-3": "'Rotate the signing keys'"}
+    log = load(folder / "coordination_log.yaml")
+    entries = {e["task_id"]: e for e in log["failed_items"]}
+    escalations = {e["subject"]: e for e in load(folder / "escalations.yaml")["escalations"]}
+    issues = {i["task_id"]: i for i in json.loads(result.stdout)["issues"]}
+    said: dict[str, list[str]] = {}
+    for task in own:
+        entry, escalation = entries[task], escalations[task]
+        assert entry["final_status"] == "blocked"
+        said[task] = [
+            entry["error_summary"],
+            entry["escalation_context"],
+            escalation["reason"],
+            *escalation["error_chain"],
+            issues[task]["detail"],
+            (folder / "recovery" / f"{task}.md").read_text().splitlines()[0],
+        ]
+    for task, other in (("WI-2", "WI-3"), ("WI-3", "WI-2")):
+        assert not any(own[other] in text or other in text for text in said[task]), said[task]
+        assert all(own[task] in text for text in said[task][:4]), said[task]
+    for task in own:  # the report's verdict is shown as the validator's, not as the issue's
+        assert "the validator's verdict is BLOCKED" in escalations[task]["reason"], said[task]

@@ -173,17 +173,21 @@ def _synthesis_problems(coordination: Coordination, policy: Policy) -> Iterator[
 def _cycle_problems(coordination: Coordination) -> Iterator[Problem]:
     # Each edge of the delegation graph, with the task ids it carries. The controller's own
     # hand-offs are edges too: they close a cycle only with a delegation back to the controller.
+    # A circular delegation takes two agents or more (rules §14): work an agent keeps for
+    # itself (a task the controller assigns to itself, `from: a` `to: a`) is no hand-off.
     edges: dict[tuple[str, str], set[str]] = {}
+
+    def hand_off(source: str, target: str, task_id: str | None) -> None:
+        if source.strip() and target.strip() and source.strip() != target.strip():
+            edges.setdefault((source, target), set()).update([task_id] if task_id else ())
+
     for d in coordination.delegations:
-        if d.from_.strip() and d.to.strip():
-            edges.setdefault((d.from_, d.to), set()).update([d.task_id] if d.task_id else ())
+        hand_off(d.from_, d.to, d.task_id)
     if boss := coordination.controller:
         for question in coordination.questions:
-            if question.delegated_to:
-                edges.setdefault((boss, question.delegated_to), set())
+            hand_off(boss, question.delegated_to or "", None)
         for task in coordination.tasks:
-            if task.assigned_to:
-                edges.setdefault((boss, task.assigned_to), set()).add(task.task_id)
+            hand_off(boss, task.assigned_to or "", task.task_id)
     for cycle in elementary_cycles(edges):
         ring = " -> ".join([*cycle, cycle[0]])
         pairs = itertools.pairwise([*cycle, cycle[0]])

@@ -725,6 +725,7 @@ def _make_reset_command() -> click.Command:
 
         from selfcorrect.commands.reset import default_actor, reset
         from selfcorrect.core.human_control import ResetRequest, UnknownTarget
+        from selfcorrect.core.summary import clip
 
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder)
@@ -784,7 +785,7 @@ def _make_reset_command() -> click.Command:
             click.echo(printable(f"  resolved {ident} in escalations.yaml"))
         for again in outcome.still_blocked:  # a person must act again: say what on
             opened = f"; opened {again.escalation} in escalations.yaml" if again.escalation else ""
-            said = " ".join(again.why.split())[:200]
+            said = clip(again.why)
             click.echo(printable(f"  {again.item} is blocked again at once: {said}{opened}"))
             click.echo(f"    {_STAYS_BLOCKED.get(again.cause, _STAYS_BLOCKED[''])}")
         for path in outcome.written:

@@ -130,7 +130,7 @@ def add_what_to_read(
 
     Keys are only ever added to the JSON object, never renamed or removed.
     """
-    from selfcorrect.core.contexts import short
+    from selfcorrect.core.summary import summary
 
     plan, decisions = outcome.plan, outcome.decisions
 
@@ -139,13 +139,13 @@ def add_what_to_read(
         return item.escalation if item is not None else None
 
     for row, issue in zip(issues, decisions.issues, strict=True):
-        row["description"] = short(issue.issue.description)
+        row["description"] = summary(issue.issue.description)
         row["prompt"] = prompt_path(outcome, issue.work_item)
         row["escalation"] = escalation_of(issue.work_item)
     for row, decision in zip(subjects, decisions.subjects, strict=True):
         record = decisions.records.get(decision.subject)
         latest = record.chain[-1].error if record is not None and record.chain else ""
-        row["description"] = short(latest)
+        row["description"] = summary(latest)
         work_item = (record.task_id if record is not None else None) or decision.subject
         row["prompt"] = prompt_path(outcome, work_item)
         row["escalation"] = escalation_of(work_item)

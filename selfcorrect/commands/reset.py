@@ -21,13 +21,13 @@ from msgspec.structs import replace
 from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.clock import Clock, stamp, system_clock
-from selfcorrect.core.contexts import short
 from selfcorrect.core.decisions import Decisions, decide
 from selfcorrect.core.human_control import ResetRequest, resolve_reset
 from selfcorrect.core.journal_records import PLAN_REVISION, SETTLED, FailedItemsEvent
 from selfcorrect.core.model import FinalStatus
 from selfcorrect.core.outputs import Plan
 from selfcorrect.core.plan import build_plan
+from selfcorrect.core.summary import clip
 from selfcorrect.effects.escalations_file import escalations_path, write_escalations
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
@@ -120,7 +120,7 @@ def _reset(
         {
             "task_id": item,
             "final_status": "recovering" if request.retry else "recovered",
-            "escalation_context": f"reset by {request.actor}: {short(request.evidence)}",
+            "escalation_context": f"reset by {request.actor}: {clip(request.evidence)}",
         }
         for item in resolved.work_items
     ]

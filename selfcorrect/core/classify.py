@@ -291,11 +291,11 @@ class IssueClassifier:
         if still is not None:
             return out(blocked, *still, prior.attempts, False)
         if issue.classification is Verdict.BLOCKED:
-            why = f": {issue.blocked_reason}" if issue.blocked_reason else ""
+            # The issue's own call, else the report's verdict in its own words (normalise).
             return out(
                 blocked,
                 IssueReason.VALIDATOR_BLOCKED,
-                f"the validator classified it BLOCKED{why}",
+                issue.blocked_reason or "the validator classified it BLOCKED",
                 prior.attempts,
                 first_time,
             )

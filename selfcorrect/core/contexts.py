@@ -19,10 +19,9 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.taxonomy import root_cause
+from selfcorrect.core.summary import summary
 from selfcorrect.core.text_caps import cap_all
 
-SUMMARY_CHARS = 200
 COMBINE_SUCCESSES = 3  # the ladder step that combines what worked (rules §8)
 # A failed read changed nothing: its prompt is about how to read (docs/policy.md,
 # `stuck.read_only_tools`), and it gives no file to change.
@@ -36,17 +35,6 @@ READ_TOO_LARGE = (
     "The file is too large to read whole: read it in parts with offset and limit, or search "
     "it (Grep) for what you need. Nothing was changed, so there is nothing to revert."
 )
-
-
-def short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
-
-
-def error_summary(error: str) -> str:
-    """An error as failed_items and error chains show it: its root cause, not its first
-    characters (core/taxonomy.root_cause; docs/policy.md, `failure_types`)."""
-    return short(root_cause(error, SUMMARY_CHARS))
 
 
 def _with_sources(
@@ -212,7 +200,7 @@ def stuck_context(
         # What worked: its successes (a call that worked, kept across them), then what partly
         # did (docs/rules.md §8, step 3 combines them).
         "partial_successes": list(dict.fromkeys([*record.worked, *record.partial_successes])),
-        "failure_summary": error_summary(record.chain[-1].error) if record.chain else "",
+        "failure_summary": summary(record.chain[-1].error) if record.chain else "",
         "next_step": step,
         "failed_approaches": list(record.approaches),
         # The latest attempt reused an approach an earlier attempt had already failed with.
@@ -224,7 +212,7 @@ def stuck_context(
                 "tool": a.tool,
                 "approach": a.approach,
                 "outcome": a.outcome,
-                "error": error_summary(a.error),
+                "error": summary(a.error),
             }
             for a in record.chain
         ],

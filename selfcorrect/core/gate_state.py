@@ -30,6 +30,7 @@ from selfcorrect.core.model import EscalationStatus, FinalStatus
 from selfcorrect.core.outputs import Plan
 from selfcorrect.core.owners import WAITING_FOR_OWNER, owned_by_lead
 from selfcorrect.core.repeated_calls import Repeat
+from selfcorrect.core.summary import clip
 from selfcorrect.layout import work_item_file
 
 FORMAT = 1
@@ -122,7 +123,7 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
                     "item": item,
                     "escalation": escalation,
                     "where": where,
-                    "reason": " ".join(reason.split())[:300],
+                    "reason": clip(reason, 300),
                 }
 
     for item in plan.work_items.values():

@@ -181,7 +181,8 @@ class Issue(Struct, frozen=True):
     evidence: str | None = None
     verification_method: str | None = None
     extra: FrozenMap = EMPTY
-    # Why the validator blocked the whole report, when it did (rules §2.2): shown with the issue.
+    # Why a report-level BLOCKED blocks this issue, when it does (rules §5): the validator's
+    # verdict with its reason, shown with the issue; never another issue's words.
     blocked_reason: str | None = None
 
 

@@ -14,8 +14,6 @@ from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.circuits import Trip
 from selfcorrect.core.contexts import (
-    error_summary,
-    short,
     stuck_context,
     subject_summary,
 )
@@ -46,6 +44,7 @@ from selfcorrect.core.outputs import (
 from selfcorrect.core.plan_issues import STUCK_PROMPT, plan_issue, plan_resolved, propose
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.stages import SHADOW
+from selfcorrect.core.summary import clip, summary
 from selfcorrect.core.text_caps import cap_text
 from selfcorrect.core.work_item_decision import (
     EMPTY_WORK,
@@ -138,7 +137,7 @@ def _settle_stale(plan: PlanDraft, run: Decisions) -> None:
 def _cause_gone(subject: str, item: WorkItemDecision | None) -> str:
     if item is None:
         return f"{subject} is no longer in the validation report or the failure log"
-    why = " ".join(item.why.split())[:200]
+    why = clip(item.why)
     return f"{item.id} is no longer blocked: it is {item.status.value} now" + (
         f" ({why})" if why else ""
     )
@@ -210,7 +209,7 @@ def _plan_subject(
             evidence = {
                 "signals": [f.signal.value for f in decision.signals],
                 "ladder_step": decision.ladder_step,
-                "error": short(latest),
+                "error": summary(latest),
             }
             propose(plan, run, decision, would, decision.subject, record.latest_position, evidence)
         return
@@ -230,7 +229,7 @@ def _plan_subject(
             task_id=work_item,
             failure_type=decision.failure_type,
             attempts=decision.attempts,
-            error_summary=error_summary(latest),  # its root cause (docs/rules.md §9.6)
+            error_summary=summary(latest),  # what failed (docs/rules.md §9.6)
             recovery_actions_taken=list(record.approaches),
             final_status=status.value,
             escalation_context=context,
@@ -253,7 +252,7 @@ def _plan_subject(
                 **stamp(run),
                 evidence={
                     "signals": [f.signal.value for f in decision.signals],
-                    "error": short(latest),
+                    "error": summary(latest),
                 },
             )
         )
@@ -296,7 +295,7 @@ def _subject_escalation(
         attempts=decision.attempts,
         error_chain=[
             f"#{a.position} {a.timestamp} {a.tool}"
-            f"{' (' + a.approach + ')' if a.approach else ''}: {error_summary(a.error)}"
+            f"{' (' + a.approach + ')' if a.approach else ''}: {summary(a.error)}"
             for a in record.chain
         ],
         tried=list(record.approaches),
@@ -381,17 +380,17 @@ def _plan_work(
                 is_task=True,
             ),
         )
-    for task_id, reason, summary, checkpoint in work.blocked:
+    for task_id, reason, progress, checkpoint in work.blocked:
         if decided.held("work", task_id, task_id):
             continue  # its item is blocked by another part: one escalation is open
         escalation = EscalationEntry(
             key=task_escalation_key(task_id),
             kind="task",
             subject=task_id,
-            reason=f"{reason}; progress: {summary}",
+            reason=f"{reason}; progress: {progress}",
             failure_type="incomplete_work",
             attempts=0,
-            error_chain=[summary],
+            error_chain=[progress],
             tried=["split into micro-tasks"],
             rule="continuation",
             rule_version="",
@@ -406,7 +405,7 @@ def _plan_work(
                 task_id=task_id,
                 failure_type="incomplete_work",
                 attempts=0,
-                error_summary=summary,
+                error_summary=progress,
                 recovery_actions_taken=["split into micro-tasks"],
                 final_status="blocked",
                 escalation_context=reason,

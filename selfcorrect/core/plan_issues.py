@@ -8,7 +8,7 @@ from msgspec.structs import replace
 
 from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.classify import IssueDecision, IssueReason
-from selfcorrect.core.contexts import directive_context, error_summary, short
+from selfcorrect.core.contexts import directive_context
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
 from selfcorrect.core.ladder import ESCALATE_STEP, SubjectDecision, ladder_step
@@ -16,6 +16,7 @@ from selfcorrect.core.model import IssueStatus, Verdict
 from selfcorrect.core.outputs import EscalationEntry, PlanDraft, Prompt, stamp
 from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.state import IssueState
+from selfcorrect.core.summary import summary
 from selfcorrect.core.work_item_decision import issue_escalation_key, issue_waiting
 from selfcorrect.core.work_item_decision import runs_fixer as fixer_runs
 from selfcorrect.core.work_items import WorkItem, merge
@@ -37,7 +38,7 @@ def plan_issue(
             run.report_digest,
             {
                 "issue_id": issue.id,
-                "description": short(issue.description),
+                "description": summary(issue.description),
                 "confidence": decision.confidence,
                 "why": decision.detail,
             },
@@ -58,7 +59,7 @@ def plan_issue(
             task_id=decision.work_item,
             failure_type=decision.type,
             attempts=decision.attempts,
-            error_summary=short(issue.description),
+            error_summary=summary(issue.description),
             recovery_actions_taken=[decision.strategy] if decision.strategy else [],
             # A fixer selfcorrect runs is recovering; a directive waits for the agents.
             final_status="recovering" if runs_fixer else "pending",
@@ -167,7 +168,7 @@ def _issue_record(run: Decisions, decision: IssueDecision, status: IssueStatus) 
         strategy=decision.strategy,
         evidence={
             "issue_id": decision.issue.id,
-            "description": short(decision.issue.description),
+            "description": summary(decision.issue.description),
             "confidence": decision.confidence,
         },
     )
@@ -199,7 +200,7 @@ def block_issue(
         failure_type=decision.type,
         attempts=decision.attempts,
         error_chain=[
-            f"{issue.id or decision.fingerprint}: {short(issue.description)}",
+            f"{issue.id or decision.fingerprint}: {summary(issue.description)}",
             *_returns(run, decision),
             *_item_failures(run, decision),
         ],
@@ -215,7 +216,7 @@ def block_issue(
             task_id=decision.work_item,
             failure_type=decision.type,
             attempts=decision.attempts,
-            error_summary=short(issue.description),
+            error_summary=summary(issue.description),
             recovery_actions_taken=tried,
             final_status="blocked",
             escalation_context=reason,
@@ -248,7 +249,7 @@ def _item_failures(run: Decisions, decision: IssueDecision) -> list[str]:
     if decision.classification is not Verdict.BLOCKED or not decision.issue.task_id:
         return []
     errors = [
-        error_summary(attempt.error)
+        summary(attempt.error)
         for record in run.records.values()
         if record.task_id == decision.work_item
         for attempt in record.chain

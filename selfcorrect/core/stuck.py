@@ -20,6 +20,7 @@ from selfcorrect.core.digit_fold import Memo, ShapeKey
 from selfcorrect.core.ledger import tool_key
 from selfcorrect.core.model import Failure, Outcome, Task
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.summary import summary
 from selfcorrect.core.taxonomy import (
     NORMALISER_PATTERNS,
     ErrorClasses,
@@ -27,6 +28,8 @@ from selfcorrect.core.taxonomy import (
     normalise_error,
 )
 from selfcorrect.core.text_window import search, window
+
+EXCERPT = 80  # characters of an error a signal's pattern shows (core/summary.py picks them)
 
 
 class Signal(StrEnum):
@@ -214,7 +217,7 @@ class StuckDetector:
         by_file.push(place, index, f"Failures on {place}")
         by_operation.push(operation, index, f"{tool} with the same input")
         if unable:  # counted since the last success, not necessarily in a row
-            unable_run.push(True, index, f"Reports it cannot complete: {_excerpt(error)}")
+            unable_run.push(True, index, f"Reports it cannot complete: {summary(error, EXCERPT)}")
         edited = place if place and tool.casefold() in self._edit_tools else None
         state.window.append(_Slot(normalised or None, edited, operation, _shown(failure)))
         if agent is not None:
@@ -450,14 +453,9 @@ def _most(signal: Signal, slots: list[_Slot], threshold: int) -> Firing | None:
         return None
     latest = best[-1]
     if signal is Signal.REPEATED_ERROR:
-        pattern = f"Same error: {_excerpt(latest.error)}"
+        pattern = f"Same error: {summary(latest.error, EXCERPT)}"
     elif signal is Signal.EDIT_LOOP:
         pattern = f"{latest.tool} of {latest.file_path}"
     else:
         pattern = f"{latest.tool} with the same input ({latest.input_digest})"
     return Firing(signal, len(best), threshold, pattern, tuple(item.position for item in best))
-
-
-def _excerpt(error: str, limit: int = 80) -> str:
-    text = " ".join(error.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import re
-from collections import deque
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 
@@ -332,34 +331,6 @@ def http_statuses(text: str) -> str:
 
 def _fold_path(word: str) -> str:
     return _UNIX_PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", word))
-
-
-# --------------------------------------------------------------------------- root_cause
-
-# What names an error or exception in a line of output (docs/policy.md, `failure_types`):
-# "URLError:", "Exception", "FAILED", "error:", "fatal:". Case matters for the names, so that
-# "Command failed" or "0 errors" in a progress line is not taken for the cause.
-_NAMES_ERROR = re.compile(r"Error\b|Exception\b|\bFAILED\b|(?i:\berror:|\bfatal:)")
-
-
-def root_cause(text: str, limit: int = 200) -> str:
-    """The last line of `text` that names an error or exception, else the whole text.
-
-    A long output starts with a command echo or a progress bar and ends with its cause
-    (pytest's "URLError: Name or service not known"), so the first characters are the wrong
-    ones to keep. When that line is longer than `limit`, it is kept from the word that holds
-    its last error name (a hook joins the lines of an output into one).
-    """
-    for line in reversed(text.splitlines()):
-        seen = window(line)
-        found = deque(_NAMES_ERROR.finditer(seen), maxlen=1)
-        if not found:
-            continue
-        last = found[0]
-        if len(seen.strip()) > limit and last.end() > limit:  # cut at `limit`, it would go
-            return seen[seen.rfind(" ", 0, last.start()) + 1 :].strip()
-        return seen.strip()
-    return text
 
 
 # --------------------------------------------------------------------------- error_class

@@ -212,6 +212,7 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     from selfcorrect.core.ladder import ladder_step
     from selfcorrect.core.model import FinalStatus
     from selfcorrect.core.printable import printable
+    from selfcorrect.core.summary import clip
     from selfcorrect.io.workspace import project_root, relative_to_root
 
     decision = _subject_decision(outcome, fields)
@@ -229,7 +230,7 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     if item.status is FinalStatus.BLOCKED:
         where = f"{workflow}/{layout.ESCALATIONS}"
         lines.append(
-            f"selfcorrect: {name} is blocked on a person ({' '.join(item.why.split())[:200]}). "
+            f"selfcorrect: {name} is blocked on a person ({clip(item.why)}). "
             f"Stop working on it; "
             f"{item.escalation + ' in ' if item.escalation else 'see '}{where}."
         )

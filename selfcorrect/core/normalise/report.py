@@ -27,6 +27,7 @@ from selfcorrect.core.normalise.coerce import (
     text_or,
     texts,
 )
+from selfcorrect.core.summary import summary
 
 # cAgents' Stop-hook safety net writes a PASS when a session ends with no report (rules §2.2);
 # the policy's `stub_validators` names more such writers.
@@ -35,6 +36,8 @@ _NO_VALIDATOR = re.compile(r"\bno\s+validator(\s+agent)?\s+(ran|was\s+run|has\s+
 _NOTE_KEYS = ("note", "notes", "summary", "message", "comment")
 UNMET = "acceptance_criterion_unmet"
 CIRCULAR = "circular_delegation"
+# How a report-level BLOCKED is shown on the issues it blocks: the validator's verdict, not theirs.
+VERDICT_BLOCKED = "the validator's verdict is BLOCKED"
 _BUCKETS = ("critical", "major", "minor")
 MAX_MINOR_IN_PASS = 3  # rules §5: a PASS carries no critical/major issue and at most 3 minor
 
@@ -261,8 +264,9 @@ def _stub(raw: Mapping[Any, Any], validator: str | None, stubs: frozenset[str]) 
     return None
 
 
-def _blocked_reason(raw: Mapping[Any, Any], issues: list[Issue]) -> str:
-    """The validator's own words for a report-level BLOCKED, and whom it asks to act."""
+def _blocked_reason(raw: Mapping[Any, Any]) -> tuple[str, str]:
+    """The validator's own words for a report-level BLOCKED ("" when it says nothing: never an
+    issue's words, rules §5), and whom it asks to act (" (next: hitl)", else "")."""
     action = raw.get("next_action")
     step = mapping(action)
     said = first(raw, "blocked_reason", "reason") or first(step, "reason", "action")
@@ -270,35 +274,46 @@ def _blocked_reason(raw: Mapping[Any, Any], issues: list[Issue]) -> str:
         said = action
     if said is None and isinstance(raw.get("summary"), str):
         said = raw.get("summary")
-    if said is None:
-        serious = [i for i in issues if i.severity is Severity.CRITICAL] or issues
-        said = serious[0].description if serious else "no reason given"
     who = nonblank(step.get("agent"))
-    return text_or(said, "").strip() + (f" (next: {who})" if who else "")
+    return text_or(said, "").strip(), f" (next: {who})" if who else ""
+
+
+def _verdict_blocks(raw: Mapping[Any, Any], issue: Issue | None) -> str:
+    """Why a report-level BLOCKED blocks `issue` (None: the run, the report naming no issue):
+    the validator's verdict, shown as such, with its reason; without one, what the issue's
+    own words say failed (rules §5, §9.6)."""
+    said, who = _blocked_reason(raw)
+    if said:
+        return f"{VERDICT_BLOCKED}: {said}{who}"
+    if issue is None:
+        return f"{VERDICT_BLOCKED}: no reason given{who}"
+    return f"{VERDICT_BLOCKED}, with no reason given{who}; this issue: {summary(issue.description)}"
 
 
 def _honour_blocked(raw: Mapping[Any, Any], issues: list[Issue]) -> list[Issue]:
     """A report-level BLOCKED blocks every issue it names; naming none, it blocks the run
     (rules §5). Where the validator classified issues one by one, its BLOCKED is the sum of
-    those calls (selfcorrect's own validator writes it so), and they stand; a CRITICAL issue
-    of a BLOCKED report is never FIXABLE either way."""
-    reason = _blocked_reason(raw, issues)
+    those calls, and they stand; a CRITICAL issue of a BLOCKED report is never FIXABLE either
+    way. Each issue it blocks carries the verdict's reason, never another issue's words."""
     itemised = any(issue.classification is not None for issue in issues)
     if not issues:
+        why = _verdict_blocks(raw, None)
         return [
             Issue(
                 severity=Severity.CRITICAL,
-                description=f"The validator's verdict is BLOCKED: {reason}",
+                description=why[0].upper() + why[1:],
                 type="unclassified",
                 classification=Verdict.BLOCKED,
-                blocked_reason=reason,
+                blocked_reason=why,
             )
         ]
     return [
         issue
         if issue.classification is Verdict.BLOCKED
         or (issue.severity is not Severity.CRITICAL and itemised)
-        else replace(issue, classification=Verdict.BLOCKED, blocked_reason=reason)
+        else replace(
+            issue, classification=Verdict.BLOCKED, blocked_reason=_verdict_blocks(raw, issue)
+        )
         for issue in issues
     ]
 
