@@ -66,6 +66,8 @@ def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
                 "subject": d.subject,
                 "failure_type": d.failure_type,
                 "attempts": d.attempts,
+                # Owner turns it failed in, where the host reports turns (the ceiling's count).
+                "rounds": d.rounds,
                 "retries": d.retries,
                 "signals": [
                     {

@@ -352,7 +352,9 @@ def one_step_per_item(
         return (record.task_id if record is not None else None) or subject
 
     steps: dict[str, int] = {}
-    on_ladder = [d for d in subjects if d.status is SubjectStatus.RECOVERING and d.ladder_step]
+    # A subject blocked at the end of the ladder (step 6) names its item's step too.
+    climbed = (SubjectStatus.RECOVERING, SubjectStatus.BLOCKED)
+    on_ladder = [d for d in subjects if d.status in climbed and d.ladder_step]
     for subject in on_ladder:
         item = item_of(subject.subject)
         steps[item] = max(steps.get(item, 0), subject.ladder_step or 0)

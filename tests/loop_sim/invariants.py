@@ -541,7 +541,8 @@ class Checker:
             for s in (step, try_step):
                 if isinstance(s, int) and 1 <= s <= 5 and (not seen or seen[-1] != s):
                     seen.append(s)
-            attempts = int(subject.get("attempts") or 0)
+            # Where the host reports turns the ceiling counts rounds, not calls.
+            attempts = int(subject.get("rounds") or subject.get("attempts") or 0)
             status = str(subject.get("status"))
             if attempts >= ceiling and status != "blocked":
                 self.fail(
