@@ -285,3 +285,55 @@ def test_ci_installs_the_pinned_cli() -> None:
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text("utf-8")
     assert f'claude_pin="{CLAUDE_CODE_VERSION}"' in ci
     assert '"@anthropic-ai/claude-code@$claude_pin"' in ci
+
+
+def test_turns_belong_to_owners_under_the_real_host(claude: Path, project: Path) -> None:
+    """In a fresh project (no run has written the gate's state), the lead starts a subagent
+    for WI-1 that fails eight times in its one turn, then the lead works alone for three more
+    sessions while WI-2's directive waits for an agent that never starts.
+    - the subagent is bound to WI-1 although nothing had written gate.json before;
+    - its burst is one round: it stays on step 1, below a ceiling of 5 that counts rounds;
+    - the lead's turns spend nothing of WI-2, and nobody is paged for it."""
+    with (project / "workflow/selfcorrect.yaml").open("a", encoding="utf-8") as policy:
+        policy.write("caps:\n  max_attempts_per_subject: 5\n")
+    assert not (project / "workflow/.selfcorrect/gate.json").exists()
+    burst = [[tool_use(f"toolu_b{n}", "Bash", command=f"{RUN} --try {n}")] for n in range(8)]
+    script = {
+        LEAD: [
+            [tool_use("toolu_agent", "Agent", description="Build the app",
+                      prompt=f"{SUB}: you work on WI-1; run the build.",
+                      subagent_type="general-purpose", run_in_background=False)],
+            [text("Delegated.")],
+        ],
+        SUB: [*burst, [text("It keeps failing.")]],
+    }  # fmt: skip
+    server = session(claude, project, script)
+    assert server.conversation(SUB), "the subagent never ran"
+    logged = [e for e in entries(project) if str(e.get("tool_use_id", "")).startswith("toolu_b")]
+    assert len(logged) == 8
+    assert {e["task_id"] for e in logged} == {"WI-1"}  # bound in a fresh project
+    wi1 = next(s for s in shadow(project)["subjects"] if s["subject"] == "WI-1")
+    # Its turn ended (a SubagentStop) with it still failing: one climb, at most, and one round.
+    assert wi1["status"] != "blocked" and (wi1["ladder_step"] or 0) <= 2, wi1
+    assert wi1["rounds"] == 1 and wi1["attempts"] == 8
+
+    # WI-2's directive is out; its agent never starts. The lead works alone, three sessions,
+    # and the validator re-runs after each.
+    def docs_report(stamp: int) -> None:
+        (project / "workflow/validation_report.yaml").write_text(
+            f"status: FIXABLE\ngenerated_at: '2026-12-03T10:0{stamp}:00Z'\nvalidator: ci\n"
+            "issues:\n  - id: V-1\n    type: missing_documentation\n    severity: MINOR\n"
+            "    task_id: WI-2\n    target: docs/locked.md\n    description: docs missing\n",
+            encoding="utf-8",
+        )
+
+    docs_report(0)
+    selfcorrect(project, "run", "workflow", "-q", codes=(0, 1, 3))
+    for stamp in (1, 2, 3):
+        session(claude, project, {LEAD: [[text("Nothing for me to do.")]]})
+        docs_report(stamp)
+        selfcorrect(project, "run", "workflow", "-q", codes=(0, 1, 3))
+    issue = next(i for i in shadow(project)["issues"] if i["task_id"] == "WI-2")
+    assert (issue["attempts"], issue["status"]) == (0, "pending"), issue
+    escalations = (project / "workflow/escalations.yaml").read_text("utf-8")
+    assert "WI-2" not in escalations

@@ -197,7 +197,7 @@ class SubjectEvent(Stamped, frozen=True, kw_only=True):
     rule: str | None
     rule_version: str | None
     evidence: Mapping[str, Any]
-    rounds: int | None = _optional()  # owner turns it failed in (a host that reports turns)
+    rounds: int | None = _optional()  # owner turns it failed in that ended (a host's turns)
 
 
 class ProposalEvent(Stamped, frozen=True, kw_only=True):
@@ -332,6 +332,8 @@ class TurnEvent(Stamped, frozen=True, kw_only=True):
     lead: bool  # the lead agent stopped: its own tasks' turn is over, and its own calls'
     tasks: Sequence[str]  # the tasks the stopping agent owns (bound, assigned, the lead's own)
     report_stamp: str | None  # the report as it stood at the turn's end ("" when none)
+    # The log's entries folded at the turn's end: earlier ones were its own (None: not known).
+    log_position: int | None = _optional()
 
 
 class PlanRevisionEvent(Stamped, frozen=True, kw_only=True):

@@ -66,6 +66,7 @@ class SubjectDecision(Struct, frozen=True):
     # Owner turns it failed in, where the host reports turns (0 without one): the ceiling
     # counts these, and outputs show them beside the failed calls (docs/rules.md §8).
     rounds: int = 0
+    closed_rounds: int = 0  # of those, the rounds that ended (journaled: the next ones add)
 
     @property
     def outstanding(self) -> bool:
@@ -163,11 +164,12 @@ def _decide(
             new,
             f"failure_type:{rule.name if rule else failure_type}",
             rule.version if rule else "",
-            rounds=rounds,
+            rounds=closed + open_round,
+            closed_rounds=closed,
         )
 
     fresh = record.latest_position > prior.log_position
-    rounds = _rounds(record, prior, policy, turns, fresh=fresh) if counts else 0
+    closed, open_round = _rounds(record, prior, policy, turns, fresh=fresh) if counts else (0, 0)
     case = _Case(
         record,
         prior,
@@ -179,7 +181,7 @@ def _decide(
         succeeded_since=baseline is None or record.successes > baseline.successes,
         turns=turns,
         at_limit=rule.at_limit if rule else "ladder",
-        rounds=rounds,
+        rounds=closed + open_round,
         make=make,
     )
     for step in (_held_by_a_person, _nothing_failing, _skipped, _at_a_limit, _on_the_ladder):
@@ -210,16 +212,21 @@ def round_over(
 
 def _rounds(
     record: SubjectRecord, prior: SubjectState, policy: Policy, turns: State | None, *, fresh: bool
-) -> int:
-    """The owner turns the subject has failed in, where the host reports turns; 0 without one
-    (the ceiling then counts failed calls, as a run cannot tell one turn from the next)."""
+) -> tuple[int, int]:
+    """The owner turns the subject has failed in, where the host reports turns: (the rounds
+    that ended, 1 while the round going on has failures of its own); (0, 0) without such a
+    host (the ceiling then counts failed calls, as a run cannot tell one turn from the next).
+    The failures a turn's end finds close that turn's round: one turn is one round."""
     if turns is None or not turns.host_reports_turns:
-        return 0
-    if prior.rounds == 0:
-        return 1
+        return 0, 0
     if fresh and round_over(record, prior, policy, turns):
-        return prior.rounds + 1
-    return prior.rounds
+        # Failures logged after the turn's end are the next round's (the turn says where).
+        agents = {a.agent_id for a in record.chain if a.position > prior.log_position}
+        turn = turns.turn_after(prior.seq, agents, record.task_id)
+        since = turn.log_position if turn is not None else None
+        later = since is not None and record.latest_position >= since
+        return prior.rounds + 1, 1 if later else 0
+    return prior.rounds, 1 if fresh or prior.rounds == 0 else 0
 
 
 def _since(firing: tuple[Firing, ...], position: int) -> tuple[Firing, ...]:

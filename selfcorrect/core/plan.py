@@ -244,7 +244,7 @@ def _plan_subject(
                 ladder_step=decision.ladder_step,
                 log_position=record.latest_position,
                 attempt=decision.attempts,
-                rounds=decision.rounds or None,
+                rounds=decision.closed_rounds or None,
                 failure_type=decision.failure_type,
                 reason=decision.reason.value,
                 rule=decision.rule,

@@ -60,7 +60,7 @@ class SubjectState(Struct):
     baseline: Baseline | None = None  # set by a person's reset
     epoch: int = 0  # resets so far: a new escalation after a reset gets a new id
     seq: int = -1  # the journal record that last decided it: turns after it end its round
-    rounds: int = 0  # owner turns it failed in, where the host reports turns (the ceiling's)
+    rounds: int = 0  # owner turns it failed in that ended, where the host reports turns
 
 
 class Turn(Struct, frozen=True):
@@ -73,6 +73,7 @@ class Turn(Struct, frozen=True):
     tasks: frozenset[str]  # the tasks the stopping agent owns (docs/rules.md §8)
     report_stamp: str | None  # the report as it stood then (None: not known)
     host: bool = True  # the agent host said so (not an agent command selfcorrect ran)
+    log_position: int | None = None  # log entries before it were the turn's own (None: unknown)
 
     def ends(self, agents: Collection[str | None], task: str | None) -> bool:
         """Is this the end of a turn of one of `agents`, or of the agent owning `task`? An
@@ -230,7 +231,8 @@ def _apply_turn(state: State, record: AgentEvent | TurnEvent, seq: int) -> None:
     tasks = frozenset(str(t) for t in record.tasks or () if isinstance(t, str))
     stamp = record.report_stamp if isinstance(record.report_stamp, str) else None
     agent = record.agent if isinstance(record.agent, str) else None
-    state.turns.append(Turn(seq, agent, bool(record.lead), tasks, stamp))
+    logged = record.log_position if isinstance(record.log_position, int) else None
+    state.turns.append(Turn(seq, agent, bool(record.lead), tasks, stamp, log_position=logged))
 
 
 def _end_episode(state: State) -> None:

@@ -95,6 +95,7 @@ def _record_turn(event: HookEvent, folder: Path, *, subagent: bool, tasks: list[
 
     from selfcorrect.core.journal_records import TurnEvent
     from selfcorrect.io import folder_lock, journal, last_report
+    from selfcorrect.io.log_state import folded_entries
 
     if not (folder / layout.JOURNAL).is_file():
         return  # no run has been here: nothing was handed out, no round to end
@@ -104,6 +105,7 @@ def _record_turn(event: HookEvent, folder: Path, *, subagent: bool, tasks: list[
         lead=not subagent,
         tasks=tasks,
         report_stamp=last_report.stamp(folder / layout.REPORT),
+        log_position=folded_entries(folder),
         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         run="hook",
         actor="selfcorrect",

@@ -107,6 +107,19 @@ def log_state_path(folder: Path) -> Path:
     return folder / layout.LOG_STATE
 
 
+def folded_entries(folder: Path) -> int | None:
+    """How many log entries the saved fold has read (every hook decides and saves it before it
+    answers), without rebuilding it; None when there is none or it cannot be used."""
+    try:
+        data = read_bounded(log_state_path(folder), MAX_STATE)
+        if data is None:
+            return None
+        entries = json.loads(unseal(data), object_pairs_hook=_no_duplicates).get("entries")
+    except (ValueError, RecursionError, OSError, AttributeError):
+        return None
+    return entries if isinstance(entries, int) and not isinstance(entries, bool) else None
+
+
 def load_log_cache(folder: Path, policy_path: Path | None = None) -> LogCache:
     """The cache `save_log_cache` left in `folder`, or a new empty one when there is none or
     it cannot be used. Never raises for what the file holds; never follows a symlink.
