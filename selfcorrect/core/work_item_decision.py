@@ -87,6 +87,7 @@ class WorkItemDecision(Struct, frozen=True):
     ladder_step: int | None = None
     escalation: str | None = None  # the one open escalation, when blocked
     blocker: str | None = None  # "kind:name" of the part that blocks it
+    decider: str | None = None  # "kind:name" of the part whose status it took (its facts)
     held: frozenset[str] = frozenset()  # "kind:name" of the parts held by the block
     prompt: str | None = None  # recovery/<file> it has, relative to the workflow folder
     microtasks: tuple[Microtask, ...] = ()  # its pending micro-tasks
@@ -375,7 +376,7 @@ def _open_escalations(run: Decisions) -> dict[str, set[str]]:
 def _decide_item(
     run: Decisions, item: str, parts: list[Part], opened: set[str] | None, work: WorkPlan
 ) -> WorkItemDecision:
-    status, why, escalation, blocker, held = _status_of(run, parts, opened or set())
+    status, why, escalation, decider, held = _status_of(run, parts, opened or set())
     steps = [p.ladder_step for p in parts if p.ladder_step]
     directive = status in ACTS and any(p.directive for p in parts)
     is_task = run.is_task(item) or any(p.task for p in parts)
@@ -387,7 +388,8 @@ def _decide_item(
         is_task=is_task,
         ladder_step=max(steps) if steps else None,
         escalation=escalation,
-        blocker=blocker,
+        blocker=decider if status is FinalStatus.BLOCKED else None,
+        decider=decider,
         held=held,
         prompt=f"recovery/{work_item_file(item)}" if has_file else None,
         microtasks=_pending_microtasks(run, work, item),
@@ -403,7 +405,7 @@ def _key(part: Part) -> str:
 def _status_of(
     run: Decisions, parts: list[Part], opened: set[str]
 ) -> tuple[FinalStatus, str, str | None, str | None, frozenset[str]]:
-    """(status, why, escalation, blocker, held parts) of an item made of `parts`."""
+    """(status, why, escalation, the deciding part, held parts) of an item made of `parts`."""
     blocking = [p for p in parts if p.status is FinalStatus.BLOCKED]
     if blocking:
         # The one escalation: of the parts that block it now, the first whose escalation is
@@ -413,11 +415,11 @@ def _status_of(
         held = frozenset(_key(p) for p in parts if p is not first)
         return FinalStatus.BLOCKED, why, first.escalation, _key(first), held
     status = min((p.status for p in parts), key=SEVERITY.index)
-    why = next(p.why for p in parts if p.status is status)
+    decider = next(p for p in parts if p.status is status)
     # A skipped item's other parts hand nothing out either (no directive, no attempt).
     skipped = status is FinalStatus.SKIPPED
     held = frozenset(_key(p) for p in parts if skipped and p.status in ACTS)
-    return status, why, None, None, held
+    return status, decider.why, None, _key(decider), held
 
 
 def _escalation_reason(run: Decisions, ident: str) -> str:
