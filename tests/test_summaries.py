@@ -293,3 +293,19 @@ def test_a_hooks_joined_failure_is_summarised_by_its_cause_everywhere(
     for shown in (entry["error_summary"], what_failed, repeated["pattern"]):
         assert MYPY_CAUSE[:35] in shown, shown  # the advisory shows 80 characters
         assert "$ " not in shown and "mypy --no-incremental" not in shown, shown
+
+
+def test_a_javascript_error_keeps_where_it_happened_behind_it() -> None:
+    """Node prints the error first and its frames after: the cause leads, the frames that fit
+    follow (the file and line a person opens)."""
+    text = (
+        "$ node src/index.js\n"
+        "TypeError: Cannot read properties of undefined (reading 'id')\n"
+        "    at refresh (src/auth/refresh.ts:3:7)\n"
+        "    at main (src/index.ts:3:1)\n"
+    )
+    assert summary(text) == (
+        "TypeError: Cannot read properties of undefined (reading 'id') "
+        "at refresh (src/auth/refresh.ts:3:7) at main (src/index.ts:3:1)"
+    )
+    assert summary(text, 80).startswith("TypeError: Cannot read properties")

@@ -9,7 +9,8 @@ echo (`$ python -m pytest -q`, `+ pytest`, npm's `> node test.js`) or the progre
 1. pytest's result lines (`FAILED tests/test_x.py::test_y - AssertionError: …`, `ERROR …`),
    every one, in order;
 2. else the last line that names an error: an exception (`TypeError: …`, the last line of a
-   traceback), `error:`/`Error:` (mypy, tsc, gcc), `fatal:`;
+   traceback), `error:`/`Error:` (mypy, tsc, gcc), `fatal:`, followed by the lines its tool
+   printed right after it while they fit (a JavaScript stack's frames: where it happened);
 3. else a linter's diagnostics (ruff's `F401 [*] `os` imported but unused`), every one;
 4. else the text without its echoes and progress lines; else the text as it is.
 
@@ -65,14 +66,30 @@ def summary(text: str, limit: int = SUMMARY_CHARS) -> str:
     results = [line for line in lines if _RESULT.match(line)]
     if results:
         return clip("; ".join(dict.fromkeys(results)), limit)
-    named = deque((x for x in lines if _NAMES_ERROR.search(x) and not _noise(x)), maxlen=1)
+    named = deque(
+        (i for i, x in enumerate(lines) if _NAMES_ERROR.search(x) and not _noise(x)), maxlen=1
+    )
     if named:
-        return clip(named[0], limit)
+        return _with_where(lines, named[0], limit)
     diagnostics = [line for line in lines if _DIAGNOSTIC.match(line)]
     if diagnostics:
         return clip("; ".join(dict.fromkeys(diagnostics)), limit)
     told = [line for line in lines if not _noise(line)]
     return clip(" ".join(told) if told else text, limit)
+
+
+def _with_where(lines: list[str], at: int, limit: int) -> str:
+    """The line naming the error, then what its tool printed right after it (a stack's frames,
+    the location) while it fits: the cause first, where it happened behind it."""
+    cause = clip(lines[at], limit)
+    for line in lines[at + 1 :]:
+        if _noise(line) or _NAMES_ERROR.search(line):
+            break
+        longer = f"{cause} {' '.join(line.split())}"
+        if len(longer) > limit:
+            break
+        cause = longer
+    return cause
 
 
 def clip(text: str, limit: int = SUMMARY_CHARS) -> str:
