@@ -28,7 +28,7 @@ from selfcorrect.core.journal_records import (
     SubjectEvent,
 )
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_context
-from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.ledger import SubjectRecord, work_item_of
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
 from selfcorrect.core.outputs import (
@@ -53,7 +53,6 @@ from selfcorrect.core.work_item_decision import (
     WorkItemDecision,
     WorkItems,
     decide_work_items,
-    item_of_subject,
     subject_escalation_key,
     task_escalation_key,
 )
@@ -75,7 +74,7 @@ def build_plan(run: Decisions) -> Plan:
         record = run.records.get(decision.subject) or SubjectRecord(
             decision.subject, task_id=decision.subject
         )
-        if not decided.held("subject", decision.subject, record.task_id or decision.subject):
+        if not decided.held("subject", decision.subject, record.work_item):
             _plan_subject(plan, facts, run, decision, record)
     for issue in run.issues:
         if not decided.held("issue", issue.fingerprint, issue.work_item):
@@ -88,6 +87,7 @@ def build_plan(run: Decisions) -> Plan:
         _plan_work(plan, facts, run, work, decided)
     plan.reasons += decided.notes
     plan.work_items = dict(decided.items)
+    plan.subject_items = dict(decided.of_subject)
     plan.failed_items = [_entry(facts, item) for item in decided.items.values() if item.is_task]
     _record_written(plan, run)
     _settle_stale(plan, run)
@@ -122,7 +122,7 @@ def _settle_stale(plan: PlanDraft, run: Decisions) -> None:
             continue
         if old.id in cited or old.id in settled:
             continue
-        item = plan.work_items.get(item_of_subject(run, old.subject))
+        item = plan.work_items.get(work_item_of(run.records, old.subject))
         replaced_by = newest.get((kind, old.subject)) or (item.escalation if item else None)
         if replaced_by:
             status, evidence = EscalationStatus.SUPERSEDED, f"superseded by {replaced_by}"
@@ -201,7 +201,7 @@ def _plan_subject(
     record: SubjectRecord,
 ) -> None:
     status = decision.status
-    work_item = record.task_id or decision.subject
+    work_item = record.work_item
     latest = record.chain[-1].error if record.chain else ""
     if decision.stage == SHADOW:
         if status in (SubjectStatus.RECOVERING, SubjectStatus.BLOCKED, SubjectStatus.SKIPPED):

@@ -30,6 +30,7 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.escalation_ids import escalation_id
 from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
+from selfcorrect.core.ledger import work_item_of
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Intent, Verdict
 from selfcorrect.core.plural import count
 from selfcorrect.core.stages import ACTIVE
@@ -164,7 +165,7 @@ def decide_work_items(run: Decisions, work: WorkPlan) -> WorkItems:
         parts.setdefault(item, []).append(part)
 
     for decision in run.subjects:
-        item = item_of_subject(run, decision.subject)
+        item = work_item_of(run.records, decision.subject)
         of_subject[decision.subject] = item
         part = _subject_part(run, decision, item)
         if part is not None:
@@ -201,12 +202,6 @@ def decide_work_items(run: Decisions, work: WorkPlan) -> WorkItems:
         if status is not None
     )
     return WorkItems(kept, of_subject, of_issue, notes)
-
-
-def item_of_subject(run: Decisions, subject: str) -> str:
-    """The work item a subject (or an escalation's subject) belongs to: its task, else itself."""
-    record = run.records.get(subject)
-    return (record.task_id if record is not None else None) or subject
 
 
 def _subject_part(run: Decisions, decision: SubjectDecision, item: str) -> Part | None:
@@ -368,7 +363,7 @@ def _open_escalations(run: Decisions) -> dict[str, set[str]]:
             continue
         if escalation.extra.get("kind") == "circuit":
             continue  # a rule's circuit is no work item's
-        item = item_of_subject(run, escalation.subject)
+        item = work_item_of(run.records, escalation.subject)
         opened.setdefault(item, set()).add(escalation.id)
     return opened
 
