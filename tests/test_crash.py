@@ -1,4 +1,4 @@
-"""kill -9 at random points of many runs (rules §19, §9.5): nothing torn, lost or repeated.
+"""kill -9 at random points of many runs (rules §9, §19): nothing torn, lost or repeated.
 
 A git repository with a workflow folder: 30 stuck subjects in a canonical `tool_failures.yaml`,
 people's comments in the log, `coordination_log.yaml` and `selfcorrect.yaml`, a validator
@@ -20,7 +20,7 @@ own session: nothing else reaches them). After each kill:
 - every process the killed run had started (seen in /proc before the kill) finishes on its own
   within ORPHAN_S seconds. A third of the rounds start the next run without waiting for them.
 
-Then one last run to completion (exit 0, 1 or 3; never 2 or 4), and the rules §9.5 invariants, read
+Then one last run to completion (exit 0, 1 or 3; never 2 or 4), and the rules §19 invariants, read
 from the journal. For a fingerprint, a *remediation* is a `preflight → remediating` transition
 (fsynced before the fixer starts), a *hand-out* an `issue` record with status `remediating`
 or `directive`, and the *count* the attempts `core.state.derive` folds from the whole journal:
@@ -32,7 +32,7 @@ or `directive`, and the *count* the attempts `core.state.derive` folds from the 
    (a directive starts when handed out). A skipped number is an attempt counted twice or one
    that never ran; a number reused after its remediation started is an attempt not counted;
 4. no attempt counted that never started: count <= remediations. A remediation whose run died
-   after its transition is *uncertain* and counts (conservatively, rules §9.5); one whose run died
+   after its transition is *uncertain* and counts (conservatively, rules §9); one whose run died
    before its transition certainly never ran;
 5. attempts within the budget: remediations <= `retries` of the issue type (1);
 6. every ladder round handed out once: a subject's `recovering` records climb strictly;

@@ -331,7 +331,8 @@ VENV_SELFCORRECT = ".venv/bin/selfcorrect"
 def readme_steps(text: str) -> list[Step]:
     """The README's steps as a clone runs them, once installed: an install command keeps only
     what it runs after installing (`... && .venv/bin/selfcorrect run workflow/`), and the test
-    suite's own command is left to tests/test_readme_in_order.py."""
+    suite's own command is left to .ci/run, which runs the README's two commands in order in a
+    fresh clone (tests/test_hermetic_suite.py keeps them the README's)."""
     out = []
     for step in steps(text):
         if "pip install" in step.command:

@@ -1,4 +1,4 @@
-"""Hostile fixers are contained: process tree, output, hidden files, .git, the folder (rules §9.4).
+"""Hostile fixers are contained: process tree, output, hidden files, .git, the folder (rules §9).
 
 Each test builds the attack as it was reported: a real git project in tmp_path, a real fixer
 script configured as the policy's fix command, and a real `selfcorrect run`. After the run the

@@ -178,7 +178,7 @@ def test_a_stub_writer_the_policy_names_is_no_verdict(tmp_path: Path) -> None:
     assert report is not None and report.verdict is Verdict.NONE
 
 
-# --------------------------------------------------------------------------- BLOCKED (§5, §23)
+# --------------------------------------------------------------------------- BLOCKED (§5)
 
 
 @pytest.mark.parametrize(
@@ -221,7 +221,7 @@ def test_an_itemised_blocked_report_keeps_its_fixable_items_but_never_a_critical
     assert [i.classification for i in issues] == [Verdict.BLOCKED, None, Verdict.BLOCKED]
 
 
-# --------------------------------------------------------------------------- issue owners (§23)
+# --------------------------------------------------------------------------- issue owners
 
 
 TASKS = (
@@ -290,7 +290,7 @@ def test_an_issue_of_a_skipped_task_gets_no_directive(tmp_path: Path, run_line) 
     assert "Migration for refresh_tokens" not in prompt
 
 
-# --------------------------------------------------------------------------- probes (§7, §23)
+# --------------------------------------------------------------------------- probes (§7)
 
 
 PROBES = Probes(policy_with().probe_commands)
@@ -377,7 +377,7 @@ def test_a_real_failure_is_still_logged_as_one(project: Path) -> None:  # noqa: 
     assert "outcome" not in entry.data
 
 
-# --------------------------------------------------------------------------- who owns (§23)
+# --------------------------------------------------------------------------- who owns
 
 
 def bash(agent: str | None, error: str, index: int, outcome: Outcome = Outcome.FAILURE) -> Failure:

@@ -396,7 +396,7 @@ def test_a_read_only_document_fails_its_fix_instead_of_stopping_the_run(
 
 
 def test_a_fix_killed_before_its_preflight_is_no_attempt() -> None:
-    """rules §9.5: the plan journals `remediating` before the fixes run; a kill before a fix's
+    """rules §9: the plan journals `remediating` before the fixes run; a kill before a fix's
     preflight leaves no transition for it, which proves it never ran (found by tests/
     test_crash.py: 91 of 200 issues were blocked without their fixer ever running)."""
     from selfcorrect.core.state import derive

@@ -1,4 +1,4 @@
-"""Snapshots, diffs and restores against real throwaway git repositories (rules §9.4)."""
+"""Snapshots, diffs and restores against real throwaway git repositories (rules §9)."""
 
 from __future__ import annotations
 

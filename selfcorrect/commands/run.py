@@ -471,7 +471,7 @@ def _journal_failed(
     code: str = "FIX_FAILED",
 ) -> None:
     """A fix that failed verification (and was compensated), or that an open circuit refused,
-    goes to a person (rules §9.2): journaled here, and the run's next decision blocks its
+    goes to a person (rules §9): journaled here, and the run's next decision blocks its
     issue and writes the escalation from the record (settle, not a second plan)."""
     records = [
         blocked_record(
@@ -492,7 +492,7 @@ def _undo_cycle(
     root: Path,
     clock: Clock,
 ) -> None:
-    """The re-validated report scores worse: restore every fix of this cycle (rules §9.4)."""
+    """The re-validated report scores worse: restore every fix of this cycle (rules §9)."""
     from selfcorrect.core.verification import FixVerdict
     from selfcorrect.effects.remediation import compensate, transition_writer
 

@@ -49,7 +49,7 @@ class IssueReason(enum.StrEnum):
     LADDER_EXHAUSTED = "LADDER_EXHAUSTED"  # ladder steps 1 to 5 offered; still carried
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     LOW_CONFIDENCE = "LOW_CONFIDENCE"
-    FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (rules §9.4)
+    FIX_FAILED = "FIX_FAILED"  # a fixer failed verification and was undone (rules §9)
     CAPS_EXHAUSTED = "CAPS_EXHAUSTED"  # still open after caps.global_cycles cycles (rules §4)
     HUMAN_RESOLVED = "HUMAN_RESOLVED"  # a person resolved it; waits for a fresh report (rules §10)
     RECURRING = "RECURRING"  # back after being fixed caps.max_recurrences times (rules §5)

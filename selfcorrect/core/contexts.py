@@ -114,7 +114,7 @@ def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
         if decision.reason.value in transient
         else decision.reason.value.lower().replace("_", " ")
     )
-    # Attempts and their limit never read as a fraction ("1 of 0 allowed"): issue 19.
+    # Attempts and their limit never read as a fraction ("1 of 0 allowed").
     failed = f"{decision.attempts} failed attempt{'' if decision.attempts == 1 else 's'}"
     if decision.rounds:  # the host reports turns: the ceiling counts rounds, calls beside
         failed = f"{count(decision.attempts, 'failed call')} in {count(decision.rounds, 'round')}"

@@ -31,8 +31,9 @@ FAILED_ITEMS = "failed_items"  # the final_status values a run (or a reset) wrot
 COMMANDS = "commands"  # the policy's commands, when they changed (core/policy_commands.py)
 SUCCESS = "success"  # a success the log does not hold: a passing report (docs/rules.md §9.1)
 TURN = "turn"  # an agent's turn ended: its host's Stop or SubagentStop (docs/rules.md §8)
-PLAN_REVISION = "plan_revision"  # recovery/plan.md written for these tasks, or withdrawn (§8)
-SETTLED = "settled"  # escalations selfcorrect resolved: their cause is gone (§9.1)
+# recovery/plan.md written for these tasks, or withdrawn (docs/rules.md §8)
+PLAN_REVISION = "plan_revision"
+SETTLED = "settled"  # escalations selfcorrect resolved: their cause is gone (docs/rules.md §9.1)
 
 
 class Omit(Enum):

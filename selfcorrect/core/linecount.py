@@ -1,4 +1,4 @@
-"""Changed-line counts between two versions of a file, like `git diff --numstat` (rules §9.4).
+"""Changed-line counts between two versions of a file, like `git diff --numstat` (rules §9).
 
 Pure. difflib took 42 s on one awkward 2,000-line input; this bounded edit distance matches
 `git diff --numstat --minimal` on random trials and stops counting exactly past DIFF_LIMIT.

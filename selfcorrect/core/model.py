@@ -85,7 +85,7 @@ HANDED_OUT = (IssueStatus.DIRECTIVE, IssueStatus.REMEDIATING, IssueStatus.FIXED)
 
 
 class FixState(enum.StrEnum):
-    """The states of one remediation attempt (docs/rules.md §9.2)."""
+    """The states of one remediation attempt (docs/rules.md §9)."""
 
     OBSERVED = "observed"
     CLASSIFIED = "classified"

@@ -299,9 +299,7 @@ def plan_resolved(
             **stamp(run),
         )
     )
-    if (
-        prior.status == IssueStatus.FIXED
-    ):  # a fixer's effect confirmed by a fresh report (rules §9.2)
+    if prior.status == IssueStatus.FIXED:  # a fixer's effect confirmed by a fresh report (rules §9)
         plan.journal.append(
             TransitionEvent(
                 fingerprint=fingerprint,

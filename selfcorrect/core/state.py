@@ -333,8 +333,8 @@ def _apply_issue(issue: IssueState, record: IssueEvent, seq: int) -> None:
 
 def _refund_unstarted(state: State, started: set[tuple[str, int]]) -> None:
     """A fix handed out (`remediating`) whose preflight never began was killed before it
-    could run: the transition is fsynced before any effect (rules §9.2), so its absence proves
-    nothing happened. That hand-out is no attempt (rules §9.5: never double-count)."""
+    could run: the transition is fsynced before any effect (rules §9), so its absence proves
+    nothing happened. That hand-out is no attempt (rules §9, §19: never double-count)."""
     for fingerprint, issue in state.issues.items():
         if issue.status == IssueStatus.REMEDIATING and (fingerprint, issue.attempts) not in started:
             issue.attempts = max(issue.attempts - 1, 0)

@@ -1,4 +1,4 @@
-"""Is a fix acceptable? Scope, size, exit status, and whether the next report is worse (rules §9.4).
+"""Is a fix acceptable? Scope, size, exit status, and whether the next report is worse (rules §9).
 
 Pure: it takes what the workspace measured and the fixer's exit status, and answers with a
 reason from a fixed enumeration. The caller compensates (restores) on anything but OK.
@@ -37,7 +37,7 @@ class Measured(Struct, frozen=True):
 
 
 def score(issues: Iterable[Issue]) -> int:
-    """CRITICAL 10, MAJOR 3, MINOR 1 (rules §9.4): the weight of a report's open issues."""
+    """CRITICAL 10, MAJOR 3, MINOR 1 (rules §9): the weight of a report's open issues."""
     return sum(WEIGHTS.get(issue.severity, 3) for issue in issues)
 
 

@@ -64,7 +64,7 @@ NO_FIXER = Fixer.of({})  # a decision without one runs no command and has no bou
 
 
 def attempt_key(trace: str, decision: IssueDecision) -> str:
-    """trace id + fingerprint + rule version (rules §9.5): the identity of one attempt."""
+    """trace id + fingerprint + rule version (rules §9): the identity of one attempt."""
     raw = f"{trace}|{decision.fingerprint}|{decision.rule_version}"
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
@@ -130,7 +130,7 @@ FIX_PROGRESS: ContextVar[Callable[[int, int, str], None] | None] = ContextVar(
 def transition_writer(
     record: Record, decision: IssueDecision, key: str | None = None
 ) -> Callable[..., None]:
-    """`step(source, target, **evidence)`: one journal record per transition (rules §9.2)."""
+    """`step(source, target, **evidence)`: one journal record per transition (rules §9)."""
 
     def step(source: FixState, target: FixState, **evidence: Any) -> None:
         entry = TransitionEvent(

@@ -1,4 +1,4 @@
-"""The project around a workflow folder (rules §1), and its snapshots (rules §9.3-9.4).
+"""The project around a workflow folder (rules §1), and its snapshots (rules §9).
 
 Paths inside documents are relative to the project root: the git work tree containing the
 folder, or the folder's parent when there is none. A snapshot captures the bytes a fix may
