@@ -643,23 +643,23 @@ def test_failed_items_round_trip_in_section_9_6_order() -> None:
         assert normalise_failed_item(out, 0) == item
 
 
-def test_a_planned_work_item_writes_its_entry_in_order_and_is_compared_on_it() -> None:
-    """The plan's work item: its failed_items entry is its first seven fields in the file's
-    order, and two decisions of an item are equal exactly when their entries are (its
-    escalation id and guidance are how the other outputs show it)."""
-    item = WorkItem(
-        task_id="WI-1",
-        escalation_context="why",
-        final_status="blocked",
-        attempts=3,
-        escalation="ESC-1",
-        is_task=True,
-    )
-    assert list(WorkItem.__struct_fields__[:7]) == SECTION_9_6_ORDER == list(ENTRY)
-    assert list(item.entry()) == ["task_id", "attempts", "final_status", "escalation_context"]
-    same = WorkItem(task_id="WI-1", final_status="blocked", attempts=3, escalation_context="why")
-    assert item == same
-    assert item != msgspec.structs.replace(same, final_status="recovering")
+def test_a_planned_work_items_facts_write_its_entry_in_order_with_the_decisions_status() -> None:
+    """The facts a part recorded become the failed_items entry in the file's order; the
+    status is the item's decision's, never the part's (they carry none)."""
+    item = WorkItem(task_id="WI-1", escalation_context="why", attempts=3)
+    assert "final_status" not in WorkItem.__struct_fields__
+    assert list(item.entry("blocked", "why")) == [
+        "task_id",
+        "attempts",
+        "final_status",
+        "escalation_context",
+    ]
+    assert list(ENTRY) == SECTION_9_6_ORDER
+    assert item.entry("recovering", None) == {
+        "task_id": "WI-1",
+        "attempts": 3,
+        "final_status": "recovering",
+    }
 
 
 def test_failed_item_to_dict_orders_keys_and_omits_none() -> None:

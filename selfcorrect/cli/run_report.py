@@ -53,10 +53,9 @@ def _why(plan: Plan, decision: IssueDecision) -> str:
 
 
 def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
-    records = decisions.records
     rows = []
     for d in decisions.subjects:
-        item = _work_item(records, d.subject)
+        item = plan.item_of(d.subject)
         decided = plan.work_items.get(item)
         # A part held by its item's block (core/work_item_decision.py) stays where it was.
         held = decided is not None and decided.holds("subject", d.subject)
@@ -87,11 +86,6 @@ def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
 
 
 HELD = "HELD"  # its work item is blocked (or skipped) by another of its parts
-
-
-def _work_item(records: Any, subject: str) -> str:
-    record = records.get(subject)
-    return (record.task_id if record else None) or subject
 
 
 def issue_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
@@ -148,7 +142,7 @@ def add_what_to_read(
         record = decisions.records.get(decision.subject)
         latest = record.chain[-1].error if record is not None and record.chain else ""
         row["description"] = summary(latest)
-        work_item = (record.task_id if record is not None else None) or decision.subject
+        work_item = outcome.plan.item_of(decision.subject)
         row["prompt"] = prompt_path(outcome, work_item)
         row["escalation"] = escalation_of(work_item)
 
@@ -362,7 +356,7 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
                 printable(d.subject),
                 printable(d.failure_type),
                 attempts_text(d.attempts, d.retries),
-                item_status(plan, _work_item(decisions.records, d.subject), d.status.value),
+                item_status(plan, plan.item_of(d.subject), d.status.value),
                 _steps(d.ladder_step),
                 ", ".join(f"{f.signal.value} {f.count}/{f.threshold}" for f in d.signals),
             ]

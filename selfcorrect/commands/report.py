@@ -204,7 +204,7 @@ def _add_subjects(items: _Items, outcome: Any) -> None:
     subjects, records, _issues = _run_view(outcome)
     for decision in subjects:
         record = records.get(decision.subject)
-        name = (record.task_id if record else None) or decision.subject
+        name = outcome.plan.item_of(decision.subject)
         items.owner[decision.subject] = name
         if decision.status.value == "ok" and not (record and record.failures_total):
             continue  # no failure since its last success: nothing to show

@@ -86,8 +86,7 @@ def advisories(decisions: Decisions, plan: Plan) -> list[Advisory]:
     for decision in decisions.subjects:
         if not decision.signals:
             continue
-        record = decisions.records.get(decision.subject)
-        item = plan.work_items.get((record.task_id if record else None) or decision.subject)
+        item = plan.item_of_subject(decision.subject)
         text, prompt, escalation = recovery(decision, item, decisions)
         status = item.status.value if item is not None else decision.status.value
         held = item is not None and item.holds("subject", decision.subject)

@@ -191,7 +191,7 @@ def stuck_context(
     context = {
         # STUCK only when a stuck signal fired; its type's retries spent alone is no signal
         "title": "STUCK RECOVERY" if decision.signals else "RECOVERY",
-        "work_item_id": record.task_id or decision.subject,
+        "work_item_id": record.work_item,
         # The attempts the JSON shows for this subject (since a person's reset, by its type).
         "attempts": decision.attempts,
         # The chain still lists what failed before a person's reset; say so beside the count.

@@ -33,7 +33,7 @@ from selfcorrect.core.human_control import (
 from selfcorrect.core.inputs import Inputs
 from selfcorrect.core.journal_records import ResetBaseline, SuccessEvent
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, decide_subject
-from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.ledger import SubjectRecord, work_item_of
 from selfcorrect.core.model import (
     HANDED_OUT,
     Coordination,
@@ -278,7 +278,7 @@ def passing_report(inputs: Inputs, state: State) -> SuccessEvent | None:
                 )
             )
         elif record.attempts:
-            late |= {name, record.task_id or name}
+            late |= {name, record.work_item}
     settled = [
         e.id
         for e in inputs.escalations
@@ -348,8 +348,7 @@ def one_step_per_item(
     that one step."""
 
     def item_of(subject: str) -> str:
-        record = records.get(subject)
-        return (record.task_id if record is not None else None) or subject
+        return work_item_of(records, subject)
 
     steps: dict[str, int] = {}
     # A subject blocked at the end of the ladder (step 6) names its item's step too.

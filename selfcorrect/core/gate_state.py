@@ -69,7 +69,7 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
                 "input_digest": r.input_digest,
                 "failures": r.failures,
                 "subject": r.subject,
-                "prompt": prompt_of(_item_of(decisions, r.subject)),
+                "prompt": prompt_of(plan.item_of(r.subject)),
             }
             for r in _not_reset(decisions, decisions.inputs.log.repeats)[-MAX_REPEATS:]
         ],
@@ -103,11 +103,6 @@ def _live(decisions: Decisions) -> dict[str, str | None]:
     }
 
 
-def _item_of(decisions: Decisions, subject: str) -> str:
-    record = decisions.records.get(subject)
-    return (record.task_id if record is not None else None) or subject
-
-
 def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[str, Any]]:
     """Project-relative path -> the blocked item that owns it."""
     place = decisions.place
@@ -135,7 +130,7 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
     listed = [(e.id, e.subject, list(e.files), e.reason) for e in plan.escalations]
     listed += [(e.id, e.subject, list(e.files), e.reason) for e in opened]
     for ident, subject, files, reason in listed:
-        if ident in settled or _item_of(decisions, subject) in live:
+        if ident in settled or plan.item_of(subject) in live:
             continue
         own([*files, *_path_like(subject)], subject, ident, reason)
     # A live task is never denied its own files, whoever else once failed on them.

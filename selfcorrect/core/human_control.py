@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from msgspec import Struct
 
 from selfcorrect.core.journal_records import ResetBaseline, ResetEvent
-from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.ledger import SubjectRecord, work_item_of
 from selfcorrect.core.model import (
     Escalation,
     EscalationStatus,
@@ -87,7 +87,7 @@ def resolve_reset(
     work_items = list(
         dict.fromkeys(
             [
-                *((records[s].task_id or s) if s in records else s for s in subjects),
+                *(work_item_of(records, s) for s in subjects),
                 *(state.issue(f).work_item or f for f in fingerprints),
                 *tasks,
             ]

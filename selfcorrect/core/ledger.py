@@ -115,6 +115,11 @@ class SubjectRecord(Struct):
     worked: list[str] = field(default_factory=list)
 
     @property
+    def work_item(self) -> str:
+        """The work item it belongs to: its task, else itself."""
+        return self.task_id or self.subject
+
+    @property
     def attempts_of_latest(self) -> int:
         return self.attempts.get(self.latest_type or "", 0)
 
@@ -306,3 +311,10 @@ def _attempt_of(state: Any) -> Attempt:
         _text_or_none(agent),
         hooked is True,
     )
+
+
+def work_item_of(records: Mapping[str, SubjectRecord], subject: str) -> str:
+    """The work item a subject (or an escalation's subject) belongs to: its task, else itself.
+    The one place this is said; a plan carries the answers for its renderers (`Plan.item_of`)."""
+    record = records.get(subject)
+    return record.work_item if record is not None else subject

@@ -68,6 +68,7 @@ class PlanDraft(Struct):
     resolutions: list[Resolution] = field(default_factory=list)  # escalations now settled
     work_items: dict[str, WorkItemDecision] = field(default_factory=dict)
     withdrawn: list[str] = field(default_factory=list)  # recovery files no longer true
+    subject_items: dict[str, str] = field(default_factory=dict)  # subject -> its work item
 
     def freeze(self) -> Plan:
         return Plan(
@@ -84,6 +85,7 @@ class PlanDraft(Struct):
             resolutions=tuple(self.resolutions),
             work_items=MappingProxyType(dict(self.work_items)),
             withdrawn=tuple(self.withdrawn),
+            subject_items=MappingProxyType(dict(self.subject_items)),
         )
 
 
@@ -129,6 +131,16 @@ class Plan(Struct, frozen=True):
     work_items: Mapping[str, WorkItemDecision] = field(default_factory=dict)
     # Recovery files (by work item) whose directive is no longer true: deleted (rules §8).
     withdrawn: tuple[str, ...] = ()
+    # The work item of each subject the run decided: renderers ask `item_of`, never the log.
+    subject_items: Mapping[str, str] = field(default_factory=dict)
+
+    def item_of(self, subject: str) -> str:
+        """The work item a decided subject belongs to (its task, else itself)."""
+        return self.subject_items.get(subject, subject)
+
+    def item_of_subject(self, subject: str) -> WorkItemDecision | None:
+        """The decision of the work item a subject belongs to, if one was made."""
+        return self.work_items.get(self.item_of(subject))
 
 
 class Stamp(TypedDict):

@@ -28,7 +28,7 @@ from selfcorrect.core.journal_records import (
     SubjectEvent,
 )
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus, terminal_context
-from selfcorrect.core.ledger import SubjectRecord
+from selfcorrect.core.ledger import SubjectRecord, work_item_of
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Verdict
 from selfcorrect.core.normalise import normalise_failed_item
 from selfcorrect.core.outputs import (
@@ -47,15 +47,16 @@ from selfcorrect.core.stages import SHADOW
 from selfcorrect.core.summary import clip, summary
 from selfcorrect.core.text_caps import cap_text
 from selfcorrect.core.work_item_decision import (
+    CONSOLIDATED,
     EMPTY_WORK,
+    SUCCEEDED,
     WorkItemDecision,
     WorkItems,
     decide_work_items,
-    item_of_subject,
     subject_escalation_key,
     task_escalation_key,
 )
-from selfcorrect.core.work_items import WorkItem, merge
+from selfcorrect.core.work_items import Facts, WorkItem
 
 
 def build_plan(run: Decisions) -> Plan:
@@ -64,16 +65,16 @@ def build_plan(run: Decisions) -> Plan:
     only when its item lets it act (a held part builds nothing)."""
     work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
     decided = decide_work_items(run, EMPTY_WORK if _shadow(run) else work)
-    facts: dict[str, WorkItem] = {}
+    facts = Facts()
     plan = PlanDraft(Result.PASS)
-    _plan_human(plan, facts, run)
+    _plan_human(plan, run)
     _plan_trips(plan, run)
     for decision in run.subjects:
         # A review loop stalls a task no tool failure names: it has no record in the log.
         record = run.records.get(decision.subject) or SubjectRecord(
             decision.subject, task_id=decision.subject
         )
-        if not decided.held("subject", decision.subject, record.task_id or decision.subject):
+        if not decided.held("subject", decision.subject, record.work_item):
             _plan_subject(plan, facts, run, decision, record)
     for issue in run.issues:
         if not decided.held("issue", issue.fingerprint, issue.work_item):
@@ -86,9 +87,8 @@ def build_plan(run: Decisions) -> Plan:
         _plan_work(plan, facts, run, work, decided)
     plan.reasons += decided.notes
     plan.work_items = dict(decided.items)
-    plan.failed_items = [
-        _entry(facts.get(item.id), item) for item in decided.items.values() if item.is_task
-    ]
+    plan.subject_items = dict(decided.of_subject)
+    plan.failed_items = [_entry(facts, item) for item in decided.items.values() if item.is_task]
     _record_written(plan, run)
     _settle_stale(plan, run)
     _plan_revision(plan, run)
@@ -96,14 +96,14 @@ def build_plan(run: Decisions) -> Plan:
     return plan.freeze()
 
 
-def _entry(facts: WorkItem | None, item: WorkItemDecision) -> dict[str, Any]:
-    """The item's failed_items entry: the facts its parts recorded, with the one status."""
-    if facts is None:
-        facts = WorkItem(task_id=item.id, final_status=item.status.value)
-    context = facts.escalation_context
-    if facts.final_status != item.status.value or not context:
-        context = item.why or None
-    return replace(facts, final_status=item.status.value, escalation_context=context).entry()
+def _entry(facts: Facts, item: WorkItemDecision) -> dict[str, Any]:
+    """The item's failed_items entry: the facts of the part that decided it, every part's
+    actions, and the one status."""
+    decided, actions = facts.of(item.id, item.decider)
+    decided = decided or WorkItem(task_id=item.id)
+    context = decided.escalation_context or item.why or None
+    entry = replace(decided, recovery_actions_taken=actions or decided.recovery_actions_taken)
+    return entry.entry(item.status.value, context)
 
 
 def _settle_stale(plan: PlanDraft, run: Decisions) -> None:
@@ -122,7 +122,7 @@ def _settle_stale(plan: PlanDraft, run: Decisions) -> None:
             continue
         if old.id in cited or old.id in settled:
             continue
-        item = plan.work_items.get(item_of_subject(run, old.subject))
+        item = plan.work_items.get(work_item_of(run.records, old.subject))
         replaced_by = newest.get((kind, old.subject)) or (item.escalation if item else None)
         if replaced_by:
             status, evidence = EscalationStatus.SUPERSEDED, f"superseded by {replaced_by}"
@@ -195,13 +195,13 @@ PLAN_REVISION = "plan"  # recovery/plan.md, the controller's plan-revision direc
 
 def _plan_subject(
     plan: PlanDraft,
-    items: dict[str, WorkItem],
+    facts: Facts,
     run: Decisions,
     decision: SubjectDecision,
     record: SubjectRecord,
 ) -> None:
     status = decision.status
-    work_item = record.task_id or decision.subject
+    work_item = record.work_item
     latest = record.chain[-1].error if record.chain else ""
     if decision.stage == SHADOW:
         if status in (SubjectStatus.RECOVERING, SubjectStatus.BLOCKED, SubjectStatus.SKIPPED):
@@ -219,11 +219,7 @@ def _plan_subject(
         return
     context = subject_summary(decision, record)
     if status is SubjectStatus.RECOVERED:
-        entry = WorkItem(
-            task_id=work_item,
-            final_status=status.value,
-            escalation_context="succeeded after selfcorrect acted",
-        )
+        entry = WorkItem(task_id=work_item, escalation_context=SUCCEEDED)
     else:
         entry = WorkItem(
             task_id=work_item,
@@ -231,11 +227,8 @@ def _plan_subject(
             attempts=decision.attempts,
             error_summary=summary(latest),  # what failed (docs/rules.md §9.6)
             recovery_actions_taken=list(record.approaches),
-            final_status=status.value,
             escalation_context=context,
         )
-    entry.is_task = bool(record.task_id)
-    entry.guidance = run.guidance(work_item) or run.guidance(decision.subject)
     if decision.new:
         plan.journal.append(
             SubjectEvent(
@@ -274,8 +267,8 @@ def _plan_subject(
             )
         )
     elif status is SubjectStatus.BLOCKED:
-        entry.escalation = _subject_escalation(plan, run, decision, record, context)
-    merge(items, entry)
+        _subject_escalation(plan, run, decision, record, context)
+    facts.add(f"subject:{decision.subject}", entry)
 
 
 def _subject_escalation(
@@ -343,7 +336,7 @@ def _propose_work(plan: PlanDraft, run: Decisions, work: WorkPlan) -> None:
 
 
 def _plan_work(
-    plan: PlanDraft, items: dict[str, WorkItem], run: Decisions, work: WorkPlan, decided: WorkItems
+    plan: PlanDraft, facts: Facts, run: Decisions, work: WorkPlan, decided: WorkItems
 ) -> None:
     """rules §11: micro-task files, handoffs, consolidation, and escalation past the limits."""
     plan.microtask_files.update(work.new_files)
@@ -356,30 +349,17 @@ def _plan_work(
         }
     plan.journal += [replace(record, **stamp(run)) for record in work.records]
     for task_id in work.waiting:
-        merge(
-            items,
-            WorkItem(
-                task_id=task_id,
-                failure_type="incomplete_work",
-                attempts=0,
-                error_summary="the subagent returned with work unfinished",
-                recovery_actions_taken=["split into micro-tasks"],
-                final_status="pending",
-                escalation_context=f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml",
-                is_task=True,
-                guidance=run.guidance(task_id),
-            ),
+        waiting = WorkItem(
+            task_id=task_id,
+            failure_type="incomplete_work",
+            attempts=0,
+            error_summary="the subagent returned with work unfinished",
+            recovery_actions_taken=["split into micro-tasks"],
+            escalation_context=f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml",
         )
+        facts.add(f"work:{task_id}", waiting)
     for task_id in work.consolidated:
-        merge(
-            items,
-            WorkItem(
-                task_id=task_id,
-                final_status="recovered",
-                escalation_context="every micro-task done: consolidated, re-validating",
-                is_task=True,
-            ),
-        )
+        facts.add(f"work:{task_id}", WorkItem(task_id=task_id, escalation_context=CONSOLIDATED))
     for task_id, reason, progress, checkpoint in work.blocked:
         if decided.held("work", task_id, task_id):
             continue  # its item is blocked by another part: one escalation is open
@@ -399,23 +379,18 @@ def _plan_work(
         if checkpoint:  # where the work stands, before the run's own checkpoints
             escalation = replace(escalation, checkpoints=(checkpoint, *run.checkpoints))
         plan.escalations.append(escalation)
-        merge(
-            items,
-            WorkItem(
-                task_id=task_id,
-                failure_type="incomplete_work",
-                attempts=0,
-                error_summary=progress,
-                recovery_actions_taken=["split into micro-tasks"],
-                final_status="blocked",
-                escalation_context=reason,
-                is_task=True,
-                escalation=escalation.id,
-            ),
+        blocked = WorkItem(
+            task_id=task_id,
+            failure_type="incomplete_work",
+            attempts=0,
+            error_summary=progress,
+            recovery_actions_taken=["split into micro-tasks"],
+            escalation_context=reason,
         )
+        facts.add(f"work:{task_id}", blocked)
 
 
-def _plan_human(plan: PlanDraft, items: dict[str, WorkItem], run: Decisions) -> None:
+def _plan_human(plan: PlanDraft, run: Decisions) -> None:
     """A person's hand edits, acted on now: journaled first (who, when, why), and the
     escalations they answer settled in escalations.yaml."""
     # A passing report's success, seen now: journaled first, as a hand edit is; the

@@ -19,14 +19,12 @@ from selfcorrect.core.state import IssueState
 from selfcorrect.core.summary import summary
 from selfcorrect.core.work_item_decision import issue_escalation_key, issue_waiting
 from selfcorrect.core.work_item_decision import runs_fixer as fixer_runs
-from selfcorrect.core.work_items import WorkItem, merge
+from selfcorrect.core.work_items import Facts, WorkItem
 
 STUCK_PROMPT = "stuck_recovery.md.j2"
 
 
-def plan_issue(
-    plan: PlanDraft, items: dict[str, WorkItem], run: Decisions, decision: IssueDecision
-) -> None:
+def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDecision) -> None:
     issue = decision.issue
     if decision.stage == SHADOW:
         propose(
@@ -48,26 +46,20 @@ def plan_issue(
         return
     blocked = decision.classification is Verdict.BLOCKED
     if blocked:
-        block_issue(plan, items, run, decision, decision.detail, journal=decision.new)
+        block_issue(plan, facts, run, decision, decision.detail, journal=decision.new)
         return
     # A fixer command, or a built-in fix (core/work_item_decision.runs_fixer). An issue of a
     # stopped item (blocked, skipped) is held there and never reaches this point.
     runs_fixer = fixer_runs(run, decision)
-    merge(
-        items,
-        WorkItem(
-            task_id=decision.work_item,
-            failure_type=decision.type,
-            attempts=decision.attempts,
-            error_summary=summary(issue.description),
-            recovery_actions_taken=[decision.strategy] if decision.strategy else [],
-            # A fixer selfcorrect runs is recovering; a directive waits for the agents.
-            final_status="recovering" if runs_fixer else "pending",
-            escalation_context=issue_waiting(decision, runs_fixer),
-            is_task=bool(issue.task_id),
-            guidance=run.guidance(decision.work_item),
-        ),
+    handed_out = WorkItem(
+        task_id=decision.work_item,
+        failure_type=decision.type,
+        attempts=decision.attempts,
+        error_summary=summary(issue.description),
+        recovery_actions_taken=[decision.strategy] if decision.strategy else [],
+        escalation_context=issue_waiting(decision, runs_fixer),
     )
+    facts.add(f"issue:{decision.fingerprint}", handed_out)
     if decision.new:
         plan.journal.append(
             _issue_record(
@@ -176,7 +168,7 @@ def _issue_record(run: Decisions, decision: IssueDecision, status: IssueStatus) 
 
 def block_issue(
     plan: PlanDraft,
-    items: dict[str, WorkItem],
+    facts: Facts,
     run: Decisions,
     decision: IssueDecision,
     reason: str,
@@ -218,16 +210,12 @@ def block_issue(
             attempts=decision.attempts,
             error_summary=summary(issue.description),
             recovery_actions_taken=tried,
-            final_status="blocked",
             escalation_context=reason,
         )
     else:  # blocked before: say why as the escalation said it then (the same words)
         earlier = next((e.reason for e in run.escalations if e.id == entry.id), None)
-        item = WorkItem(
-            task_id=decision.work_item, final_status="blocked", escalation_context=earlier
-        )
-    item.is_task, item.escalation = bool(issue.task_id), entry.id
-    merge(items, item)
+        item = WorkItem(task_id=decision.work_item, escalation_context=earlier)
+    facts.add(f"issue:{decision.fingerprint}", item)
     if journal:
         plan.journal.append(blocked_record(run, decision, reason, code))
     plan.escalations.append(entry)
@@ -287,22 +275,15 @@ def blocked_record(
 
 def plan_resolved(
     plan: PlanDraft,
-    items: dict[str, WorkItem],
+    facts: Facts,
     run: Decisions,
     fingerprint: str,
     prior: IssueState,
 ) -> None:
     """A fresh report no longer carries an issue we handed out: it recovered."""
     work_item = prior.work_item or fingerprint
-    merge(
-        items,
-        WorkItem(
-            task_id=work_item,
-            final_status="recovered",
-            escalation_context=f"a fresh report no longer carries {fingerprint}",
-            is_task=work_item != fingerprint,
-        ),
-    )
+    why = f"a fresh report no longer carries {fingerprint}"
+    facts.add(f"resolved:{fingerprint}", WorkItem(task_id=work_item, escalation_context=why))
     plan.journal.append(
         IssueEvent(
             fingerprint=fingerprint,

@@ -30,6 +30,7 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.escalation_ids import escalation_id
 from selfcorrect.core.intent import work_item_intent
 from selfcorrect.core.ladder import SubjectDecision, SubjectStatus
+from selfcorrect.core.ledger import work_item_of
 from selfcorrect.core.model import EscalationStatus, FinalStatus, Intent, Verdict
 from selfcorrect.core.plural import count
 from selfcorrect.core.stages import ACTIVE
@@ -87,6 +88,7 @@ class WorkItemDecision(Struct, frozen=True):
     ladder_step: int | None = None
     escalation: str | None = None  # the one open escalation, when blocked
     blocker: str | None = None  # "kind:name" of the part that blocks it
+    decider: str | None = None  # "kind:name" of the part whose status it took (its facts)
     held: frozenset[str] = frozenset()  # "kind:name" of the parts held by the block
     prompt: str | None = None  # recovery/<file> it has, relative to the workflow folder
     microtasks: tuple[Microtask, ...] = ()  # its pending micro-tasks
@@ -163,7 +165,7 @@ def decide_work_items(run: Decisions, work: WorkPlan) -> WorkItems:
         parts.setdefault(item, []).append(part)
 
     for decision in run.subjects:
-        item = item_of_subject(run, decision.subject)
+        item = work_item_of(run.records, decision.subject)
         of_subject[decision.subject] = item
         part = _subject_part(run, decision, item)
         if part is not None:
@@ -200,12 +202,6 @@ def decide_work_items(run: Decisions, work: WorkPlan) -> WorkItems:
         if status is not None
     )
     return WorkItems(kept, of_subject, of_issue, notes)
-
-
-def item_of_subject(run: Decisions, subject: str) -> str:
-    """The work item a subject (or an escalation's subject) belongs to: its task, else itself."""
-    record = run.records.get(subject)
-    return (record.task_id if record is not None else None) or subject
 
 
 def _subject_part(run: Decisions, decision: SubjectDecision, item: str) -> Part | None:
@@ -367,7 +363,7 @@ def _open_escalations(run: Decisions) -> dict[str, set[str]]:
             continue
         if escalation.extra.get("kind") == "circuit":
             continue  # a rule's circuit is no work item's
-        item = item_of_subject(run, escalation.subject)
+        item = work_item_of(run.records, escalation.subject)
         opened.setdefault(item, set()).add(escalation.id)
     return opened
 
@@ -375,7 +371,7 @@ def _open_escalations(run: Decisions) -> dict[str, set[str]]:
 def _decide_item(
     run: Decisions, item: str, parts: list[Part], opened: set[str] | None, work: WorkPlan
 ) -> WorkItemDecision:
-    status, why, escalation, blocker, held = _status_of(run, parts, opened or set())
+    status, why, escalation, decider, held = _status_of(run, parts, opened or set())
     steps = [p.ladder_step for p in parts if p.ladder_step]
     directive = status in ACTS and any(p.directive for p in parts)
     is_task = run.is_task(item) or any(p.task for p in parts)
@@ -387,7 +383,8 @@ def _decide_item(
         is_task=is_task,
         ladder_step=max(steps) if steps else None,
         escalation=escalation,
-        blocker=blocker,
+        blocker=decider if status is FinalStatus.BLOCKED else None,
+        decider=decider,
         held=held,
         prompt=f"recovery/{work_item_file(item)}" if has_file else None,
         microtasks=_pending_microtasks(run, work, item),
@@ -403,7 +400,7 @@ def _key(part: Part) -> str:
 def _status_of(
     run: Decisions, parts: list[Part], opened: set[str]
 ) -> tuple[FinalStatus, str, str | None, str | None, frozenset[str]]:
-    """(status, why, escalation, blocker, held parts) of an item made of `parts`."""
+    """(status, why, escalation, the deciding part, held parts) of an item made of `parts`."""
     blocking = [p for p in parts if p.status is FinalStatus.BLOCKED]
     if blocking:
         # The one escalation: of the parts that block it now, the first whose escalation is
@@ -413,11 +410,11 @@ def _status_of(
         held = frozenset(_key(p) for p in parts if p is not first)
         return FinalStatus.BLOCKED, why, first.escalation, _key(first), held
     status = min((p.status for p in parts), key=SEVERITY.index)
-    why = next(p.why for p in parts if p.status is status)
+    decider = next(p for p in parts if p.status is status)
     # A skipped item's other parts hand nothing out either (no directive, no attempt).
     skipped = status is FinalStatus.SKIPPED
     held = frozenset(_key(p) for p in parts if skipped and p.status in ACTS)
-    return status, why, None, None, held
+    return status, decider.why, None, _key(decider), held
 
 
 def _escalation_reason(run: Decisions, ident: str) -> str:

@@ -1,10 +1,9 @@
-"""One status per work item per run, and the `failed_items` entry it becomes.
+"""What a work item's parts recorded for its `failed_items` entry, and the status words.
 
-Every planner (subjects, issues, incomplete work, resets) contributes a `WorkItem`; `merge`
-keeps one per work item, the most severe status winning. That one decision is rendered
-everywhere: the terminal table, `--format json`, `failed_items` (tasks only), the escalation
-and the first line of `recovery/<item>.md`, so they cannot disagree (docs/rules.md
-rules §9.1).
+The status itself is decided once, in core/work_item_decision.py. Each planner (subjects,
+issues, resolutions, incomplete work) records the facts of its part (`Facts.add`, keyed by the
+part: `kind:name`); the entry takes the facts of the part that decided the item and the actions
+of every part, with the decision's status (docs/rules.md §9.1, §9.6).
 """
 
 from __future__ import annotations
@@ -14,10 +13,6 @@ from typing import Any
 from msgspec import Struct
 
 from selfcorrect.core.model import FAILED_ITEM_KEYS
-
-# Most severe first: a work item's status is the most severe of its parts.
-SEVERITY = ("blocked", "skipped", "recovering", "pending", "recovered")
-_RANK = {status: len(SEVERITY) - i for i, status in enumerate(SEVERITY)}
 
 # Each status in one line, for the first line of a prompt.
 MEANING = {
@@ -43,66 +38,36 @@ ENTRY = FAILED_ITEM_KEYS
 
 
 class WorkItem(Struct, kw_only=True):
-    """A work item as this run decided it. The first seven fields are its `failed_items`
-    entry (in that order); the rest say how the other outputs show it."""
+    """The facts one part recorded for its item's `failed_items` entry (the entry's fields
+    but its status, which only the item's decision gives)."""
 
     task_id: str
     failure_type: str | None = None
     attempts: int | None = None
     error_summary: str | None = None
     recovery_actions_taken: list[str] | None = None
-    final_status: str
     escalation_context: str | None = None
-    # Not compared (see __eq__):
-    is_task: bool = False  # failed_items holds tasks only
-    escalation: str | None = None  # its open escalation's id
-    guidance: Guidance | None = None
 
-    def entry(self) -> dict[str, Any]:
-        """The `failed_items` entry: only the facts this decision carries."""
-        return {key: getattr(self, key) for key in ENTRY if getattr(self, key) is not None}
-
-    def __eq__(self, other: object) -> bool:
-        """Equal when the `failed_items` entries are: how the other outputs show an item
-        does not make it another decision."""
-        if type(other) is not WorkItem:
-            return NotImplemented
-        return all(getattr(self, key) == getattr(other, key) for key in ENTRY)
-
-    def reason(self) -> str:
-        """One line saying why it stands where it does."""
-        return " ".join((self.escalation_context or MEANING[self.final_status]).split())
+    def entry(self, status: str, context: str | None) -> dict[str, Any]:
+        """The `failed_items` entry, in the file's key order: only the facts it carries."""
+        values = {**{key: getattr(self, key, None) for key in ENTRY}, "final_status": status}
+        values["escalation_context"] = context
+        return {key: values[key] for key in ENTRY if values[key] is not None}
 
 
-def merge(items: dict[str, WorkItem], item: WorkItem) -> WorkItem:
-    """One entry per work item: the worst status wins, actions accumulate.
+class Facts:
+    """Each work item's facts, per part (`kind:name`, as core/work_item_decision names its
+    parts), in the order the planners recorded them."""
 
-    A `recovered` part carries only its status and why, so the facts recorded while the item
-    was failing stay in the file.
-    """
-    current = items.get(item.task_id)
-    if current is None:
-        items[item.task_id] = item
-        return item
-    actions = list(
-        dict.fromkeys(
-            [*(current.recovery_actions_taken or ()), *(item.recovery_actions_taken or ())]
-        )
-    )
-    if _RANK[item.final_status] > _RANK[current.final_status]:
-        for key in ENTRY:
-            value = getattr(item, key)
-            if value is not None:
-                setattr(current, key, value)
-        if item.escalation:
-            current.escalation = item.escalation
-    if actions:
-        current.recovery_actions_taken = actions
-    current.is_task = current.is_task or item.is_task
-    current.escalation = current.escalation or item.escalation
-    current.guidance = current.guidance or item.guidance
-    return current
+    def __init__(self) -> None:
+        self._parts: dict[str, dict[str, WorkItem]] = {}
 
+    def add(self, part: str, facts: WorkItem) -> None:
+        self._parts.setdefault(facts.task_id, {}).setdefault(part, facts)
 
-def worse(status: str, other: str) -> bool:
-    return _RANK[status] > _RANK[other]
+    def of(self, item: str, part: str | None) -> tuple[WorkItem | None, list[str]]:
+        """The facts the deciding `part` recorded (None: it recorded none), and the actions
+        every part of the item took, each once, in order."""
+        parts = self._parts.get(item, {})
+        actions = [a for facts in parts.values() for a in facts.recovery_actions_taken or ()]
+        return parts.get(part or ""), list(dict.fromkeys(actions))

@@ -219,8 +219,7 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     if decision is None:
         return ""
     decisions, plan = outcome.decisions, outcome.plan
-    record = decisions.records.get(decision.subject)
-    item = plan.work_items.get((record.task_id if record else None) or decision.subject)
+    item = plan.item_of_subject(decision.subject)
     if item is None:
         return ""
     workflow = relative_to_root(folder, project_root(folder))
@@ -267,8 +266,7 @@ def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
             decision.signals or decision.ladder_step or decision.status.value in _STOPPED
         ):
             return decision
-    record = outcome.decisions.records.get(subject)
-    item = outcome.plan.work_items.get((record.task_id if record else None) or subject)
+    item = outcome.plan.item_of_subject(subject)
     if item is not None and item.stopped:  # held by another part: it stops all the same
         return next((d for d in outcome.decisions.subjects if d.subject == subject), None)
     return None
