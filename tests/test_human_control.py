@@ -90,7 +90,7 @@ def test_reset_gives_a_fresh_budget_and_journals_who_when_why(blocked: Path, run
 
     assert result.exit_code == 0, result.stderr
     assert "reset by ana: WI-3" in result.stdout
-    record = records(blocked)[-1]
+    record = [r for r in records(blocked) if r["event"] == "reset"][-1]
     assert record["event"] == "reset"
     assert (record["actor"], record["evidence"], record["via"]) == (
         "ana",
@@ -227,7 +227,7 @@ def test_false_positive_marks_are_journaled_against_the_rule(blocked: Path, run_
         ["reset", blocked, "--subject", "WI-3", "--evidence", "not stuck", "--false-positive"]
     )
     assert result.exit_code == 0
-    record = records(blocked)[-1]
+    record = [r for r in records(blocked) if r["event"] == "reset"][-1]
     assert record["false_positive"] is True
     assert ["failure_type:runtime_error", record["detections"][0][1]] in record["detections"]
 

@@ -27,7 +27,6 @@ from selfcorrect.core.journal_records import PLAN_REVISION, SETTLED, FailedItems
 from selfcorrect.core.model import FinalStatus
 from selfcorrect.core.outputs import Plan
 from selfcorrect.core.plan import build_plan
-from selfcorrect.core.summary import clip
 from selfcorrect.effects.escalations_file import escalations_path, write_escalations
 from selfcorrect.effects.gate_file import gate_path, write_gate
 from selfcorrect.effects.recovery_files import render_recovery, write_recovery
@@ -115,25 +114,13 @@ def _reset(
     ]
     if documents.resolve_escalations(path, updates, max_bytes=max_bytes):
         written.append(documents.display_path(path))
-    log = folder / layout.COORDINATION_LOG
-    entries = [
-        {
-            "task_id": item,
-            "final_status": "recovering" if request.retry else "recovered",
-            "escalation_context": f"reset by {request.actor}: {clip(request.evidence)}",
-        }
-        for item in resolved.work_items
-    ]
-    listed = _existing(decisions, entries) if log.exists() else []
-    if listed and documents.update_failed_items(log, listed, max_bytes=max_bytes):
-        written.append(documents.display_path(log))
     record = replace(
         record,
-        written={e["task_id"]: e["final_status"] for e in listed},
         escalation=record.escalation or next(iter(resolved.escalations), None),
         escalations=resolved.escalations,
     )
-    # Last: the hand edits above would be journaled by the next run, were we to die here.
+    # Then the reset itself; the items' failed_items entries follow from the plan made after
+    # it (a death between the two leaves them for the next run, which makes the same plan).
     journal.append(folder, [record])
     written.append(documents.display_path(journal.journal_path(folder)))
     rewritten, still_blocked = _rewrite_prompts(folder, policy_path, clock, resolved.work_items)
@@ -183,14 +170,14 @@ def _rewrite_prompts(
         for item in (plan.work_items.get(name) for name in work_items)
         if item is not None and item.status is FinalStatus.BLOCKED
     ]
-    written += _blocked_again(folder, decisions, plan, {again.item for again in blocked})
+    written += _failed_items(folder, decisions, plan, set(work_items))
     return written, blocked
 
 
-def _blocked_again(folder: Path, decisions: Decisions, plan: Plan, items: set[str]) -> list[str]:
-    """The failed_items entries of reset items blocked again at once, as the plan decides them
-    (blocked, and why), so the log says what their prompts and the gate say; journaled as
-    selfcorrect's writes, like a run's (no person's edit)."""
+def _failed_items(folder: Path, decisions: Decisions, plan: Plan, items: set[str]) -> list[str]:
+    """The reset items' failed_items entries as the plan decides them (handed back, or blocked
+    again at once by another part, and why), so the log says what their prompts and the gate
+    say; journaled as selfcorrect's writes, like a run's (no person's edit)."""
     log = folder / layout.COORDINATION_LOG
     entries = [dict(e) for e in plan.failed_items if e["task_id"] in items]
     listed = _existing(decisions, entries) if items and log.exists() else []
