@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from selfcorrect.hooks.gate_file import GateState
 
 BUSY_WAIT_S = 10.0  # parallel subagents' hooks queue for the folder; a long run is not waited
-_STOPPED = ("blocked", "skipped")  # the agent must stop working on such a subject
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
@@ -261,12 +260,11 @@ def _subject_decision(outcome: Any, fields: dict[str, str]) -> Any:
     owners = task_owners(inputs.coordination.tasks) if inputs.coordination else {}
     failure = attributed(normalise_failure(fields, max(inputs.log.entries - 1, 0)), owners)
     subject = subject_of(failure, Taxonomy.of(inputs.policy).classify(failure).failure_type)
-    for decision in outcome.decisions.subjects:
-        if decision.subject == subject and (
-            decision.signals or decision.ladder_step or decision.status.value in _STOPPED
-        ):
-            return decision
+    decision = next((d for d in outcome.decisions.subjects if d.subject == subject), None)
+    if decision is None:
+        return None
+    # Its item's one decision says whether the agent must stop (blocked or skipped, by this
+    # part or another); a signal or a ladder step says there is something to advise.
     item = outcome.plan.item_of_subject(subject)
-    if item is not None and item.stopped:  # held by another part: it stops all the same
-        return next((d for d in outcome.decisions.subjects if d.subject == subject), None)
-    return None
+    stopped = item is not None and item.stopped
+    return decision if decision.signals or decision.ladder_step or stopped else None
