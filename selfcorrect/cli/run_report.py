@@ -36,14 +36,6 @@ def item_status(plan: Plan, work_item: str, own: str) -> str:
     return shown_status(plan.work_items, work_item, own)
 
 
-def spent(decision: IssueDecision) -> int:
-    """Attempts spent: a hand-out still out (a directive, a fix awaiting its report), or one
-    nobody ever took (IDLE), is not a spent one."""
-    untaken = decision.reason.value == "IDLE"
-    out = (decision.classification.value == "FIXABLE" or untaken) and decision.attempts > 0
-    return decision.attempts - 1 if out else decision.attempts
-
-
 def _why(plan: Plan, decision: IssueDecision) -> str:
     """The decision's reason; for a stopped work item (blocked, skipped), why it stopped."""
     item = plan.work_items.get(decision.work_item)
@@ -98,7 +90,7 @@ def issue_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
             "classification": d.classification.value,
             "reason": d.reason.value,
             "detail": _why(plan, d),  # a stopped work item says why it stopped
-            "attempts": spent(d),
+            "attempts": d.spent,
             "retries": d.retries,
             "status": item_status(plan, d.work_item, "pending"),
             "ladder_step": d.ladder_step,  # its retries spent: the recovery step handed out
@@ -374,7 +366,7 @@ def _body(decisions: Decisions, plan: Plan, common: Common, advisory: list[str])
                 printable(d.issue.id or d.fingerprint),
                 printable(d.type),
                 item_status(plan, d.work_item, "pending"),
-                attempts_text(spent(d), d.retries),
+                attempts_text(d.spent, d.retries),
                 printable(_why(plan, d)),
             ]
             for d in decisions.issues

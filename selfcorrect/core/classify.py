@@ -92,6 +92,14 @@ class IssueDecision(Struct, frozen=True):
     returns: tuple[tuple[str, str], ...] = ()
 
     @property
+    def spent(self) -> int:
+        """Attempts spent: a hand-out still out (a directive, a fix awaiting its report), or
+        one nobody ever took (IDLE), is not a spent one."""
+        untaken = self.reason is IssueReason.IDLE
+        out = (self.classification is Verdict.FIXABLE or untaken) and self.attempts > 0
+        return self.attempts - 1 if out else self.attempts
+
+    @property
     def held_by_human(self) -> bool:
         return self.reason is IssueReason.HUMAN_RESOLVED
 
