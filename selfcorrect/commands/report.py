@@ -149,7 +149,7 @@ def build(
     history = _history(status.outcome, folder, warnings)
     items = _Items()
     _add_subjects(items, status.outcome)
-    _add_issues(items, status.outcome, view)
+    _add_issues(items, status.outcome)
     counts: dict[str, Counter[str]] = {"fixes": Counter(), "events": Counter()}
     for number, raw in enumerate(history, 1):
         record_ = jr.parse_record(raw)
@@ -235,11 +235,9 @@ def _add_subjects(items: _Items, outcome: Any) -> None:
             )
 
 
-def _add_issues(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
+def _add_issues(items: _Items, outcome: Any) -> None:
     _subjects, _records, issues = _run_view(outcome)
-    rows = {row["fingerprint"]: row for row in view["issues"]}
     for decision in issues:
-        row = rows.get(decision.fingerprint, {})
         name = decision.work_item
         items.owner[decision.fingerprint] = name
         items.item(name).parts.append(
@@ -248,7 +246,7 @@ def _add_issues(items: _Items, outcome: Any, view: Mapping[str, Any]) -> None:
                 decision.issue.id or decision.fingerprint,
                 decision.type,
                 shown_status(outcome.plan.work_items, name, FinalStatus.PENDING.value),
-                int(row.get("attempts", decision.attempts)),  # spent, as `run` counts them
+                decision.spent,  # spent, as `run` counts them
                 decision.retries,
                 None,
                 decision.reason.value,  # cli/report_html words it (a held issue says so)
