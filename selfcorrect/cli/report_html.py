@@ -24,7 +24,7 @@ from selfcorrect.io.resources import data_dir
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-    from selfcorrect.commands.report import SessionReport, WorkItem
+    from selfcorrect.commands.report import ItemTimeline, SessionReport
 
 TEMPLATE = "report.html.j2"
 
@@ -81,7 +81,7 @@ REASONS = {
 class ItemView(Struct, frozen=True):
     """A work item as the page shows it at a glance: its last error and the next step."""
 
-    work: WorkItem
+    work: ItemTimeline
     section: str
     last_error: str
     next_step: str
@@ -173,7 +173,7 @@ def _environment() -> Environment:
     return env
 
 
-def _page_order(items: list[WorkItem]) -> list[WorkItem]:
+def _page_order(items: list[ItemTimeline]) -> list[ItemTimeline]:
     """Worst first, by the page's order (the report's own order breaks ties)."""
     rank = {status: index for index, status in enumerate(PAGE_ORDER)}
     return sorted(items, key=lambda w: rank.get(w.status, 0))
@@ -194,7 +194,7 @@ def reason_text(code: object) -> str:
     return REASONS.get(text) or text.replace("_", " ").lower()
 
 
-def _view(work: WorkItem, folder: str) -> ItemView:
+def _view(work: ItemTimeline, folder: str) -> ItemView:
     section = next(key for key, _, statuses in SECTIONS if work.status in statuses or key == "done")
     issues = sum(part.kind == "issue" for part in work.parts)
     failures = max(sum(work.failures.values()) - issues, 0)
@@ -210,7 +210,7 @@ def part_why(part: Any) -> str:
     return reason_text(part.reason)
 
 
-def _last_error(work: WorkItem) -> str:
+def _last_error(work: ItemTimeline) -> str:
     """The newest error text the item's timeline holds, else its first issue's description."""
     for event in reversed(work.events):
         if event.kind == "failure" and event.detail:
@@ -221,7 +221,7 @@ def _last_error(work: WorkItem) -> str:
     return ""
 
 
-def _next_step(work: WorkItem, folder: str) -> str:
+def _next_step(work: ItemTimeline, folder: str) -> str:
     """What happens next, and whether it is the reader's to do."""
     prompt = f"{folder}/{work.prompt}" if work.prompt else "its recovery prompt"
     steps = [p.ladder_step for p in work.parts if p.ladder_step]

@@ -22,7 +22,7 @@ from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.commands.status import FolderStatus, folder_status
 from selfcorrect.core import journal_records as jr
 from selfcorrect.core.model import FinalStatus
-from selfcorrect.core.work_item_decision import SEVERITY, shown_status
+from selfcorrect.core.work_item_decision import SHOWN_ORDER, shown_item_status, shown_status
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, journal
 from selfcorrect.io.documents import display_path
@@ -30,10 +30,6 @@ from selfcorrect.io.documents import display_path
 REPORT_NAME = "report.html"
 EVENTS_SHOWN = 12  # per work item, plus the latest of each kind; older ones are counted
 TEXT_SHOWN = 4000  # characters of one error text; the rest is said to exist, not shown
-
-# Worst first: what a person must look at before anything else (docs/report.md). The work items'
-# one status (core/work_item_decision.py), then `ok`: an item with nothing shown but history.
-STATUS_ORDER = (*(status.value for status in SEVERITY), "ok")
 
 
 class Event(Struct, frozen=True):
@@ -60,7 +56,10 @@ class Part(Struct, frozen=True):
     detail: str = ""
 
 
-class WorkItem(Struct):
+class ItemTimeline(Struct):
+    """A work item as the page shows it: its one status (the run's decision, or what
+    core/work_item_decision.shown_item_status says of an undecided one), parts and timeline."""
+
     name: str
     status: str = "ok"
     parts: list[Part] = field(default_factory=list)
@@ -73,14 +72,14 @@ class WorkItem(Struct):
 
     @property
     def rank(self) -> int:
-        return STATUS_ORDER.index(self.status) if self.status in STATUS_ORDER else 0
+        return SHOWN_ORDER.index(self.status) if self.status in SHOWN_ORDER else 0
 
 
 class SessionReport(Struct):
     folder: str
     generated_at: str
     result: str  # PASS | PENDING | BLOCKED: what a run would decide now
-    items: list[WorkItem]  # worst status first
+    items: list[ItemTimeline]  # worst status first
     open_escalations: list[dict[str, Any]]
     open_circuits: list[dict[str, Any]]
     log_entries: int
@@ -190,13 +189,13 @@ class _Items:
     """The report's work items by name, and which item each subject or issue belongs to."""
 
     def __init__(self) -> None:
-        self.found: dict[str, WorkItem] = {}
+        self.found: dict[str, ItemTimeline] = {}
         self.owner: dict[str, str] = {}  # subject or fingerprint -> its work item
 
-    def item(self, name: str) -> WorkItem:
+    def item(self, name: str) -> ItemTimeline:
         found = self.found.get(name)
         if found is None:
-            found = self.found[name] = WorkItem(name)
+            found = self.found[name] = ItemTimeline(name)
         return found
 
 
@@ -277,12 +276,8 @@ def _settle_statuses(items: _Items, outcome: Any) -> None:
     for work in items.found.values():
         one = decided.get(work.name)
         work.decided = one is not None
-        if one is not None:
-            work.status = one.status.value
-        elif work.parts:  # observed only: failures under budget, or a success since
-            work.status = _worst(p.status for p in work.parts)
-        else:  # only history: selfcorrect acted on it once, and nothing fails now
-            work.status = "recovered" if any(e.kind != "failure" for e in work.events) else "ok"
+        acted = any(e.kind != "failure" for e in work.events)  # selfcorrect acted on it once
+        work.status = shown_item_status(one, (p.status for p in work.parts), acted)
         work.prompt = _prompt_for(work.name, prompts)
         _bound(work)
 
@@ -313,11 +308,6 @@ def _log_entries(outcome: Any) -> int:
     if analysis is not None:
         return int(analysis.log_entries)
     return int(outcome.decisions.inputs.log.entries)
-
-
-def _worst(statuses: Iterable[str]) -> str:
-    known = [s for s in statuses if s in STATUS_ORDER]
-    return min(known, key=STATUS_ORDER.index) if known else "ok"
 
 
 def _open_escalations(
@@ -404,7 +394,7 @@ def _evidence(evidence: Mapping[str, Any]) -> str:
     return "\n".join(f"{key}: {value}" for key, value in evidence.items())
 
 
-def _bound(work: WorkItem) -> None:
+def _bound(work: ItemTimeline) -> None:
     """Keep the last EVENTS_SHOWN events, plus the latest of each kind not among them (so a
     burst of failures never hides the last escalation, reset or ladder step), oldest first;
     count the rest by kind."""

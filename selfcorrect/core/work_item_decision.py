@@ -52,11 +52,29 @@ STOPPED = (FinalStatus.BLOCKED, FinalStatus.SKIPPED)  # the agents must not work
 _UNDECIDED = {"failing": FinalStatus.PENDING.value, "ok": FinalStatus.RECOVERED.value}
 
 
+# An item with nothing but history: no failure now, and nothing selfcorrect did (the report
+# page lists it last).
+QUIET = "ok"
+SHOWN_ORDER = (*(status.value for status in SEVERITY), QUIET)  # worst first, as people read
+
+
 def shown_status(items: Mapping[str, WorkItemDecision], item: str, own: str) -> str:
     """The status every output shows for a subject or issue of work item `item`: the item's
     one decision, else the subject's `own` state in the same words (docs/rules.md §9.1)."""
     decided = items.get(item)
     return decided.status.value if decided is not None else _UNDECIDED.get(own, own)
+
+
+def shown_item_status(decided: WorkItemDecision | None, parts: Iterable[str], acted: bool) -> str:
+    """The status a whole work item shows: its one decision; no decision, the worst of what
+    its parts show (`shown_status`); nothing but history, recovered when selfcorrect acted on
+    it, else ok. The one answer for what an undecided item shows."""
+    if decided is not None:
+        return decided.status.value
+    shown = [status for status in parts if status in SHOWN_ORDER]
+    if shown:
+        return min(shown, key=SHOWN_ORDER.index)
+    return FinalStatus.RECOVERED.value if acted else QUIET
 
 
 class Part(Struct, frozen=True):
