@@ -16,7 +16,7 @@ from msgspec.structs import replace
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
-from selfcorrect.core.state import Baseline, State, SubjectState
+from selfcorrect.core.state import Baseline, State, SubjectState, Turn
 from selfcorrect.core.stuck import Firing
 
 ESCALATE_STEP = 6
@@ -169,7 +169,7 @@ def _decide(
         )
 
     fresh = record.latest_position > prior.log_position
-    closed, open_round = _rounds(record, prior, policy, turns, fresh=fresh) if counts else (0, 0)
+    closed, open_round = _rounds(record, prior, turns, fresh=fresh) if counts else (0, 0)
     case = _Case(
         record,
         prior,
@@ -199,19 +199,34 @@ def round_over(
     agent failing on it (or of its task's owner) ended after it: no burst inside one turn
     climbs. Without one, when `ladder.failures_per_step` failures were logged after it, or a
     later run saw new failures the host did not log itself."""
-    fresh = [a for a in record.chain if a.position > prior.log_position and a.outcome == "failure"]
     if turns is None:
         return True
-    agents = {a.agent_id for a in fresh}
-    if turns.turn_after(prior.seq, agents, record.task_id) is not None:
+    if _ending_turn(record, prior, turns) is not None:
         return True
     if turns.host_reports_turns:
         return False
+    fresh = [a for a in record.chain if a.position > prior.log_position and a.outcome == "failure"]
     return len(fresh) >= policy.failures_per_step or not any(a.hooked for a in fresh)
 
 
+def _ending_turn(record: SubjectRecord, prior: SubjectState, turns: State) -> Turn | None:
+    """The turn that ended the round of the failures logged since the step last shown: the
+    first turn after that decision of an agent failing on it (or of its task's owner) that
+    ended after the first of those failures (a turn that ended before them is an earlier
+    round, not one the subject failed in)."""
+    fresh = [a for a in record.chain if a.position > prior.log_position and a.outcome == "failure"]
+    agents = {a.agent_id for a in fresh}
+    first = min((a.position for a in fresh), default=None)
+    for turn in turns.turns:
+        if turn.seq <= prior.seq or not turn.ends(agents, record.task_id):
+            continue
+        if turn.log_position is None or (first is not None and first < turn.log_position):
+            return turn
+    return None
+
+
 def _rounds(
-    record: SubjectRecord, prior: SubjectState, policy: Policy, turns: State | None, *, fresh: bool
+    record: SubjectRecord, prior: SubjectState, turns: State | None, *, fresh: bool
 ) -> tuple[int, int]:
     """The owner turns the subject has failed in, where the host reports turns: (the rounds
     that ended, 1 while the round going on has failures of its own); (0, 0) without such a
@@ -219,12 +234,10 @@ def _rounds(
     The failures a turn's end finds close that turn's round: one turn is one round."""
     if turns is None or not turns.host_reports_turns:
         return 0, 0
-    if fresh and round_over(record, prior, policy, turns):
+    turn = _ending_turn(record, prior, turns) if fresh else None
+    if turn is not None:
         # Failures logged after the turn's end are the next round's (the turn says where).
-        agents = {a.agent_id for a in record.chain if a.position > prior.log_position}
-        turn = turns.turn_after(prior.seq, agents, record.task_id)
-        since = turn.log_position if turn is not None else None
-        later = since is not None and record.latest_position >= since
+        later = turn.log_position is not None and record.latest_position >= turn.log_position
         return prior.rounds + 1, 1 if later else 0
     return prior.rounds, 1 if fresh or prior.rounds == 0 else 0
 

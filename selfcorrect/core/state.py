@@ -385,8 +385,10 @@ def _apply_reset(state: State, record: ResetEvent, seq: int) -> None:
             continue
         before = state.issue(fingerprint)
         acknowledged = None if retry else (str(record.report_digest), _int(record.validations))
+        # A reset restarts the issue's budget with or without a retry; without one, nothing
+        # is handed out until a fresh report still carries it (docs/rules.md §10).
         state.issues[fingerprint] = IssueState(
-            attempts=0 if retry else before.attempts,
+            attempts=0,
             work_item=before.work_item,
             type=before.type,
             rule=before.rule,
