@@ -212,11 +212,11 @@ def round_over(
 def _ending_turn(record: SubjectRecord, prior: SubjectState, turns: State) -> Turn | None:
     """The turn that ended the round of the failures logged since the step last shown: the
     first turn after that decision of an agent failing on it (or of its task's owner) that
-    ended after the first of those failures (a turn that ended before them is an earlier
-    round, not one the subject failed in)."""
+    ended while it was failing (a turn that ended before its first failure is an earlier round,
+    not one the subject failed in)."""
     fresh = [a for a in record.chain if a.position > prior.log_position and a.outcome == "failure"]
     agents = {a.agent_id for a in fresh}
-    first = min((a.position for a in fresh), default=None)
+    first = min((a.position for a in record.chain if a.outcome == "failure"), default=None)
     for turn in turns.turns:
         if turn.seq <= prior.seq or not turn.ends(agents, record.task_id):
             continue
