@@ -31,7 +31,10 @@ def hook_command(host: str, event: str, folder: str | None) -> int:
     post-tool-use-failure  append the failure to DIR/tool_failures.yaml, decide
                            (no fixer, no validator), and tell the agent when it
                            is stuck (the advisory and the prompt to read) or
-                           blocked (stop working on it)
+                           blocked (stop working on it); a probe, an interrupted
+                           call and the agent running its verification (the
+                           validator, `selfcorrect validate`, a check command)
+                           are logged and count nothing
     post-tool-use          log a success, only for a call the gate's state
                            awaits (a repeat, an edit after one, a task on the
                            recovery ladder); otherwise read one file, write none
@@ -45,7 +48,10 @@ def hook_command(host: str, event: str, folder: str | None) -> int:
     subagent-start         bind the subagent to the task the lead's Agent call
                            named (else to the one task assigned to its type)
     subagent-stop, stop    keep an agent working while its micro-tasks or an open
-                           directive are out, once per directive
+                           directive are out, once per directive; tell the lead
+                           which tasks wait for an agent that never started; the
+                           stop that lets it go ends the turn of the tasks that
+                           agent owns (the lead: its own tasks only)
     session-start          start the folder's warm answerer (or join it): one
                            process that answers the deciding hooks above (not
                            the gate or the success hook) with selfcorrect

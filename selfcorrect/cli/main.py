@@ -672,8 +672,9 @@ def _make_reset_command() -> click.Command:
     @click.option(
         "--no-retry",
         is_flag=True,
-        help="Resolve without a fresh budget: selfcorrect waits for new evidence (new failures "
-        "or a fresh report) and then applies the budget already spent.",
+        help="Resolve without handing the item straight back: the budget still starts again, "
+        "but nothing is handed out until new evidence (new failures or a fresh report) says "
+        "the problem is still there.",
     )
     @format_option("text", "json")
     @wait_option
@@ -698,10 +699,10 @@ def _make_reset_command() -> click.Command:
 
         \b
         Exactly one of:
-          --subject S     a subject (task, file or tool), a task id (its subjects,
-                          blocked issues and unfinished work) or an issue fingerprint gets a
-                          fresh budget: failures before the reset no longer count,
-                          and its blocked state and ladder start again;
+          --subject S     a subject (task, file or tool), a task id (every part of
+                          it: subjects, issues, unfinished work) or an issue fingerprint
+                          gets a fresh budget: failures before the reset no longer
+                          count, and its blocked state, step and issue budgets start again;
           --rule R        closes R's circuit (every version), so it acts again;
           --escalation E  does what escalation E needs: a fresh budget for its
                           subject or issue, or closes its rule's circuit.
