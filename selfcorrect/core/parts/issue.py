@@ -5,6 +5,7 @@ or once a fresh report no longer carries it (resolved). Rules §5, §9."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from msgspec.structs import replace
 
@@ -44,30 +45,16 @@ def issue_parts(run: Decisions) -> Iterator[tuple[str, Part]]:
 def _issue_part(run: Decisions, decision: IssueDecision) -> Part | None:
     if decision.stage != ACTIVE or not decision.acts:
         return None
+    part = partial(Part, "issue", decision.fingerprint, task=bool(decision.issue.task_id))
     if decision.classification is Verdict.BLOCKED:
         key = issue_escalation_key(decision.fingerprint, decision.reason.value)
-        return Part(
-            "issue",
-            decision.fingerprint,
-            FinalStatus.BLOCKED,
-            decision.detail,
-            escalation=escalation_id(key, decision.epoch),
-            task=bool(decision.issue.task_id),
-        )
+        opens = escalation_id(key, decision.epoch)
+        return part(FinalStatus.BLOCKED, decision.detail, escalation=opens)
     fixer = runs_fixer(run, decision)
     status = FinalStatus.RECOVERING if fixer else FinalStatus.PENDING
-    task = bool(decision.issue.task_id)
     # Stable while the attempt is out, so a rerun rewrites nothing.
     why = issue_waiting(decision, fixer)
-    return Part(
-        "issue",
-        decision.fingerprint,
-        status,
-        why,
-        decision.ladder_step,
-        directive=not fixer,
-        task=task,
-    )
+    return part(status, why, decision.ladder_step, directive=not fixer)
 
 
 def issue_waiting(decision: IssueDecision, fixer: bool) -> str:

@@ -32,13 +32,7 @@ def plan_human(plan: PlanDraft, run: Decisions) -> None:
     # escalations of the work it covers are settled (docs/rules.md §9.1).
     plan.journal += [replace(record, **stamp(run)) for record in run.successes]
     plan.resolutions += [
-        Resolution(
-            ident,
-            EscalationStatus.RESOLVED,
-            run.now,
-            "selfcorrect",
-            "a passing report by the validator: the work it was about passes now",
-        )
+        Resolution(ident, EscalationStatus.RESOLVED, run.now, "selfcorrect", PASSED)
         for success in run.successes
         for ident in success.escalations or ()
     ]
@@ -49,15 +43,12 @@ def plan_human(plan: PlanDraft, run: Decisions) -> None:
         # The escalations the reset answers are settled in the file too (the one a person
         # resolved by hand already is).
         edited = record.escalation if record.via != "failed_items" else None
+        actor, why, retry = str(record.actor), str(record.evidence), bool(record.retry)
         plan.resolutions += [
-            Resolution(
-                ident,
-                EscalationStatus.RESOLVED,
-                run.now,
-                str(record.actor),
-                str(record.evidence),
-                bool(record.retry),
-            )
+            Resolution(ident, EscalationStatus.RESOLVED, run.now, actor, why, retry)
             for ident in reset.escalations
             if ident != edited
         ]
+
+
+PASSED = "a passing report by the validator: the work it was about passes now"

@@ -4,6 +4,7 @@ its item lets it act (an entry's facts, the stuck prompt, its escalation, the jo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from msgspec.structs import replace
 
@@ -44,36 +45,21 @@ def _subject_part(run: Decisions, decision: SubjectDecision, item: str) -> Part 
     record = run.records.get(decision.subject)
     task = record is not None and record.task_id is not None
     why = subject_summary(decision, record) if record is not None else decision.reason.value
+    part = partial(Part, "subject", decision.subject, task=task)
     if status is SubjectStatus.RECOVERING:
-        return Part(
-            "subject",
-            decision.subject,
-            FinalStatus.RECOVERING,
-            why,
-            decision.ladder_step,
-            directive=True,
-            task=task,
-        )
+        return part(FinalStatus.RECOVERING, why, decision.ladder_step, directive=True)
     if status is SubjectStatus.BLOCKED:
-        key = subject_escalation_key(decision)
-        return Part(
-            "subject",
-            decision.subject,
-            FinalStatus.BLOCKED,
-            why,
-            decision.ladder_step,
-            escalation=escalation_id(key, decision.epoch),
-            task=task,
-        )
+        opens = escalation_id(subject_escalation_key(decision), decision.epoch)
+        return part(FinalStatus.BLOCKED, why, decision.ladder_step, escalation=opens)
     if status is SubjectStatus.SKIPPED:
-        return Part("subject", decision.subject, FinalStatus.SKIPPED, why, task=task)
+        return part(FinalStatus.SKIPPED, why)
     # Recovered now, or again after failed_items last said otherwise (it had failed again
     # after recovering, and a success came): nothing stale stays behind.
     said = run.written.get(item)
     if status is SubjectStatus.RECOVERED and (
         decision.new or (said is not None and said != FinalStatus.RECOVERED.value)
     ):
-        return Part("subject", decision.subject, FinalStatus.RECOVERED, SUCCEEDED, task=task)
+        return part(FinalStatus.RECOVERED, SUCCEEDED)
     if status is SubjectStatus.FAILING and run.state.subject(decision.subject).status == (
         SubjectStatus.RECOVERED.value
     ):

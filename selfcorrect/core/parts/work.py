@@ -101,15 +101,8 @@ def plan_incomplete_work(
         }
     plan.journal += [replace(record, **stamp(run)) for record in work.records]
     for task_id in work.waiting:
-        waiting = WorkItem(
-            task_id=task_id,
-            failure_type="incomplete_work",
-            attempts=0,
-            error_summary="the subagent returned with work unfinished",
-            recovery_actions_taken=["split into micro-tasks"],
-            escalation_context=f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml",
-        )
-        facts.add(f"work:{task_id}", waiting)
+        where = f"micro-tasks in {layout.MICROTASKS}/{task_id}.yaml"
+        facts.add(f"work:{task_id}", _unfinished(task_id, UNFINISHED, where))
     for task_id in work.consolidated:
         facts.add(f"work:{task_id}", WorkItem(task_id=task_id, escalation_context=CONSOLIDATED))
     for task_id, reason, progress, checkpoint in work.blocked:
@@ -123,7 +116,7 @@ def plan_incomplete_work(
             failure_type="incomplete_work",
             attempts=0,
             error_chain=[progress],
-            tried=["split into micro-tasks"],
+            tried=[SPLIT],
             rule="continuation",
             rule_version="",
             epoch=run.task_epoch(task_id),
@@ -131,12 +124,20 @@ def plan_incomplete_work(
         if checkpoint:  # where the work stands, before the run's own checkpoints
             escalation = replace(escalation, checkpoints=(checkpoint, *run.checkpoints))
         plan.escalations.append(escalation)
-        blocked = WorkItem(
-            task_id=task_id,
-            failure_type="incomplete_work",
-            attempts=0,
-            error_summary=progress,
-            recovery_actions_taken=["split into micro-tasks"],
-            escalation_context=reason,
-        )
-        facts.add(f"work:{task_id}", blocked)
+        facts.add(f"work:{task_id}", _unfinished(task_id, progress, reason))
+
+
+UNFINISHED = "the subagent returned with work unfinished"
+SPLIT = "split into micro-tasks"
+
+
+def _unfinished(task_id: str, summary: str, context: str) -> WorkItem:
+    """The entry's facts of a task whose work, split into micro-tasks, is unfinished."""
+    return WorkItem(
+        task_id=task_id,
+        failure_type="incomplete_work",
+        attempts=0,
+        error_summary=summary,
+        recovery_actions_taken=[SPLIT],
+        escalation_context=context,
+    )
