@@ -1,12 +1,11 @@
 """Each work item decided once: its status, step, escalation and prompt (docs/rules.md §9.1).
 
-A work item (a task, or a subject or issue that has none) is made of parts (core/parts/): the
-failure subjects attributed to it, the validator's issues about it, its incomplete work, a
-person's reset. `decide_work_items` takes the run's decisions and every part the part modules
-decided, and returns one frozen `WorkItemDecision` per item, before any journal record, prompt
-or escalation is built. The planner builds outputs only for the parts the decision lets act, and
-every renderer (the table, the JSON, the advisory, failed_items, the prompts, escalations.yaml,
-gate.json, each hook answer, the HTML report) shows this value and nothing else.
+A work item (a task, or a subject or issue that has none) is made of parts (core/parts/).
+`decide_work_items` combines every part the run decided into one frozen `WorkItemDecision` per
+item, before any journal record, prompt or escalation is built. The planner builds outputs only
+for the parts the decision lets act, and every renderer (the table, the JSON, the advisory,
+failed_items, the prompts, escalations.yaml, gate.json, each hook answer, the HTML report) shows
+this value and nothing else.
 
 Two rules make the parts one decision:
 - **The worst part wins**: blocked, then skipped, then recovering, then pending, then recovered.

@@ -112,15 +112,8 @@ def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDec
     # A fixer command, or a built-in fix (runs_fixer above). An issue of a stopped item
     # (blocked, skipped) is held there and never reaches this point.
     fixer = runs_fixer(run, decision)
-    handed_out = WorkItem(
-        task_id=decision.work_item,
-        failure_type=decision.type,
-        attempts=decision.attempts,
-        error_summary=summary(issue.description),
-        recovery_actions_taken=[decision.strategy] if decision.strategy else [],
-        escalation_context=issue_waiting(decision, fixer),
-    )
-    facts.add(f"issue:{decision.fingerprint}", handed_out)
+    tried, why = [decision.strategy] if decision.strategy else [], issue_waiting(decision, fixer)
+    facts.add(f"issue:{decision.fingerprint}", _facts(decision, tried, why))
     if decision.new:
         plan.journal.append(
             _issue_record(
@@ -228,14 +221,7 @@ def _block_issue(
         fingerprint=decision.fingerprint,
     ).entry(run)
     if journal:
-        item = WorkItem(
-            task_id=decision.work_item,
-            failure_type=decision.type,
-            attempts=decision.attempts,
-            error_summary=summary(issue.description),
-            recovery_actions_taken=tried,
-            escalation_context=reason,
-        )
+        item = _facts(decision, tried, reason)
     else:  # blocked before: say why as the escalation said it then (the same words)
         earlier = next((e.reason for e in run.escalations if e.id == entry.id), None)
         item = WorkItem(task_id=decision.work_item, escalation_context=earlier)
@@ -243,6 +229,18 @@ def _block_issue(
     if journal:
         plan.journal.append(blocked_record(run, decision, reason))
     plan.escalations.append(entry)
+
+
+def _facts(decision: IssueDecision, tried: list[str], context: str) -> WorkItem:
+    """The facts an acting issue records for its item's failed_items entry."""
+    return WorkItem(
+        task_id=decision.work_item,
+        failure_type=decision.type,
+        attempts=decision.attempts,
+        error_summary=summary(decision.issue.description),
+        recovery_actions_taken=tried,
+        escalation_context=context,
+    )
 
 
 def _steps_offered(run: Decisions, decision: IssueDecision) -> list[str]:
