@@ -36,8 +36,8 @@ from selfcorrect.core.journal_records import (
 from selfcorrect.core.model import FixState, Verdict
 from selfcorrect.core.outputs import Plan, Result
 from selfcorrect.core.outputs import stamp as journal_stamp
+from selfcorrect.core.parts.issue import blocked_record
 from selfcorrect.core.plan import build_plan
-from selfcorrect.core.plan_issues import blocked_record
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration

@@ -52,7 +52,7 @@ class Prompt(Struct, frozen=True):
 
 
 class PlanDraft(Struct):
-    """The plan while the planners fill it (core/plan.py, core/plan_issues.py); `freeze` gives
+    """The plan while the planners fill it (core/plan.py, core/parts/); `freeze` gives
     the run its frozen `Plan`."""
 
     result: Result

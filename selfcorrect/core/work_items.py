@@ -1,9 +1,9 @@
 """What a work item's parts recorded for its `failed_items` entry, and the status words.
 
-The status itself is decided once, in core/work_item_decision.py. Each planner (subjects,
-issues, resolutions, incomplete work) records the facts of its part (`Facts.add`, keyed by the
-part: `kind:name`); the entry takes the facts of the part that decided the item and the actions
-of every part, with the decision's status (docs/rules.md §9.1, §9.6).
+The status itself is decided once, in core/work_item_decision.py. Each part module (core/parts/)
+records the facts of its part (`Facts.add`, keyed by the part: `kind:name`); the entry takes the
+facts of the part that decided the item and the actions of every part, with the decision's
+status (docs/rules.md §9.1, §9.6).
 """
 
 from __future__ import annotations

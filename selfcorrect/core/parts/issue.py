@@ -1,8 +1,11 @@
-"""Planning for validation issues: directives, fixes to run, blocks, recoveries (rules §5, §9)."""
+"""A validation issue's part: what its classification makes its item, and what it writes when
+its item lets it act (a fix to run, a directive, a recovery step, a block with its escalation),
+or once a fresh report no longer carries it (resolved). Rules §5, §9."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from functools import partial
 
 from msgspec.structs import replace
 
@@ -10,18 +13,76 @@ from selfcorrect.core.calibration import worked_before
 from selfcorrect.core.classify import IssueDecision, IssueReason
 from selfcorrect.core.contexts import directive_context
 from selfcorrect.core.decisions import Decisions
-from selfcorrect.core.journal_records import IssueEvent, ProposalEvent, TransitionEvent
-from selfcorrect.core.ladder import ESCALATE_STEP, SubjectDecision, ladder_step
-from selfcorrect.core.model import IssueStatus, Verdict
+from selfcorrect.core.escalation_ids import escalation_id
+from selfcorrect.core.intent import work_item_intent
+from selfcorrect.core.journal_records import IssueEvent, TransitionEvent
+from selfcorrect.core.ladder import ESCALATE_STEP, ladder_step
+from selfcorrect.core.model import FinalStatus, Intent, IssueStatus, Verdict
 from selfcorrect.core.outputs import EscalationEntry, PlanDraft, Prompt, stamp
-from selfcorrect.core.stages import SHADOW
+from selfcorrect.core.parts.part import Part, issue_escalation_key
+from selfcorrect.core.parts.shadow import propose
+from selfcorrect.core.parts.subject import STUCK_PROMPT
+from selfcorrect.core.plural import count
+from selfcorrect.core.stages import ACTIVE, SHADOW
 from selfcorrect.core.state import IssueState
 from selfcorrect.core.summary import summary
-from selfcorrect.core.work_item_decision import issue_escalation_key, issue_waiting
-from selfcorrect.core.work_item_decision import runs_fixer as fixer_runs
 from selfcorrect.core.work_items import Facts, WorkItem
 
-STUCK_PROMPT = "stuck_recovery.md.j2"
+
+def issue_parts(run: Decisions) -> Iterator[tuple[str, Part]]:
+    """Each acting issue's part, then each issue a fresh report no longer carries."""
+    for issue in run.issues:
+        part = _issue_part(run, issue)
+        if part is not None:
+            yield issue.work_item, part
+    for fingerprint, prior in run.resolved:
+        item = prior.work_item or fingerprint
+        why = f"a fresh report no longer carries {fingerprint}"
+        task = item != fingerprint
+        yield item, Part("resolved", fingerprint, FinalStatus.RECOVERED, why, task=task)
+
+
+def _issue_part(run: Decisions, decision: IssueDecision) -> Part | None:
+    if decision.stage != ACTIVE or not decision.acts:
+        return None
+    part = partial(Part, "issue", decision.fingerprint, task=bool(decision.issue.task_id))
+    if decision.classification is Verdict.BLOCKED:
+        key = issue_escalation_key(decision.fingerprint, decision.reason.value)
+        opens = escalation_id(key, decision.epoch)
+        return part(FinalStatus.BLOCKED, decision.detail, escalation=opens)
+    fixer = runs_fixer(run, decision)
+    status = FinalStatus.RECOVERING if fixer else FinalStatus.PENDING
+    # Stable while the attempt is out, so a rerun rewrites nothing.
+    why = issue_waiting(decision, fixer)
+    return part(status, why, decision.ladder_step, directive=not fixer)
+
+
+def issue_waiting(decision: IssueDecision, fixer: bool) -> str:
+    """What a handed-out issue waits for, stable while the attempt is out (a rerun rewrites
+    nothing)."""
+    if decision.reason is IssueReason.WAITING:  # nobody acting: since when, and what to do
+        return decision.detail
+    if decision.ladder_step:
+        return (
+            f"directive out: recovery step {decision.ladder_step}, its "
+            f"{count(decision.retries, 'attempt')} on its own spent; waiting for a fresh report"
+        )
+    return (
+        f"{'fixer run' if fixer else 'directive out'}: {decision.strategy}, attempt "
+        f"{decision.attempts} of {decision.retries}; waiting for a fresh report"
+    )
+
+
+def runs_fixer(run: Decisions, decision: IssueDecision) -> bool:
+    """A fixer command or built-in fix runs for it. An observe task never gets one: its agent
+    gets the directive, which asks for a report instead (docs/rules.md §12)."""
+    if decision.fixer is None:
+        return False
+    task_id = decision.issue.task_id
+    observes = bool(task_id) and work_item_intent(run.coordination, task_id, run.policy) is (
+        Intent.OBSERVE
+    )
+    return not observes
 
 
 def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDecision) -> None:
@@ -46,27 +107,20 @@ def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDec
         return
     blocked = decision.classification is Verdict.BLOCKED
     if blocked:
-        block_issue(plan, facts, run, decision, decision.detail, journal=decision.new)
+        _block_issue(plan, facts, run, decision, decision.detail, journal=decision.new)
         return
-    # A fixer command, or a built-in fix (core/work_item_decision.runs_fixer). An issue of a
-    # stopped item (blocked, skipped) is held there and never reaches this point.
-    runs_fixer = fixer_runs(run, decision)
-    handed_out = WorkItem(
-        task_id=decision.work_item,
-        failure_type=decision.type,
-        attempts=decision.attempts,
-        error_summary=summary(issue.description),
-        recovery_actions_taken=[decision.strategy] if decision.strategy else [],
-        escalation_context=issue_waiting(decision, runs_fixer),
-    )
-    facts.add(f"issue:{decision.fingerprint}", handed_out)
+    # A fixer command, or a built-in fix (runs_fixer above). An issue of a stopped item
+    # (blocked, skipped) is held there and never reaches this point.
+    fixer = runs_fixer(run, decision)
+    tried, why = [decision.strategy] if decision.strategy else [], issue_waiting(decision, fixer)
+    facts.add(f"issue:{decision.fingerprint}", _facts(decision, tried, why))
     if decision.new:
         plan.journal.append(
             _issue_record(
-                run, decision, IssueStatus.REMEDIATING if runs_fixer else IssueStatus.DIRECTIVE
+                run, decision, IssueStatus.REMEDIATING if fixer else IssueStatus.DIRECTIVE
             )
         )
-        if runs_fixer:
+        if fixer:
             plan.fixes.append(decision)
     stuck = any(
         p.work_item == decision.work_item and p.template == STUCK_PROMPT for p in plan.prompts
@@ -86,7 +140,7 @@ def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDec
                 },
             )
         )
-    if not runs_fixer:  # the agent gets a directive; a fixer needs none
+    if not fixer:  # the agent gets a directive; a fixer needs none
         plan.prompts.append(
             Prompt(
                 decision.work_item,
@@ -108,40 +162,7 @@ def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDec
 def _would(decision: IssueDecision, run: Decisions) -> str:
     if decision.classification is Verdict.BLOCKED:
         return "block"
-    return "fix" if fixer_runs(run, decision) else "directive"
-
-
-def propose(
-    plan: PlanDraft,
-    run: Decisions,
-    decision: IssueDecision | SubjectDecision,
-    would: str,
-    name: str,
-    moment: object,
-    evidence: dict[str, Any],
-) -> None:
-    """A shadow rule journals what it would do, once per occurrence, and changes nothing."""
-    rule, version, stage = decision.rule, decision.rule_version, decision.stage
-    key = f"{rule}|{name}|{moment}|{run.validations}|{would}"
-    if not decision.new or key in run.proposals or _proposed(plan, key):
-        return
-    plan.journal.append(
-        ProposalEvent(
-            key=key,
-            rule=rule,
-            rule_version=version,
-            stage=stage,
-            name=name,
-            would=would,
-            **stamp(run),
-            evidence=evidence,
-        )
-    )
-
-
-def _proposed(plan: PlanDraft, key: str) -> bool:
-    """This plan journals the proposal already (another part of the run would do the same)."""
-    return any(isinstance(r, ProposalEvent) and r.key == key for r in plan.journal)
+    return "fix" if runs_fixer(run, decision) else "directive"
 
 
 def _issue_record(run: Decisions, decision: IssueDecision, status: IssueStatus) -> IssueEvent:
@@ -166,26 +187,22 @@ def _issue_record(run: Decisions, decision: IssueDecision, status: IssueStatus) 
     )
 
 
-def block_issue(
+def _block_issue(
     plan: PlanDraft,
     facts: Facts,
     run: Decisions,
     decision: IssueDecision,
     reason: str,
     *,
-    journal: bool = True,
-    code: str | None = None,
+    journal: bool,
 ) -> None:
-    """An issue goes to a human: blocked entry, escalation with full context, journal.
-
-    `code` overrides the recorded reason (FIX_FAILED, CAPS_EXHAUSTED): those keep it blocked.
-    """
+    """An issue goes to a human: blocked entry, escalation with full context, journal."""
     issue = decision.issue
     tried = [decision.strategy] if decision.attempts and decision.strategy else []
     tried += _steps_offered(run, decision)
     entry = EscalationEntry(
         # A new reason is a new escalation: a resolved one for an old reason never hides it.
-        key=issue_escalation_key(decision.fingerprint, code or decision.reason.value),
+        key=issue_escalation_key(decision.fingerprint, decision.reason.value),
         kind="issue",
         subject=decision.work_item,
         reason=reason,
@@ -204,21 +221,26 @@ def block_issue(
         fingerprint=decision.fingerprint,
     ).entry(run)
     if journal:
-        item = WorkItem(
-            task_id=decision.work_item,
-            failure_type=decision.type,
-            attempts=decision.attempts,
-            error_summary=summary(issue.description),
-            recovery_actions_taken=tried,
-            escalation_context=reason,
-        )
+        item = _facts(decision, tried, reason)
     else:  # blocked before: say why as the escalation said it then (the same words)
         earlier = next((e.reason for e in run.escalations if e.id == entry.id), None)
         item = WorkItem(task_id=decision.work_item, escalation_context=earlier)
     facts.add(f"issue:{decision.fingerprint}", item)
     if journal:
-        plan.journal.append(blocked_record(run, decision, reason, code))
+        plan.journal.append(blocked_record(run, decision, reason))
     plan.escalations.append(entry)
+
+
+def _facts(decision: IssueDecision, tried: list[str], context: str) -> WorkItem:
+    """The facts an acting issue records for its item's failed_items entry."""
+    return WorkItem(
+        task_id=decision.work_item,
+        failure_type=decision.type,
+        attempts=decision.attempts,
+        error_summary=summary(decision.issue.description),
+        recovery_actions_taken=tried,
+        escalation_context=context,
+    )
 
 
 def _steps_offered(run: Decisions, decision: IssueDecision) -> list[str]:
