@@ -46,7 +46,8 @@ def next_steps(
     if steps:
         steps.append(
             f"or edit {folder}/escalations.yaml: on each entry set status: resolved, "
-            "evidence: and resolved_by: (retry: true hands it straight back to its agent); the next run acts on it"
+            "evidence: and resolved_by: (retry: true hands it straight back to its agent); "
+            "the next run acts on it"
         )
     for rule in dict.fromkeys(open_rules):
         steps.append(
