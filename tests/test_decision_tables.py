@@ -3,7 +3,8 @@
 
 Every row is named after the rule it pins. A `Folder` holds a workflow folder's worth of typed
 records (a policy, a coordination log's tasks, a validator's report, the failure log, the
-journal, escalations.yaml); each `run()` calls `decide`, `decide_work_items` and `build_plan`
+journal, escalations.yaml); each `run()` calls `decide`, `work_item_decisions` (each part
+kind's parts into `decide_work_items`) and `build_plan`
 directly, as a run would, and journals what the plan journals, so the next run reads it back.
 No CLI, no subprocess, no disk: milliseconds a row.
 """
@@ -24,11 +25,12 @@ from selfcorrect.core.ledger import Ledger
 from selfcorrect.core.normalise import normalise_escalations, normalise_failure, normalise_report
 from selfcorrect.core.normalise.coordination import normalise_coordination
 from selfcorrect.core.outputs import Plan
-from selfcorrect.core.plan import build_plan
+from selfcorrect.core.parts.work import EMPTY_WORK
+from selfcorrect.core.plan import build_plan, work_item_decisions
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stuck import StuckDetector
 from selfcorrect.core.taxonomy import Taxonomy
-from selfcorrect.core.work_item_decision import EMPTY_WORK, WorkItemDecision, decide_work_items
+from selfcorrect.core.work_item_decision import WorkItemDecision
 from tests.helpers import policy_with
 
 NOW = "2026-12-01T12:00:00Z"
@@ -177,12 +179,12 @@ class Folder:
         decisions = decide(
             self.inputs(), now=NOW, run_id=f"run-{self.runs}", installed=lambda _p: True
         )
-        items = decide_work_items(decisions, EMPTY_WORK)
+        items = work_item_decisions(decisions, EMPTY_WORK)
         plan = build_plan(decisions)
         self.journal += plan.journal
         for escalation in plan.escalations:
             self.escalations.setdefault(escalation.id, escalation.to_json())
-        return Run(decisions, items.get(TASK), plan)
+        return Run(decisions, items.items.get(TASK), plan)
 
 
 # ----------------------------------------------------------------------------- what a row reads

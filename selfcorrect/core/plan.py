@@ -32,7 +32,7 @@ from selfcorrect.core.parts.work import (
 )
 from selfcorrect.core.plan_revision import plan_revision
 from selfcorrect.core.summary import clip
-from selfcorrect.core.work_item_decision import WorkItemDecision, decide_work_items
+from selfcorrect.core.work_item_decision import WorkItemDecision, WorkItems, decide_work_items
 from selfcorrect.core.work_items import Facts, WorkItem
 
 
@@ -41,11 +41,7 @@ def build_plan(run: Decisions) -> Plan:
     (core/work_item_decision.py); each part then builds its records, prompts and escalation
     only when its item lets it act (a held part builds nothing)."""
     work = plan_work(run.work, run.policy, run.now) if run.work else WorkPlan()
-    # Each kind's parts, in this order (the first part of a status decides); pending
-    # micro-tasks and a person's reset note an item only when nothing else decided it.
-    kept = EMPTY_WORK if shadow(run) else work
-    parts = [*subject_parts(run), *issue_parts(run), *work_parts(run, kept)]
-    decided = decide_work_items(run, kept, parts, [*pending_parts(run, kept), *reset_parts(run)])
+    decided = work_item_decisions(run, EMPTY_WORK if shadow(run) else work)
     facts = Facts()
     plan = PlanDraft(Result.PASS)
     plan_human(plan, run)
@@ -75,6 +71,14 @@ def build_plan(run: Decisions) -> Plan:
     _plan_revision(plan, run)
     plan.result = _result(plan, run)
     return plan.freeze()
+
+
+def work_item_decisions(run: Decisions, work: WorkPlan) -> WorkItems:
+    """Each kind's parts, in this order (the first part of a status decides), combined into
+    one decision per work item; pending micro-tasks and a person's reset note an item only
+    when nothing else decided it."""
+    parts = [*subject_parts(run), *issue_parts(run), *work_parts(run, work)]
+    return decide_work_items(run, work, parts, [*pending_parts(run, work), *reset_parts(run)])
 
 
 def _entry(facts: Facts, item: WorkItemDecision) -> dict[str, Any]:
