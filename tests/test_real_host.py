@@ -244,15 +244,19 @@ def test_a_rejected_edit_is_logged_as_stale_context_and_settings_are_restored(
     assert (root / ".claude/settings.json").read_bytes() == before
 
 
+# The lead's turns: an Agent call whose prompt names WI-1, then the lead is done.
+DELEGATE_WI1 = [
+    [tool_use("toolu_agent", "Agent", description="Build the app",
+              prompt=f"{SUB}: you work on WI-1; run the build.",
+              subagent_type="general-purpose", run_in_background=False)],
+    [text("Delegated.")],
+]  # fmt: skip
+
+
 def test_a_subagents_failures_go_to_the_task_the_lead_named(claude: Path, project: Path) -> None:
     selfcorrect(project, "run", "workflow", "-q", codes=(0, 1, 3))  # the gate's state
     script = {
-        LEAD: [
-            [tool_use("toolu_agent", "Agent", description="Build the app",
-                      prompt=f"{SUB}: you work on WI-1; run the build.",
-                      subagent_type="general-purpose", run_in_background=False)],
-            [text("Delegated.")],
-        ],
+        LEAD: DELEGATE_WI1,
         SUB: [
             [tool_use("toolu_sub1", "Bash", command=RUN, description="Build")],
             [text("It fails.")],
@@ -299,12 +303,7 @@ def test_turns_belong_to_owners_under_the_real_host(claude: Path, project: Path)
     assert not (project / "workflow/.selfcorrect/gate.json").exists()
     burst = [[tool_use(f"toolu_b{n}", "Bash", command=f"{RUN} --try {n}")] for n in range(8)]
     script = {
-        LEAD: [
-            [tool_use("toolu_agent", "Agent", description="Build the app",
-                      prompt=f"{SUB}: you work on WI-1; run the build.",
-                      subagent_type="general-purpose", run_in_background=False)],
-            [text("Delegated.")],
-        ],
+        LEAD: DELEGATE_WI1,
         SUB: [*burst, [text("It keeps failing.")]],
     }  # fmt: skip
     server = session(claude, project, script)
