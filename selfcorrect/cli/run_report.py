@@ -51,7 +51,7 @@ def subject_rows(decisions: Decisions, plan: Plan) -> list[dict[str, Any]]:
         decided = plan.work_items.get(item)
         # A part held by its item's block (core/work_item_decision.py) stays where it was.
         held = decided is not None and decided.holds("subject", d.subject)
-        step = (decisions.state.subject(d.subject).ladder_step or None) if held else d.ladder_step
+        step = plan.subject_steps.get(d.subject, d.ladder_step)
         rows.append(
             {
                 "subject": d.subject,

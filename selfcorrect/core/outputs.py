@@ -69,6 +69,7 @@ class PlanDraft(Struct):
     work_items: dict[str, WorkItemDecision] = field(default_factory=dict)
     withdrawn: list[str] = field(default_factory=list)  # recovery files no longer true
     subject_items: dict[str, str] = field(default_factory=dict)  # subject -> its work item
+    subject_steps: dict[str, int | None] = field(default_factory=dict)  # subject -> shown step
 
     def freeze(self) -> Plan:
         return Plan(
@@ -86,6 +87,7 @@ class PlanDraft(Struct):
             work_items=MappingProxyType(dict(self.work_items)),
             withdrawn=tuple(self.withdrawn),
             subject_items=MappingProxyType(dict(self.subject_items)),
+            subject_steps=MappingProxyType(dict(self.subject_steps)),
         )
 
 
@@ -133,6 +135,9 @@ class Plan(Struct, frozen=True):
     withdrawn: tuple[str, ...] = ()
     # The work item of each subject the run decided: renderers ask `item_of`, never the log.
     subject_items: Mapping[str, str] = field(default_factory=dict)
+    # Each decided subject's ladder step as outputs show it: a part its item holds stays where
+    # it was (no climb while a person decides), others at the step decided now.
+    subject_steps: Mapping[str, int | None] = field(default_factory=dict)
 
     def item_of(self, subject: str) -> str:
         """The work item a decided subject belongs to (its task, else itself)."""

@@ -65,6 +65,12 @@ def build_plan(run: Decisions) -> Plan:
     plan.reasons += decided.notes
     plan.work_items = dict(decided.items)
     plan.subject_items = dict(decided.of_subject)
+    plan.subject_steps = {
+        d.subject: (run.state.subject(d.subject).ladder_step or None)
+        if decided.held("subject", d.subject, decided.of_subject.get(d.subject, d.subject))
+        else d.ladder_step
+        for d in run.subjects
+    }
     plan.failed_items = [_entry(facts, item) for item in decided.items.values() if item.is_task]
     _record_written(plan, run)
     _settle_stale(plan, run)
