@@ -336,3 +336,29 @@ def test_an_item_climbs_one_ladder_and_every_output_names_its_step(tmp_path: Pat
     status_line = prompt.splitlines()[0]
     assert "ladder step 3" in status_line
     assert "TRY: Step 3 —" in prompt and "TRY: Step 1" not in prompt
+
+
+# --------------------------------------------------------------------------- one directive
+
+TOO_LARGE = (  # Claude Code's Read refusal, as its hook payloads carry it
+    "File content (25040 tokens) exceeds maximum allowed tokens (25000). Please use offset and "
+    "limit parameters to read specific portions of the file, or use the GrepTool to search for "
+    "specific content."
+)
+
+
+def test_the_advisory_and_the_prompt_give_one_directive_for_a_file_too_large_to_read(
+    project: Path,  # noqa: F811
+) -> None:
+    """A file too large to read whole: the prompt says to read it in parts, and so does the
+    hook's advisory, never "Re-read everything" beside it."""
+    read = {"file_path": "src/app.py"}
+    said = None
+    for _ in range(3):
+        said = hook(project, "post-tool-use-failure", failure("agent-1", "Read", read, TOO_LARGE))
+    assert said is not None and said.json is not None
+    advice = str(said.json)
+    prompt = (project / "workflow" / "recovery" / "WI-1.md").read_text(encoding="utf-8")
+    assert "Read differently" in advice and "Re-read everything" not in advice
+    assert "TRY: Step 1 — Read differently" in prompt
+    assert "read it in parts" in prompt

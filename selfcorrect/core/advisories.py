@@ -25,8 +25,10 @@ from msgspec import Struct
 from msgspec.structs import asdict
 
 from selfcorrect import layout
+from selfcorrect.core.contexts import step_to_try
 from selfcorrect.core.decisions import Decisions
-from selfcorrect.core.ladder import SubjectDecision, ladder_step
+from selfcorrect.core.ladder import SubjectDecision
+from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import FinalStatus
 from selfcorrect.core.outputs import Plan
 from selfcorrect.core.printable import printable
@@ -74,7 +76,8 @@ def recovery(
     if item.status is FinalStatus.SKIPPED:
         return f"Skip — {words(reason)}; logged for a later retry", None, None
     if item.acts and decision.ladder_step and item.prompt:
-        step = ladder_step(decisions.policy, decision.ladder_step)
+        record = decisions.records.get(decision.subject) or SubjectRecord(decision.subject)
+        step = step_to_try(decisions.policy, decision, record)
         waiting = "; waiting for the agent" if reason == "AWAITING_AGENT" else ""
         return f"Step {step['step']} — {step['name']}{waiting}", item.prompt, None
     return f"none ({item.status.value})", None, None

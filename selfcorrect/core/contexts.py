@@ -137,6 +137,41 @@ def subject_summary(decision: SubjectDecision, record: SubjectRecord) -> str:
     return text
 
 
+def step_to_try(
+    policy: Policy,
+    decision: SubjectDecision,
+    record: SubjectRecord,
+    worked_before: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The step a stuck subject's agent is told to try, with its type's own advice: the one
+    the prompt's TRY line and the hook's advisory both name (docs/rules.md §8)."""
+    step = ladder_step(policy, decision.ladder_step or 1)
+    rule = policy.failure_type(decision.failure_type)
+    at_limit = rule.at_limit if rule else ""
+    # A type that decomposes at its limit enters at step 3 with this directive; the same on
+    # every rerun while the prompt is out, so a run with nothing new rewrites nothing.
+    decompose = at_limit == "decompose" and step["step"] == DECOMPOSE_STEP
+    if record.read_only:  # a failed read: how to read, and no file to change
+        directive = READ_TOO_LARGE if decision.failure_type == "resource_exhaustion" else ""
+        return {
+            "step": step["step"],
+            "name": "Read differently",
+            "directive": directive or READ_DIRECTIVE,
+        }
+    if decompose or decision.reason.value == "LIMIT_DECOMPOSE":
+        return {
+            "step": step["step"],
+            "name": "Decompose",
+            "directive": "Split the remaining work into small, independent pieces (one "
+            "file edit, one test suite, one document section each) and do "
+            "them one at a time.",
+        }
+    if step["step"] == COMBINE_SUCCESSES and worked_before:
+        # Step 3 combines what worked: the TRY line itself names the best record we have.
+        return {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
+    return step
+
+
 def stuck_context(
     policy: Policy,
     decision: SubjectDecision,
@@ -151,30 +186,12 @@ def stuck_context(
     """`worked_before`: calibration sentences for this failure type, best first (docs/policy.md).
     `place`: how a path is shown to an agent; paths that leave the project are dropped from
     the scope and listed under `outside`."""
-    step = ladder_step(policy, decision.ladder_step or 1)
+    step = step_to_try(policy, decision, record, worked_before)
     rule = policy.failure_type(decision.failure_type)
-    at_limit = rule.at_limit if rule else ""
-    # A type that decomposes at its limit enters at step 3 with this directive; the same on
-    # every rerun while the prompt is out, so a run with nothing new rewrites nothing.
-    decompose = at_limit == "decompose" and step["step"] == DECOMPOSE_STEP
-    if decompose or decision.reason.value == "LIMIT_DECOMPOSE":
-        step = {
-            "step": step["step"],
-            "name": "Decompose",
-            "directive": "Split the remaining work into small, independent pieces (one "
-            "file edit, one test suite, one document section each) and do "
-            "them one at a time.",
-        }
-    elif step["step"] == COMBINE_SUCCESSES and worked_before:
-        # Step 3 combines what worked: the TRY line itself names the best record we have.
-        step = {**step, "directive": f"{step['directive']} Worked before: {worked_before[0]}."}
     recovery = rule.recovery if rule else ""
     task = task_of(coordination, record.task_id)
     scope, outside = placed([*(task.files if task else ()), *record.files], place)
     if record.read_only:  # a failed read: how to read, and no file to change
-        directive = READ_TOO_LARGE if decision.failure_type == "resource_exhaustion" else ""
-        directive = directive or READ_DIRECTIVE
-        step = {"step": step["step"], "name": "Read differently", "directive": directive}
         recovery, scope = step["directive"], []
     elsewhere = [
         p
