@@ -362,3 +362,39 @@ def test_the_advisory_and_the_prompt_give_one_directive_for_a_file_too_large_to_
     assert "Read differently" in advice and "Re-read everything" not in advice
     assert "TRY: Step 1 — Read differently" in prompt
     assert "read it in parts" in prompt
+
+
+# --------------------------------------------------------------------------- streaks
+
+
+def succeeded(agent: str, tool: str, tool_input: dict) -> dict:
+    return event(
+        "post-tool-use",
+        agent_id=agent,
+        agent_type="general-purpose",
+        tool_name=tool,
+        tool_input=tool_input,
+        tool_use_id=f"toolu_ok_{tool_input.get('command', '')[-2:]}",
+        tool_response={"stdout": "ok", "stderr": "", "interrupted": False},
+    )
+
+
+def test_a_success_between_failures_breaks_the_streak(project: Path) -> None:  # noqa: F811
+    """The agent's build fails, then it works on for a while (successful calls nobody
+    awaited), then fails again, twice, far apart: never three failures "in a row"."""
+    build = {"command": "make build"}
+    error = "make: *** [Makefile:12: build] Error 2"
+    answers = []
+    for n in range(3):
+        answers.append(
+            hook(project, "post-tool-use-failure", failure("agent-1", "Bash", build, error))
+        )
+        hook(
+            project,
+            "post-tool-use",
+            succeeded("agent-1", "Bash", {"command": f"python -m app {n:02d}"}),
+        )
+    assert all(a.json is None or "Loop detected" not in str(a.json) for a in answers)
+    log = documents.read_failure_log(project / "workflow" / "tool_failures.yaml", [])
+    outcomes = [raw.data.get("outcome", "failure") for raw in log]
+    assert outcomes == ["failure", "success"] * 3

@@ -74,6 +74,9 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
             for r in _not_reset(decisions, decisions.inputs.log.repeats)[-MAX_REPEATS:]
         ],
         "tasks": _tasks(decisions, plan, workflow),
+        # Agents with a subject failing since its last success: the success hook logs their
+        # next success, which ends the streak (failures far apart are never "in a row").
+        "streaks": [] if plan.result.value == "PASS" else _streaks(decisions),
         "live": _live(decisions),
         "protected": [f"{workflow}/{name}" for name in PROTECTED],
         "volatile_keys": list(policy.gate.volatile_keys),
@@ -91,6 +94,16 @@ def _not_reset(decisions: Decisions, repeats: tuple[Repeat, ...]) -> list[Repeat
                 subject = str(baseline.get("subject"))
                 reset_at[subject] = max(reset_at.get(subject, -1), baseline["log_position"])
     return [r for r in repeats if r.last > reset_at.get(r.subject, -1)]
+
+
+def _streaks(decisions: Decisions) -> list[str | None]:
+    """The agents (None: the lead) whose latest failure opened a streak not yet broken."""
+    agents = {
+        record.chain[-1].agent_id
+        for record in decisions.records.values()
+        if record.failures_total and record.chain and not record.read_only
+    }
+    return sorted(agents, key=lambda agent: agent or "")
 
 
 def _live(decisions: Decisions) -> dict[str, str | None]:

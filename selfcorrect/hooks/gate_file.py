@@ -66,6 +66,11 @@ class GateState:
         return [r for r in self._list("repeats") if isinstance(r, dict)]
 
     @property
+    def streaks(self) -> list[str | None]:
+        """Agents (None: the lead) with a subject failing since its last success."""
+        return [a for a in self._list("streaks") if a is None or isinstance(a, str)]
+
+    @property
     def tasks(self) -> dict[str, dict[str, Any]]:
         """Task id -> its agents, status, prompt, directive and pending micro-tasks."""
         return {k: v for k, v in self._dict("tasks").items() if isinstance(v, dict)}

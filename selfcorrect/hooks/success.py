@@ -6,7 +6,9 @@ listed when the gate's state is waiting for it to work:
 - it is a call that failed since it was last cleared (`repeats`), by any agent;
 - it is an edit (`edit_tools`) by an agent with such calls: it changed something;
 - its agent's task is on the recovery ladder or skipped (`tasks`), and the call does something
-  (a read, a search or a delegation that worked says nothing about the task's work).
+  (a read, a search or a delegation that worked says nothing about the task's work);
+- its agent has a subject failing since its last success (`streaks`), and the call does
+  something: the success ends the streak, so failures far apart are never "in a row".
 Then it appends `outcome: success` for the call and decides as the failure hook does, so the
 gate's state (the repeat counts, the subject's status) follows at once.
 """
@@ -75,7 +77,9 @@ def listed(event: HookEvent, state: GateState, folder: str) -> bool:
         digest = input_digest(event.tool_input, tool, state.volatile_keys or VOLATILE_KEYS)
         if any(r.get("input_digest") == digest for r in same):
             return True
-    return tool.casefold() not in NO_PROGRESS and _awaited_task(event, state, folder)
+    if tool.casefold() in NO_PROGRESS:
+        return False
+    return agent in state.streaks or _awaited_task(event, state, folder)
 
 
 def _awaited_task(event: HookEvent, state: GateState, folder: str) -> bool:
