@@ -137,7 +137,7 @@ def _stable(text: str, tmp_path: Path, runs: list[str]) -> str:
     text = text.replace(str(tmp_path), "<tmp>").replace(sys.executable, "<python>")
     for number, run in enumerate(runs):
         text = text.replace(run, f"<run {number}>")
-    text = re.sub(r'"report_stamp": "\d+:\d+"', '"report_stamp": "<inode:mtime>"', text)
+    text = re.sub(r'"report_stamp": "\d+:\d+(?::\d+)?"', '"report_stamp": "<inode:mtime>"', text)
     text = re.sub(r'"attempt_key": "[0-9a-f]{16}"', '"attempt_key": "<trace|fix>"', text)
     return re.sub(r'"digest": "[0-9a-f]{16,}"', '"digest": "<digest>"', text)
 

@@ -151,7 +151,10 @@ def _validate(
         "issues": [finding.as_issue() for finding in findings],
     }
     written = None
-    if write and atomic.replace_file(target, render_report(report, _to_folder(target, folder))):
+    # Always a new write, even of the same bytes (two validations in one second render the
+    # same `generated_at`): a run tells a fresh report by its write (docs/rules.md §5).
+    rendered = render_report(report, _to_folder(target, folder))
+    if write and atomic.replace_file(target, rendered, always=True):
         written = documents.display_path(target)
     # Recorded as seen by a validate that writes the folder's own report (one given --output
     # writes nothing else); a run's own validation is the run's to record.

@@ -47,7 +47,7 @@ from selfcorrect.core.model import (
 )
 from selfcorrect.core.owners import idle
 from selfcorrect.core.policy import Policy
-from selfcorrect.core.state import IssueState, State, derive
+from selfcorrect.core.state import IssueState, State, derive, same_write, seen_pass
 from selfcorrect.core.stuck import review_loops
 from selfcorrect.core.work_items import Guidance
 from selfcorrect.errors import Diagnostic
@@ -260,7 +260,7 @@ def passing_report(inputs: Inputs, state: State) -> SuccessEvent | None:
         or report.stub
         or report.issues
         or inputs.rechecked
-        or seen in state.passes
+        or seen_pass(seen, state.passes)
     ):
         return None
     handed_out = (SubjectStatus.RECOVERING.value, SubjectStatus.SKIPPED.value)
@@ -389,8 +389,8 @@ def agent_had_turn(prior: IssueState, report_stamp: str, state: State) -> bool:
         # The host says when turns end: only a report written after a turn of the task's
         # agent (or the lead's), which followed the directive, judges it (docs/rules.md §5).
         turn = state.turn_after(prior.seq, (), prior.work_item)
-        return turn is not None and (turn.report_stamp or "") != report_stamp
-    ours = report_stamp in state.own_reports.get(prior.run, ())
+        return turn is not None and not same_write(turn.report_stamp or "", report_stamp)
+    ours = any(same_write(report_stamp, own) for own in state.own_reports.get(prior.run, ()))
     return not ours or prior.run in state.agent_turns
 
 

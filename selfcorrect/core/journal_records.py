@@ -154,7 +154,7 @@ class AgentEvent(Stamped, frozen=True, kw_only=True):
 class ValidatedEvent(Stamped, frozen=True, kw_only=True):
     event = VALIDATED
     detail: str
-    report_stamp: str | None = _optional()  # which write of the report it made (inode:mtime)
+    report_stamp: str | None = _optional()  # the write of the report it made (ino:mtime_ns:size)
     cycle: bool | None = _optional()  # it ended a correction cycle (counted per episode)
 
 

@@ -167,6 +167,28 @@ class State(Struct):
         return next((t for t in self.turns if t.seq > seq and t.ends(agents, task)), None)
 
 
+def same_write(a: str, b: str) -> bool:
+    """Are two report stamps the same write of the report (docs/rules.md §5)? A stamp is
+    `ino:mtime_ns:size` (io/last_report.stamp); a journal written by an older version holds
+    `ino:mtime_ns`, compared on the fields both spell, as that version compared them."""
+    if a == b:
+        return True
+    left, right = a.split(":"), b.split(":")
+    if len(left) == len(right) or min(len(left), len(right)) != 2:
+        return False
+    return left[:2] == right[:2]
+
+
+def seen_pass(seen: str, passes: Iterable[str]) -> bool:
+    """Was this passing report (`digest|stamp`) already counted, by an equal digest and write?"""
+    digest, _, stamp = seen.partition("|")
+    for counted in passes:
+        other, _, other_stamp = counted.partition("|")
+        if counted == seen or (other == digest and same_write(other_stamp, stamp)):
+            return True
+    return False
+
+
 def derive(records: Iterable[Stamped | Mapping[str, Any]], *, host_turns: bool = False) -> State:
     """Fold the journal's typed records, in order (dicts are parsed: core/journal_records).
     `host_turns`: the agent host's stop hooks are installed, so it reports turns."""

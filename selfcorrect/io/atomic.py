@@ -293,10 +293,12 @@ def update_file(
     )
 
 
-def replace_file(path: Path, data: bytes) -> bool:
-    """Atomically make `path` hold `data` (a file only selfcorrect writes). True if it changed."""
+def replace_file(path: Path, data: bytes, *, always: bool = False) -> bool:
+    """Atomically make `path` hold `data` (a file only selfcorrect writes). True if written:
+    when it changed, or `always` (a new write, with its own inode and mtime, even of the same
+    bytes: a validator's report, whose write is what says the validator ran; docs/rules.md §5)."""
     path = Path(path)
-    if read_or_none(path) == data:
+    if not always and read_or_none(path) == data:
         return False
     _swap(_temp_like(path, data, _existing(path)), path)
     return True

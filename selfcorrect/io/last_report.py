@@ -19,13 +19,15 @@ from selfcorrect.io.safe_paths import ensure_dir
 
 
 def stamp(path: Path) -> str:
-    """Which write of the report this is: its inode and modification time ("" when absent).
-    Light to import: the stop hooks record it with each turn."""
+    """Which write of the report this is: its inode, modification time in nanoseconds and size,
+    `ino:mtime_ns:size` ("" when absent); never whole seconds, so two writes in one second
+    differ (docs/rules.md §5). Light to import: the stop hooks record it with each turn.
+    Older journals hold `ino:mtime_ns`: core.state.same_write compares the two spellings."""
     try:
         info = path.stat()
     except OSError:
         return ""
-    return f"{info.st_ino}:{info.st_mtime_ns}"
+    return f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
 
 
 def keep(folder: Path, digest: str, write: str) -> bool:
