@@ -50,6 +50,10 @@ class Outcome(enum.StrEnum):
     INTERRUPTED = "interrupted"  # the call was interrupted: counts nothing
     # The agent ran the validator or a check command: its exit code is the report's business.
     VERIFICATION = "verification"
+    # The call never ran: the host cancelled it (a parallel sibling errored) or a person or a
+    # PreToolUse hook denied it (core/unrun.py). Counts nothing.
+    CANCELLED = "cancelled"
+    DENIED = "denied"
 
 
 class EffectState(enum.StrEnum):

@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 
 from selfcorrect.core.model import Failure, Outcome
+from selfcorrect.core.unrun import not_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
 
 # Tools that run a shell command (Claude Code's Bash; other hosts name theirs so).
 SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command"})
-UNCOUNTED = frozenset({Outcome.PROBE, Outcome.INTERRUPTED, Outcome.VERIFICATION})
+UNCOUNTED = frozenset(
+    {Outcome.PROBE, Outcome.INTERRUPTED, Outcome.VERIFICATION, Outcome.CANCELLED, Outcome.DENIED}
+)
 # selfcorrect's own validator, however the agent starts it.
 SELF_VALIDATE = (("selfcorrect", "validate"), ("python", "-m", "selfcorrect", "validate"))
 # What separates the simple commands of a list: each may be the verification.
@@ -154,11 +157,14 @@ class Probes:
 
     def counted(self, failure: Failure) -> bool:
         """Does this entry count toward signals, budgets and the gate? Not a probe or an
-        interrupted call, whoever logged it."""
+        interrupted call, nor a call that never ran (cancelled or denied: its error text says
+        so, core/unrun.py), whoever logged it."""
         if failure.outcome in UNCOUNTED:
             return False
         if failure.outcome is not Outcome.FAILURE:
             return True
+        if not_run(failure.error) is not None:
+            return False
         extra = failure.extra
         if not extra:
             return True  # the common entry: no command, no interrupt flag

@@ -3,8 +3,13 @@
 Claude Code rejects some calls while validating their input ("String to replace not found",
 "File has not been read yet", an Edit of a missing file): neither PreToolUse nor
 PostToolUseFailure fires for them, and they are most of `stale_context`. PostToolBatch lists
-every call of the batch with its result, these as `<tool_use_error>…</tool_use_error>`: each
-such result whose `tool_use_id` is not in the log yet is appended, then one decision is made.
+every call of the batch with its result, these as `<tool_use_error>…</tool_use_error>`, but
+with no error flag: a result is taken for a rejection only when it is wholly one such element
+in the host's own validation or not-run wording (core/unrun.py), so a call whose output merely
+opens with the tag is output, not a failure. Each rejection whose `tool_use_id` is not in the
+log yet is appended; a call the host cancelled or a person or hook denied (docs/rules.md §7)
+as `outcome: cancelled` or `denied`, which counts nothing. Then, when a counted entry was
+appended, one decision is made.
 
 Where a host has no PostToolBatch (Claude Code before it had one), the stop hooks read the same
 results from the transcript instead (`from_transcript`): the lines added since the last look
@@ -32,7 +37,7 @@ MAX_TRANSCRIPTS = 200  # offsets kept, the oldest forgotten first
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
-    if log_rejected(rejected(event), folder):
+    if log_rejected(rejected(event), folder):  # a counted entry: cancelled or denied ones are not
         from selfcorrect.hooks.failure import decide
 
         decide(folder)
@@ -40,19 +45,26 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
 
 
 def log_rejected(calls: list[HookEvent], folder: Path) -> int:
-    """Append each rejected call not logged yet; how many were appended."""
+    """Append each rejected call not logged yet; how many of those appended count (a call that
+    never ran is logged `outcome: cancelled` or `denied`, and counts nothing)."""
+    from selfcorrect.core.unrun import not_run
     from selfcorrect.hooks.failure import entry
     from selfcorrect.io.failure_append import append_failure
 
     log = folder / layout.FAILURE_LOG
-    appended = 0
+    counted = 0
     for call in calls[:MAX_CALLS]:
         ident = call.tool_use_id
         if ident is not None and _logged(log, ident):
             continue
-        append_failure(log, entry(call, folder, error=_error_of(call)))
-        appended += 1
-    return appended
+        error = _error_of(call)
+        fields = entry(call, folder, error=error)
+        unrun = not_run(error)
+        if unrun is not None:
+            fields["outcome"] = unrun.value
+        append_failure(log, fields)
+        counted += "outcome" not in fields
+    return counted
 
 
 def from_transcript(event: HookEvent, folder: Path) -> int:
@@ -61,6 +73,10 @@ def from_transcript(event: HookEvent, folder: Path) -> int:
     if path is None:
         return 0
     lines = _new_lines(Path(path), folder)
+    if not lines:
+        return 0
+    from selfcorrect.core.unrun import declined
+
     uses: dict[str, dict[str, Any]] = {}
     calls = []
     for line in lines:
@@ -76,6 +92,8 @@ def from_transcript(event: HookEvent, folder: Path) -> int:
             if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 uses[block["id"]] = block
             elif block.get("type") == "tool_result" and block.get("is_error") is True:
+                # An error result: a rejection (tagged), or a call a person or hook denied;
+                # any other error is a call that ran, the failure hook's to log.
                 use = uses.get(str(block.get("tool_use_id")), {})
                 shared = {k: v for k, v in event.data.items() if k != "tool_input"}
                 call = {
@@ -85,7 +103,8 @@ def from_transcript(event: HookEvent, folder: Path) -> int:
                     "tool_use_id": block.get("tool_use_id"),
                     "tool_response": block.get("content"),
                 }
-                if _error_text(call["tool_response"]) is not None:
+                text = _text(call["tool_response"])
+                if text.lstrip().startswith(ERROR_OPEN) or declined(text):
                     calls.append(HookEvent(call))
     return log_rejected(calls, folder)
 
@@ -123,28 +142,41 @@ def _new_lines(path: Path, folder: Path) -> list[str]:
 
 
 def rejected(event: HookEvent) -> list[HookEvent]:
-    """The batch's calls whose result is a `<tool_use_error>`, each as its own event (the
-    batch's agent and session ids, the call's tool, input and id)."""
+    """The batch's calls that did not run, each as its own event (the batch's agent and session
+    ids, the call's tool, input and id): a result that is wholly one `<tool_use_error>` in the
+    host's validation or not-run wording, or a person's or hook's denial in the host's words.
+    PostToolBatch has no error flag, so a result that merely opens with the tag is output."""
+    from selfcorrect.core.unrun import declined, validation_rejection
+
     calls = event.data.get("tool_calls")
     found = []
     for call in calls if isinstance(calls, list) else []:
-        if isinstance(call, dict) and _error_text(call.get("tool_response")) is not None:
+        if not isinstance(call, dict):
+            continue
+        text = _text(call.get("tool_response"))
+        if validation_rejection(text) is not None or declined(text):
             shared = {k: v for k, v in event.data.items() if k != "tool_calls"}
             found.append(HookEvent({**shared, **call}))
     return found
 
 
-def _error_text(response: Any) -> str | None:
+def _text(response: Any) -> str:
     if isinstance(response, list):  # content blocks
         response = " ".join(str(b.get("text", "")) for b in response if isinstance(b, dict))
-    if not isinstance(response, str) or not response.lstrip().startswith(ERROR_OPEN):
-        return None
-    text = response.strip()[len(ERROR_OPEN) :]
+    return response if isinstance(response, str) else ""
+
+
+def _error_text(response: Any) -> str:
+    """The result's text, its `<tool_use_error>` tags taken off."""
+    text = _text(response).strip()
+    if not text.startswith(ERROR_OPEN):
+        return text
+    text = text[len(ERROR_OPEN) :]
     return text[: -len(ERROR_CLOSE)] if text.endswith(ERROR_CLOSE) else text
 
 
 def _error_of(call: HookEvent) -> str:
-    return _error_text(call.data.get("tool_response")) or ""
+    return _error_text(call.data.get("tool_response"))
 
 
 def _logged(log: Path, ident: str) -> bool:

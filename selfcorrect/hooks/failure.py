@@ -57,7 +57,8 @@ def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | 
     logged: list[dict[str, str] | None] = []
     for event in events:
         fields = entry(event, folder)
-        if "outcome" in fields:  # a probe's answer or an interruption: logged, counts nothing
+        if "outcome" in fields:  # a probe's answer, an interruption, a call that never ran:
+            # logged, counts nothing
             if not companion:
                 _append(folder, fields)
             logged.append(None)
@@ -111,11 +112,18 @@ def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str,
 
 
 def _uncounted(event: HookEvent, folder: Path) -> str | None:
-    """`interrupted` for an interrupted call, `verification` for the agent running the
-    validator or a check command, `probe` for a query that answered "no" (grep found nothing:
-    docs/rules.md §7), else None: the entry is a failure."""
+    """`interrupted` for an interrupted call, `cancelled` or `denied` for a call that never ran
+    (the host cancelled it, a person or a PreToolUse hook denied it: core/unrun.py),
+    `verification` for the agent running the validator or a check command, `probe` for a query
+    that answered "no" (grep found nothing: docs/rules.md §7), else None: the entry is a
+    failure."""
     if event.data.get("is_interrupt") is True:
         return "interrupted"
+    from selfcorrect.core.unrun import not_run
+
+    unrun = not_run(event.error)
+    if unrun is not None:
+        return unrun.value
     command = event.tool_input.get("command")
     from selfcorrect.core.probes import SHELL_TOOLS, Probes
 
