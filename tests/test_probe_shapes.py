@@ -14,10 +14,15 @@ The rows marked "probe" were counted as failures before probes were recognised b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from selfcorrect.core.model import Failure
 from selfcorrect.core.probes import Probes
+from selfcorrect.io import documents
 from tests.helpers import policy_with
+from tests.test_hooks import failure, hook, project  # noqa: F401  (project: a fixture)
 
 PROBES = Probes(policy_with().probe_commands)
 
@@ -210,3 +215,38 @@ def test_hostile_text_is_read_in_linear_time() -> None:
     command = "cd a && " * 20_000 + "grep -q x f" + " | cat" * 20_000 + " 2>/dev/null" * 20_000
     assert not PROBES.is_probe("Bash", command, "Exit code 1" + "\nls: x" * 20_000)
     assert not PROBES.is_probe("Bash", "'" * 100_001, "Exit code 1")
+
+
+def test_the_failure_hook_logs_real_probe_shapes_as_probes(project: Path) -> None:  # noqa: F811
+    calls = [*REAL_PROBES[-3:], REAL_FAILURES[0]]
+    for command, error in calls:
+        hook(
+            project,
+            "post-tool-use-failure",
+            failure("agent-9", "Bash", {"command": command}, error),
+        )
+
+    log = documents.read_failure_log(project / "workflow" / "tool_failures.yaml", [])
+    assert [raw.data.get("outcome") for raw in log] == ["probe", "probe", "probe", None]
+
+
+def test_the_reader_applies_the_rule_to_another_writers_entry() -> None:
+    command, error = REAL_PROBES[-1]
+    logged = Failure(
+        id="F-1",
+        index=0,
+        tool="Bash",
+        error=error,
+        timestamp="2026-02-02T10:00:00Z",
+        extra={"command": command},
+    )
+    assert not PROBES.counted(logged)
+    failing = Failure(
+        id="F-2",
+        index=1,
+        tool="Bash",
+        error="Exit code 1",
+        timestamp="2026-02-02T10:00:01Z",
+        extra={"command": "make && grep -q ok out"},
+    )
+    assert PROBES.counted(failing)

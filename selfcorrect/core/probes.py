@@ -130,11 +130,12 @@ def _shape(command: str) -> list[tuple[str, list[_Stage]]] | None:
             continue
         if word not in _LISTS and word not in _PIPES:
             return None  # ; & < << ( ) and the like
-        while current and _ASSIGNMENT.match(current[0]):
-            current.pop(0)
-        if not current:
+        start = 0
+        while start < len(current) and _ASSIGNMENT.match(current[start]):
+            start += 1
+        if start == len(current):
             return None
-        pipeline.append(_Stage(current, redirected, streams["2"] == _NULL))
+        pipeline.append(_Stage(current[start:], redirected, streams["2"] == _NULL))
         current, streams, redirected = [], {"1": "tty", "2": "tty"}, False
         if word in _LISTS:
             items.append((before, pipeline))
@@ -167,7 +168,7 @@ def command_words(command: str) -> list[str] | None:
     items = _shape(command)
     if not items or len(items) > 1 or len(items[0][1]) > 1 or items[0][1][0].redirected:
         return None
-    return items[0][1][0].words
+    return list(items[0][1][0].words)
 
 
 def _program(word: str) -> str:
