@@ -312,7 +312,7 @@ PROBES = Probes(policy_with().probe_commands)
         ("git status", "Exit code 1", False),
         ("grep -rn TODO nodir", "Exit code 2\ngrep: nodir: No such file or directory", False),
         ("grep -rn TODO src", "Exit code 1\ngrep: src/x: Permission denied", False),
-        ("cat log | grep ERROR", "Exit code 1", False),  # the pipeline's status is grep's
+        ("cat log | grep ERROR", "Exit code 1", True),  # the pipeline's status is grep's
         ("make && grep -q ok out", "Exit code 1", False),  # make may have failed
         ("grep -q $(cat pattern) f", "Exit code 1", False),
         ("npm test", "Exit code 1", False),
