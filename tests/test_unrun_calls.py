@@ -141,7 +141,8 @@ def test_nine_cancelled_siblings_and_one_real_failure_stop_nothing(project: Path
     assert blocked(project) == []
     assert all(r.get("failures", 0) <= 1 for r in state(project).get("repeats", []))
     found = entries(project)
-    assert [e.get("outcome", "failure") for e in found] == ["failure"] + ["cancelled"] * 9 + [
+    # The ls of a missing path is an answer too (a probe by its shape: docs/rules.md §7).
+    assert [e.get("outcome", "failure") for e in found] == ["probe"] + ["cancelled"] * 9 + [
         "failure"
     ]
     assert [e["tool_use_id"] for e in found[1:-1]] == [s[0] for s in siblings]
