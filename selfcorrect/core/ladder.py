@@ -128,6 +128,7 @@ class _Case(Struct, frozen=True):
     fresh: bool  # failures after the last decision
     succeeded_since: bool  # a success since a person's reset (or there was none)
     turns: State | None  # the journal's agents' turns: when a round ends (round_over)
+    ending: Turn | None  # the turn that ended the round of its new failures (_ending_turn)
     at_limit: str
     rounds: int  # owner turns it failed in (0: the host reports no turns, calls are counted)
     make: Any  # (status, reason, step, new) -> SubjectDecision
@@ -169,7 +170,10 @@ def _decide(
         )
 
     fresh = record.latest_position > prior.log_position
-    closed, open_round = _rounds(record, prior, turns, fresh=fresh) if counts else (0, 0)
+    # The turn that ended the round of its new failures: looked up once, for the climb and
+    # the ceiling alike.
+    ending = _ending_turn(record, prior, turns) if turns is not None and fresh else None
+    closed, open_round = _rounds(prior, record, turns, ending, fresh=fresh) if counts else (0, 0)
     case = _Case(
         record,
         prior,
@@ -180,6 +184,7 @@ def _decide(
         fresh=fresh,
         succeeded_since=baseline is None or record.successes > baseline.successes,
         turns=turns,
+        ending=ending,
         at_limit=rule.at_limit if rule else "ladder",
         rounds=closed + open_round,
         make=make,
@@ -192,16 +197,18 @@ def _decide(
 
 
 def round_over(
-    record: SubjectRecord, prior: SubjectState, policy: Policy, turns: State | None
+    record: SubjectRecord,
+    prior: SubjectState,
+    policy: Policy,
+    turns: State | None,
+    ending: Turn | None,
 ) -> bool:
     """Has the round of the step last shown ended (docs/rules.md §8)? With an agent host that
     reports turns (its Stop hooks are installed, or journaled one), only when the turn of an
     agent failing on it (or of its task's owner) ended after it: no burst inside one turn
     climbs. Without one, when `ladder.failures_per_step` failures were logged after it, or a
     later run saw new failures the host did not log itself."""
-    if turns is None:
-        return True
-    if _ending_turn(record, prior, turns) is not None:
+    if turns is None or ending is not None:
         return True
     if turns.host_reports_turns:
         return False
@@ -226,7 +233,12 @@ def _ending_turn(record: SubjectRecord, prior: SubjectState, turns: State) -> Tu
 
 
 def _rounds(
-    record: SubjectRecord, prior: SubjectState, turns: State | None, *, fresh: bool
+    prior: SubjectState,
+    record: SubjectRecord,
+    turns: State | None,
+    turn: Turn | None,
+    *,
+    fresh: bool,
 ) -> tuple[int, int]:
     """The owner turns the subject has failed in, where the host reports turns: (the rounds
     that ended, 1 while the round going on has failures of its own); (0, 0) without such a
@@ -234,7 +246,6 @@ def _rounds(
     The failures a turn's end finds close that turn's round: one turn is one round."""
     if turns is None or not turns.host_reports_turns:
         return 0, 0
-    turn = _ending_turn(record, prior, turns) if fresh else None
     if turn is not None:
         # Failures logged after the turn's end are the next round's (the turn says where).
         later = turn.log_position is not None and record.latest_position >= turn.log_position
@@ -328,7 +339,7 @@ def _on_the_ladder(case: _Case) -> SubjectDecision:
             reason = SubjectReason.STUCK_FIRST_DETECTION
         return case.make(SubjectStatus.RECOVERING, reason, step, True)
     # Asked only here: a subject on the ladder with new failures (not every subject, every run).
-    if not case.fresh or not round_over(case.record, prior, case.policy, case.turns):
+    if not case.fresh or not round_over(case.record, prior, case.policy, case.turns, case.ending):
         # A prompt is out, and nothing failed since, or its agent's turn is still going: one
         # climb per round, never one per failed call (docs/rules.md §8).
         return case.make(

@@ -42,8 +42,6 @@ UNCOUNTED = frozenset(
 )
 # selfcorrect's own validator, however the agent starts it.
 SELF_VALIDATE = (("selfcorrect", "validate"), ("python", "-m", "selfcorrect", "validate"))
-# What separates the simple commands of a list: each may be the verification.
-_LIST = re.compile(r"&&|\|\||;|\n")
 # What a host writes for a call that exited non-zero: "Exit code 1", "exited with code 1".
 _EXIT = re.compile(
     r"\A\s*(?:error:\s*)?(?:command\s+failed\s+with\s+)?exit(?:ed\s+with)?\s+(?:code|status)"
@@ -194,13 +192,9 @@ def _spelled(words: Iterable[str]) -> tuple[str, ...]:
     return (_program(words[0]), *(_argument(w) for w in words[1:]))
 
 
-def _program_name(word: str) -> str:
-    return word.rsplit("/", 1)[-1]  # /usr/bin/grep is grep
-
-
 def _ls_paths(words: list[str]) -> list[str] | None:
     """The paths an `ls` names (none: the current directory); None when it is not ls."""
-    if _program_name(words[0]) != "ls":
+    if _program(words[0]) != "ls":
         return None
     paths: list[str] = []
     options = True
@@ -273,16 +267,20 @@ class Probes:
         commands starts with the command's words, its program spelled as the agent may."""
         if tool.casefold() not in SHELL_TOOLS or not command or not self._verifications:
             return False
-        for part in _LIST.split(command):
-            try:
-                words = shlex.split(part.split("|", 1)[0])
-            except ValueError:
+        words = _words(command)
+        if words is None:
+            return False
+        simple: list[str] = []
+        for word in [*words, "&&"]:  # each simple command of a list or pipeline, in turn
+            if not (word and set(word) <= _OPERATORS):
+                simple.append(word)
                 continue
-            while words and _ASSIGNMENT.match(words[0]):
-                words.pop(0)
-            spelled = _spelled(words)
+            while simple and _ASSIGNMENT.match(simple[0]):
+                simple.pop(0)
+            spelled = _spelled(simple)
             if any(spelled[: len(v)] == v for v in self._verifications):
                 return True
+            simple = []
         return False
 
     def is_probe(self, tool: str, command: str | None, error: str) -> bool:
@@ -315,7 +313,7 @@ class Probes:
 
     def _asks(self, words: list[str]) -> bool:
         """Is this simple command one of the policy's probe programs?"""
-        spelled = [_program_name(words[0]), *words[1:]]
+        spelled = [_program(words[0]), *words[1:]]
         return any(tuple(spelled[: len(probe)]) == probe for probe in self._commands)
 
     @staticmethod

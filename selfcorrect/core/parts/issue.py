@@ -1,6 +1,6 @@
 """A validation issue's part: what its classification makes its item, and what it writes when
 its item lets it act (a fix to run, a directive, a recovery step, a block with its escalation),
-or once a fresh report no longer carries it (resolved). Rules §5, §9."""
+or once a fresh report no longer carries it (resolved): docs/rules.md §5, §9."""
 
 from __future__ import annotations
 
