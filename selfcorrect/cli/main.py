@@ -564,8 +564,11 @@ def _make_replay() -> click.Command:
 
         \b
         Each PATH is a workflow folder, a folder of cases (every folder with an
-        expected.yaml at PATH or one or two levels below it is a case), or a
-        journal (*.jsonl), whose detections are counted per rule version.
+        expected.yaml at PATH or one or two levels below it is a case), a
+        labelled text file (*.texts.yaml, also found up to two levels below a
+        PATH: real failure texts, each with the type a careful person gives
+        it), or a journal (*.jsonl), whose detections are counted per rule
+        version.
         Nothing is executed and nothing is written, not even the journal.
         Every fixer program is assumed installed, so the decisions (and the
         labels that judge them) do not depend on this machine.
@@ -576,8 +579,11 @@ def _make_replay() -> click.Command:
         negatives, precision and recall, summed over all cases ("-": undefined).
         Labels judge subjects, issues (type, FIXABLE/BLOCKED, task) and the whole
         folder: whether it reads (read: ok|refused) and the run's verdict.
+        Text files score the taxonomy as `typing`: precision 1.00 means no text
+        got a wrong type, recall is the share typed as labelled.
         -v lists, per case, what was labelled and what was decided instead.
-        The policy is --policy, else each folder's own selfcorrect.yaml.
+        The policy is --policy, else each folder's own selfcorrect.yaml (for
+        text files, the shipped defaults).
 
         Exit codes: 0 done, 1 a figure is below --baseline, 2 invalid input.
         """

@@ -11,6 +11,9 @@
   `name`, `aspect`, `labelled`, `decided`) and `warnings` (positioned, like `check`'s);
 - `scores`: summed over all labelled cases, each `detector`, `tp`, `fp`, `fn`, `precision` and
   `recall` (numbers, unrounded, or null when undefined: nothing to divide);
+- `texts`: one per labelled text file (`*.texts.yaml`): `path`, `description`, `texts`,
+  `right`, `untyped`, `wrong` and `misses` (each text not typed right, as a mismatch: `kind`
+  text, `name` its number and source, `aspect` typing, `labelled`, `decided`);
 - `journals`: one per journal PATH: `path`, `records`, `rules` (each `rule`, `rule_version`
   and the counters `selfcorrect stats` prints: `detections`, `preflight_rejections`,
   `remediations`, `verified_recoveries`, `compensations`, `circuit_opens`, `recurrences`,
@@ -33,7 +36,7 @@ from selfcorrect.cli.words import count, printable
 from selfcorrect.core.scoring import SIGNALS
 
 if TYPE_CHECKING:
-    from selfcorrect.commands.replay import Case, ReplayResult
+    from selfcorrect.commands.replay import Case, ReplayResult, TextCase
     from selfcorrect.core.scoring import Score
 
 
@@ -83,10 +86,24 @@ def _case(case: Case) -> dict[str, Any]:
     }
 
 
+def _texts(case: TextCase) -> dict[str, Any]:
+    seen = case.seen
+    return {
+        "path": case.display,
+        "description": case.description,
+        "texts": seen.texts,
+        "right": seen.right,
+        "untyped": seen.untyped,
+        "wrong": seen.wrong,
+        "misses": [asdict(m) for m in seen.misses],
+    }
+
+
 def replay_json(result: ReplayResult) -> dict[str, Any]:
     """The documented, stable `replay --format json` object (see the module docstring)."""
     return {
         "cases": [_case(case) for case in result.cases],
+        "texts": [_texts(case) for case in result.texts],
         "scores": [_score(s) for s in result.scores],
         "journals": [
             {
@@ -126,9 +143,14 @@ def show_replay(result: ReplayResult, fmt: str, common: Common) -> None:
     if common.verbosity >= 0:
         for case in result.cases:
             lines += _case_lines(case, common)
+        for text_case in result.texts:
+            lines += _text_lines(text_case, common)
     labelled = sum(1 for case in result.cases if case.labels is not None)
     if result.scores:
-        lines += ["", f"Scores over {count(labelled, 'labelled case')}:"]
+        parts = [count(labelled, "labelled case")] if labelled or not result.texts else []
+        if result.texts:
+            parts.append(count(sum(t.seen.texts for t in result.texts), "labelled text"))
+        lines += ["", f"Scores over {' and '.join(parts)}:"]
         rows = [["DETECTOR", "TP", "FP", "FN", "PRECISION", "RECALL"]]
         rows += [
             [
@@ -196,6 +218,21 @@ def _case_lines(case: Case, common: Common) -> list[str]:
             f"    {m.kind} {printable(m.name)}: {m.aspect} labelled {printable(m.labelled)}, "
             f"decided {printable(m.decided)}"
             for m in case.mismatches
+        ]
+    return lines
+
+
+def _text_lines(case: TextCase, common: Common) -> list[str]:
+    seen = case.seen
+    lines = [
+        f"{printable(case.display)}  {count(seen.texts, 'text')} typed: {seen.right} right, "
+        f"{seen.untyped} untyped, {seen.wrong} wrong"
+    ]
+    if common.verbosity > 0:
+        lines += [
+            f"    {printable(m.name)}: labelled {printable(m.labelled)}, decided "
+            f"{printable(m.decided)}"
+            for m in seen.misses
         ]
     return lines
 

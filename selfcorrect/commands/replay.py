@@ -4,7 +4,8 @@ Each case is analysed exactly as `run` analyses a folder (`core/decisions.decide
 happens: no fixer, validator or agent runs, and nothing is written, not even the journal. A
 case is a folder holding `expected.yaml` (the labels, see core/scoring.py), found at PATH or one
 or two levels below it; a PATH without labels is replayed as one unlabelled case, its decisions
-shown without scores. A journal (`*.jsonl`) as PATH is summarised per rule version instead,
+shown without scores. A labelled text file (`*.texts.yaml`, see core/labelled_texts.py), at PATH
+or up to two levels below it, scores the taxonomy on real failure texts: the `typing` figure. A journal (`*.jsonl`) as PATH is summarised per rule version instead,
 with the figures `selfcorrect stats` prints (core/stats.py).
 
 Replay assumes every fixer program is installed: a label says what the policy decides, and must
@@ -21,6 +22,7 @@ from msgspec import Struct, field
 
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.core.decisions import decide
+from selfcorrect.core.labelled_texts import TextsSeen, text_labels, type_texts
 from selfcorrect.core.plan import build_plan
 from selfcorrect.core.scoring import (
     CaseSeen,
@@ -36,11 +38,14 @@ from selfcorrect.core.scoring import (
     total,
 )
 from selfcorrect.core.stats import RuleStats, rule_stats
+from selfcorrect.core.taxonomy import Taxonomy
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents, journal
+from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.workflow_inputs import load_inputs
 
 LABELS = "expected.yaml"
+TEXTS = ".texts.yaml"  # a labelled text file's name ends so
 
 
 class Case(Struct, frozen=True):
@@ -68,12 +73,21 @@ class JournalReplay(Struct, frozen=True):
     warnings: tuple[Diagnostic, ...]
 
 
+class TextCase(Struct, frozen=True):
+    """One labelled text file, typed by the policy's taxonomy."""
+
+    display: str
+    description: str
+    seen: TextsSeen
+
+
 class ReplayResult(Struct, frozen=True):
     cases: tuple[Case, ...]
     journals: tuple[JournalReplay, ...]
-    scores: tuple[Score, ...]  # summed over every labelled case
+    scores: tuple[Score, ...]  # summed over every labelled case and text file
     baseline: str | None = None  # the baseline file's display path, when one was given
     drops: tuple[Drop, ...] = ()
+    texts: tuple[TextCase, ...] = ()
 
 
 def replay(
@@ -82,10 +96,14 @@ def replay(
     """Replay every case and journal under `paths`; raises InputError for bad input."""
     cases: list[Case] = []
     journals: list[JournalReplay] = []
+    texts: list[TextCase] = []
     seen: set[Path] = set()
     for path in paths:
         if path.is_file() and path.suffix == ".jsonl":
             journals.append(replay_journal(path))
+            continue
+        if path.is_file() and path.name.endswith(TEXTS):
+            texts.append(replay_texts(path, policy_path))
             continue
         if not path.is_dir():
             raise InputError(
@@ -96,25 +114,49 @@ def replay(
                     "not a workflow folder, a folder of labelled cases, or a journal (*.jsonl)",
                 )
             )
-        for folder in find_cases(path):
+        text_files = find_texts(path)
+        for file in text_files:
+            if file.resolve() not in seen:
+                seen.add(file.resolve())
+                texts.append(replay_texts(file, policy_path))
+        for folder in find_cases(path, unlabelled=not text_files):
             if folder.resolve() not in seen:
                 seen.add(folder.resolve())
                 cases.append(replay_case(folder, policy_path))
-    scores = total(score for case in cases for score in case.scores)
+    scores = total(
+        [score for case in cases for score in case.scores] + [t.seen.score for t in texts]
+    )
     if baseline is None:
-        return ReplayResult(tuple(cases), tuple(journals), scores)
+        return ReplayResult(tuple(cases), tuple(journals), scores, texts=tuple(texts))
     recorded = documents.load_decision(baseline, "replay_baseline").data["detectors"]
     drops = below_baseline(scores, recorded)
     display = documents.display_path(baseline)
-    return ReplayResult(tuple(cases), tuple(journals), scores, display, drops)
+    return ReplayResult(tuple(cases), tuple(journals), scores, display, drops, tuple(texts))
 
 
-def find_cases(path: Path) -> list[Path]:
-    """Folders with labels at PATH, else one and two levels below it; else PATH itself."""
+def find_cases(path: Path, *, unlabelled: bool = True) -> list[Path]:
+    """Folders with labels at PATH, else one and two levels below it; else PATH itself (when
+    `unlabelled`: PATH held nothing else to replay)."""
     if (path / LABELS).is_file():
         return [path]
     below = [*path.glob(f"*/{LABELS}"), *path.glob(f"*/*/{LABELS}")]
-    return sorted({label.parent for label in below if label.is_file()}) or [path]
+    found = sorted({label.parent for label in below if label.is_file()})
+    return found or ([path] if unlabelled else [])
+
+
+def find_texts(path: Path) -> list[Path]:
+    """Labelled text files at PATH and one and two levels below it."""
+    pattern = f"*{TEXTS}"
+    found = [*path.glob(pattern), *path.glob(f"*/{pattern}"), *path.glob(f"*/*/{pattern}")]
+    return sorted(file for file in found if file.is_file())
+
+
+def replay_texts(path: Path, policy_path: Path | None) -> TextCase:
+    """Type a labelled text file's texts as the failure hook would (the policy's taxonomy)."""
+    data = documents.load_decision(path, "failure_texts").data
+    taxonomy = Taxonomy.of(load_policy(policy_path))
+    seen = type_texts(text_labels(data), taxonomy)
+    return TextCase(documents.display_path(path), str(data.get("description") or ""), seen)
 
 
 def replay_case(folder: Path, policy_path: Path | None) -> Case:

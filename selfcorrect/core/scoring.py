@@ -21,7 +21,8 @@ Only what the labels mention is scored (labels may be partial). `stuck: true` wi
 scores `stuck` alone; `signals` without `stuck` implies it. Each detector has a stable name:
 `signal:<signal>`, `stuck`, `failure_type:<type>`, `issue_type:<type>`, `classification` (BLOCKED
 is the positive class: how often "we stopped and asked a human" was right) and
-`subject_status:<status>`, `issue_task` (the task an issue belongs to), `read:<ok|refused>`
+`subject_status:<status>`, `issue_task` (the task an issue belongs to), `typing` (the
+taxonomy on labelled real failure texts, core/labelled_texts.py), `read:<ok|refused>`
 and `verdict:<result>` (a false PASS or a false BLOCKED shows there). Types, statuses, reads and
 verdicts are multi-class: a wrong call is a false positive
 for the decided class and a false negative for the labelled one. True negatives are not
@@ -46,6 +47,7 @@ _FAMILIES = (
     "stuck",
     "signal",
     "failure_type",
+    "typing",
     "issue_type",
     "issue_task",
     "classification",

@@ -29,6 +29,7 @@ STEMS = (
     "calibration",
     "expected",
     "replay_baseline",
+    "failure_texts",
 )
 
 
