@@ -341,13 +341,14 @@ def test_json_output_has_stable_keys(tmp_path: Path, run_line) -> None:
     )
     result = run_line(["replay", case, "--format", "json", "--baseline", BASELINE])
     data = json.loads(result.stdout)
-    assert set(data) == {"cases", "scores", "journals", "baseline"}
+    assert set(data) == {"cases", "texts", "scores", "journals", "baseline"}
     (case,) = data["cases"]
     assert set(case) == {
         "path",
         "labelled",
         "description",
         "read",
+        "failures",
         "verdict",
         "subjects",
         "issues",
@@ -455,3 +456,66 @@ def test_a_path_that_is_neither_folder_nor_journal_exits_2(tmp_path: Path, run_l
     assert "notes.txt:1:1: not a workflow folder" in result.stderr
     assert run_line(["replay"]).exit_code == 2  # PATH is required
     assert run_line(["replay", tmp_path / "missing"]).exit_code == 2
+
+
+# ------------------------------------------------------------------ labelled real failure texts
+
+TEXTS = """\
+description: three texts
+texts:
+  - text: "  File \\"a.py\\", line 3\\nSyntaxError: invalid syntax"
+    type: syntax_error
+    source: owner/repo#1
+  - text: "Error: the frobnicator gave up"
+    type: runtime_error
+    source: owner/repo#2
+  - text: "TypeError: x is not a function"
+    type: external_dependency
+    source: owner/repo#3
+  - text: "ETIMEDOUT while reading the socket"
+    type: external_dependency
+    also: [timeout]
+    source: owner/repo#4
+"""
+
+
+def test_labelled_texts_are_typed_right_untyped_or_wrong(tmp_path: Path, run_line) -> None:
+    corpus = tmp_path / "texts"
+    corpus.mkdir()
+    (corpus / "real.texts.yaml").write_text(TEXTS, encoding="utf-8")
+
+    data = json.loads(run_line(["replay", tmp_path, "--format", "json"]).stdout)
+
+    # Only the text file: the folder holding it is not also replayed as a workflow folder.
+    assert data["cases"] == []
+    (texts,) = data["texts"]
+    assert (texts["texts"], texts["right"], texts["untyped"], texts["wrong"]) == (4, 2, 1, 1)
+    assert [(m["name"], m["labelled"], m["decided"]) for m in texts["misses"]] == [
+        ("#2 (owner/repo#2)", "runtime_error", "unknown"),
+        ("#3 (owner/repo#3)", "external_dependency", "runtime_error"),
+    ]
+    (typing,) = [s for s in data["scores"] if s["detector"] == "typing"]
+    assert (typing["tp"], typing["fp"], typing["fn"]) == (2, 1, 2)
+    assert typing["precision"] == 2 / 3 and typing["recall"] == 0.5
+
+
+def test_a_wrong_type_fails_the_typing_baseline(tmp_path: Path, run_line) -> None:
+    texts = tmp_path / "real.texts.yaml"
+    texts.write_text(TEXTS, encoding="utf-8")
+    baseline = tmp_path / "baseline.yaml"
+    baseline.write_text("detectors:\n  typing: {precision: 1.00, recall: 0.25}\n")
+
+    result = run_line(["replay", texts, "--baseline", baseline, "-v"])
+
+    assert result.exit_code == 1
+    assert "real.texts.yaml  4 texts typed: 2 right, 1 untyped, 1 wrong" in result.stdout
+    assert "#3 (owner/repo#3): labelled external_dependency, decided runtime_error" in result.stdout
+    assert "  typing precision: 0.66, recorded 1.00" in result.stdout
+
+
+def test_a_bad_text_label_exits_2_with_its_position(tmp_path: Path, run_line) -> None:
+    texts = tmp_path / "real.texts.yaml"
+    texts.write_text(TEXTS.replace("type: syntax_error", "type: syntax"), encoding="utf-8")
+    result = run_line(["replay", texts])
+    assert result.exit_code == 2
+    assert "real.texts.yaml:4:11: texts[0].type: must be one of" in result.stderr

@@ -591,7 +591,9 @@ def _make_replay() -> click.Command:
         from selfcorrect.commands.replay import replay as replay_paths
 
         common = make_common(policy, color, verbose, quiet)
-        result = replay_paths(list(paths), policy, baseline=baseline)
+        from selfcorrect.hooks.session_play import played
+
+        result = replay_paths(list(paths), policy, baseline=baseline, play=played)
         show_replay(result, fmt, common)
         return ExitCode.BLOCKED if result.drops else ExitCode.PASS
 

@@ -4,7 +4,8 @@
 - `cases`: one per replayed folder, in the order found: `path`, `labelled` (bool),
   `description` (the labels' description, or null), `read` (ok, or refused: an input error,
   only for a folder labelled `read:`), `verdict` (the run's result, PASS|PENDING|BLOCKED, or
-  null when refused), `subjects` (each `subject`,
+  null when refused), `failures` (logged calls counted as failures; for a session case, after
+  its events were played through the hooks), `subjects` (each `subject`,
   `failure_type`, `signals` (list), `status`, `reason`), `issues` (each `fingerprint`, `id`,
   `type`, `classification`, `reason`, `task`), `stuck` (subjects with a signal firing), `scores` (as
   below, this case only; empty without labels), `mismatches` (each `kind` subject|issue|case,
@@ -57,6 +58,7 @@ def _case(case: Case) -> dict[str, Any]:
         "labelled": case.labels is not None,
         "description": case.labels.description if case.labels else None,
         "read": case.seen.read,
+        "failures": case.seen.failures,
         "verdict": case.seen.verdict,
         "subjects": [
             {

@@ -4,9 +4,12 @@ Each case is analysed exactly as `run` analyses a folder (`core/decisions.decide
 happens: no fixer, validator or agent runs, and nothing is written, not even the journal. A
 case is a folder holding `expected.yaml` (the labels, see core/scoring.py), found at PATH or one
 or two levels below it; a PATH without labels is replayed as one unlabelled case, its decisions
-shown without scores. A labelled text file (`*.texts.yaml`, see core/labelled_texts.py), at PATH
-or up to two levels below it, scores the taxonomy on real failure texts: the `typing` figure. A journal (`*.jsonl`) as PATH is summarised per rule version instead,
-with the figures `selfcorrect stats` prints (core/stats.py).
+shown without scores. A session case (recorded hook events or a transcript) is first played
+through the hooks into a temporary project (hooks/session_play.py), and that folder is decided.
+A labelled text file (`*.texts.yaml`, see core/labelled_texts.py), at PATH or up to two levels
+below it, scores the taxonomy on real failure texts: the `typing` figure. A journal (`*.jsonl`)
+as PATH is summarised per rule version instead, with the figures `selfcorrect stats` prints
+(core/stats.py).
 
 Replay assumes every fixer program is installed: a label says what the policy decides, and must
 not depend on the machine that replays it.
@@ -14,7 +17,8 @@ not depend on the machine that replays it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +46,11 @@ from selfcorrect.core.taxonomy import Taxonomy
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents, journal
 from selfcorrect.io.policy_file import load_policy
-from selfcorrect.io.workflow_inputs import load_inputs
+from selfcorrect.io.workflow_inputs import counted_failures, load_inputs
 
+# A session case's player (hooks/session_play.played, given by the CLI: hooks sit above this
+# layer): the workflow folder its recorded hook events leave, or None for a plain folder.
+Player = Callable[[Path], AbstractContextManager[Path | None]]
 LABELS = "expected.yaml"
 TEXTS = ".texts.yaml"  # a labelled text file's name ends so
 
@@ -91,9 +98,14 @@ class ReplayResult(Struct, frozen=True):
 
 
 def replay(
-    paths: Sequence[Path], policy_path: Path | None, *, baseline: Path | None = None
+    paths: Sequence[Path],
+    policy_path: Path | None,
+    *,
+    baseline: Path | None = None,
+    play: Player | None = None,
 ) -> ReplayResult:
-    """Replay every case and journal under `paths`; raises InputError for bad input."""
+    """Replay every case and journal under `paths`; raises InputError for bad input. A
+    session case (recorded hook events) is first played through the hooks by `play`."""
     cases: list[Case] = []
     journals: list[JournalReplay] = []
     texts: list[TextCase] = []
@@ -122,7 +134,7 @@ def replay(
         for folder in find_cases(path, unlabelled=not text_files):
             if folder.resolve() not in seen:
                 seen.add(folder.resolve())
-                cases.append(replay_case(folder, policy_path))
+                cases.append(replay_case(folder, policy_path, play))
     scores = total(
         [score for case in cases for score in case.scores] + [t.seen.score for t in texts]
     )
@@ -159,13 +171,23 @@ def replay_texts(path: Path, policy_path: Path | None) -> TextCase:
     return TextCase(documents.display_path(path), str(data.get("description") or ""), seen)
 
 
-def replay_case(folder: Path, policy_path: Path | None) -> Case:
+def replay_case(folder: Path, policy_path: Path | None, play: Player | None = None) -> Case:
     labels_path = folder / LABELS
     labels = None
     if labels_path.is_file():  # first: a bad label file stops the replay before any decisions
         labels = labels_from(documents.load_decision(labels_path, "expected").data or {})
+    with (play or _unplayed)(folder) as workflow:
+        return _decided(folder, workflow or folder, labels, policy_path)
+
+
+def _unplayed(_folder: Path) -> AbstractContextManager[Path | None]:
+    return nullcontext(None)
+
+
+def _decided(folder: Path, workflow: Path, labels: Labels | None, policy_path: Path | None) -> Case:
+    """`workflow` (the case's folder, or what its session left) decided and scored."""
     try:
-        inputs = load_inputs(folder, policy_path, checks=PROJECT_CHECKS)
+        inputs = load_inputs(workflow, policy_path, checks=PROJECT_CHECKS)
     except InputError as exc:
         if labels is None or labels.read is None:
             raise
@@ -177,7 +199,8 @@ def replay_case(folder: Path, policy_path: Path | None) -> Case:
         return Case(folder, display, labels, (), (), scores, mismatches, problems, refused)
     # Every program counts as installed: a replay scores detection, not this machine's tools.
     decisions = decide(inputs, now="", run_id="replay", installed=lambda _p: True)
-    seen = CaseSeen("ok", build_plan(decisions).result.value)
+    counted = counted_failures(workflow, inputs.policy)
+    seen = CaseSeen("ok", build_plan(decisions).result.value, counted)
     subjects = tuple(
         SubjectSeen(
             d.subject,

@@ -16,6 +16,7 @@ about it (schema: schemas/expected.schema.json):
       V-2: {type: test_coverage_low, classification: FIXABLE, task: WI-3}
     read: ok                       # optional: ok, or refused (an input error: exit 2)
     verdict: PENDING               # optional: the run's result, PASS | PENDING | BLOCKED
+    failures: 12                   # optional: logged calls that count as failures
 
 Only what the labels mention is scored (labels may be partial). `stuck: true` without `signals`
 scores `stuck` alone; `signals` without `stuck` implies it. Each detector has a stable name:
@@ -23,7 +24,9 @@ scores `stuck` alone; `signals` without `stuck` implies it. Each detector has a 
 is the positive class: how often "we stopped and asked a human" was right) and
 `subject_status:<status>`, `issue_task` (the task an issue belongs to), `typing` (the
 taxonomy on labelled real failure texts, core/labelled_texts.py), `read:<ok|refused>`
-and `verdict:<result>` (a false PASS or a false BLOCKED shows there). Types, statuses, reads and
+and `verdict:<result>` (a false PASS or a false BLOCKED shows there), `failures_counted` (a
+call counted that never ran, or a probe, is a false positive; a failure missed, a false
+negative). Types, statuses, reads and
 verdicts are multi-class: a wrong call is a false positive
 for the decided class and a false negative for the labelled one. True negatives are not
 counted, so a figure with nothing to divide is undefined (None), never 1.0.
@@ -44,6 +47,7 @@ UNSEEN = "(not decided)"  # a labelled subject or issue replay decided nothing a
 _FAMILIES = (
     "read",
     "verdict",
+    "failures_counted",
     "stuck",
     "signal",
     "failure_type",
@@ -98,6 +102,7 @@ class Labels(Struct, frozen=True):
     issues: tuple[IssueLabel, ...]
     read: str | None = None  # ok | refused
     verdict: str | None = None  # PASS | PENDING | BLOCKED
+    failures: int | None = None  # logged calls that count as failures
 
 
 class CaseSeen(Struct, frozen=True):
@@ -105,6 +110,7 @@ class CaseSeen(Struct, frozen=True):
 
     read: str = "ok"  # ok | refused
     verdict: str | None = None  # the run's result; None when refused
+    failures: int = 0  # logged calls counted as failures
 
 
 class SubjectSeen(Struct, frozen=True):
@@ -176,13 +182,14 @@ def labels_from(data: Mapping[str, Any]) -> Labels:
                 None if task is None else str(task),
             )
         )
-    read, result = data.get("read"), data.get("verdict")
+    read, result, failures = data.get("read"), data.get("verdict"), data.get("failures")
     return Labels(
         str(data.get("description") or ""),
         tuple(subjects),
         tuple(issues),
         None if read is None else str(read).lower(),
         None if result is None else str(result).upper(),
+        None if failures is None else int(failures),
     )
 
 
@@ -206,6 +213,15 @@ class _Tally:
             self.add(f"{family}:{decided}", False, True)
         self.differ(kind, name, family, labelled, decided or UNSEEN)
 
+    def count(self, detector: str, labelled: int, decided: int) -> None:
+        """A count: the labelled ones found are true positives, the extra ones false
+        positives, the missing ones false negatives."""
+        counts = self.counts.setdefault(detector, [0, 0, 0])
+        counts[0] += min(labelled, decided)
+        counts[1] += max(0, decided - labelled)
+        counts[2] += max(0, labelled - decided)
+        self.differ("case", "folder", detector, str(labelled), str(decided))
+
     def differ(self, kind: str, name: str, aspect: str, labelled: str, decided: str) -> None:
         if labelled != decided:
             self.mismatches.append(Mismatch(kind, name, aspect, labelled, decided))
@@ -224,6 +240,8 @@ def score_case(
         tally.classes("case", "folder", "read", labels.read, case.read)
     if labels.verdict is not None:
         tally.classes("case", "folder", "verdict", labels.verdict, case.verdict)
+    if labels.failures is not None:
+        tally.count("failures_counted", labels.failures, case.failures)
     seen = {s.subject: s for s in subjects}
     for label in labels.subjects:
         _score_subject(tally, label, seen.get(label.subject))

@@ -72,7 +72,7 @@ def run_hook(argv: list[str], forward: bool = True) -> int:
             name, event = host.translate(argv[1], event)
         if forward and name in WARM and _answered_warm(argv, folder, raw):
             return 0
-        answer = _handler(name)(event, folder)
+        answer = handler_of(name)(event, folder)
         answers.say(host.answer(argv[1], answer) if gemini else answer)
     except BadEvent as exc:
         answers.note(f"{exc}; nothing done")
@@ -124,7 +124,7 @@ def _folder(event: HookEvent, given: str | None) -> str:
     return folder if os.path.isabs(folder) else os.path.join(project_dir(event), folder)
 
 
-def _handler(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
+def handler_of(name: str) -> Callable[[HookEvent, str], dict[str, Any] | None]:
     if name == "pre-tool-use":
         from selfcorrect.hooks.gate import answer
 

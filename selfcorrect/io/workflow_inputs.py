@@ -23,7 +23,7 @@ from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
 from selfcorrect.core.issue_owners import owned
 from selfcorrect.core.ledger import Ledger, attributed, read_only_tools, subject_of, task_owners
-from selfcorrect.core.model import Issue, Report, Severity, Verdict
+from selfcorrect.core.model import Issue, Outcome, Report, Severity, Verdict
 from selfcorrect.core.normalise import (
     normalise_coordination,
     normalise_escalations,
@@ -229,6 +229,24 @@ def _fold_log(
     firing = {s: detector.firing(s) for s in records}
     # Every call failing since it was cleared: the success hook watches them all (docs/hooks.md).
     return LogFold(records, firing, entries, seen_before, repeated.at_least(1))
+
+
+def counted_failures(folder: Path, policy: Policy) -> int:
+    """How many entries of the folder's log count as failures, by the rule `_feed` applies: a
+    call that ran and failed, once, never a probe, an interruption, a verification or a call
+    that never ran (docs/rules.md §7). `replay` holds it to a session's label."""
+    log = folder / layout.FAILURE_LOG
+    if not log.exists():
+        return 0
+    probes, repeated, counted = Probes.of(policy), RepeatedCalls(policy.stuck.edit_tools), 0
+    for raw in documents.read_failure_log(log, [], max_bytes=policy.limits.max_bytes):
+        failure = normalise_failure(raw.data, raw.index)
+        if failure.outcome is not Outcome.FAILURE or not probes.counted(failure):
+            continue
+        if failure.extra and "tool_use_id" in failure.extra and not repeated.first_sight(failure):
+            continue
+        counted += 1
+    return counted
 
 
 def fresh_fold(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:

@@ -1,0 +1,171 @@
+"""A recorded session played through the hooks, for `replay` to decide (docs/rules.md §13).
+
+A session case is a folder holding what a host sent or wrote during one real session:
+`events.jsonl` (the hook payloads, one JSON object per line, in order, as a hook logger saved
+them) or `transcript.jsonl` (a Claude Code transcript), beside its labels (`expected.yaml`) and
+the workflow files the session had, if any (coordination_log.yaml, ...).
+
+Playing it builds a temporary project with those workflow files in `workflow/` and hands each
+event, in order and in-process, to the hook its `hook_event_name` names, exactly as the host
+would have run `selfcorrect hook claude-code EVENT`. The recorded project's path (the first
+event's `cwd`) is moved to the temporary project's, so the paths the agents used stay inside it.
+A transcript without events is turned into the events Claude Code sends for it: a failure event
+for each call that ran and failed, a success event for each that succeeded, and one Stop at the
+end, whose transcript fallback finds the calls the host rejected or cancelled. Nothing of the
+case is written; the temporary project is deleted when the caller is done with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from selfcorrect.hooks.dispatch import DEFAULT_FOLDER, handler_of
+from selfcorrect.hooks.events import BadEvent, parse_event
+
+EVENTS = "events.jsonl"
+TRANSCRIPT = "transcript.jsonl"
+# The case's own files, never copied into the played workflow folder.
+_CASE_FILES = {EVENTS, TRANSCRIPT, "expected.yaml", "README.md", "SOURCE.md", "labels.md"}
+_NAMES = {
+    "PreToolUse": "pre-tool-use",
+    "PostToolUse": "post-tool-use",
+    "PostToolUseFailure": "post-tool-use-failure",
+    "PostToolBatch": "post-tool-batch",
+    "PreCompact": "pre-compact",
+    "SubagentStart": "subagent-start",
+    "SubagentStop": "subagent-stop",
+    "Stop": "stop",
+}
+_MAX_LINE = 4 * 1024 * 1024  # a recorded line longer than this is skipped, not read
+
+
+def is_session(folder: Path) -> bool:
+    return (folder / EVENTS).is_file() or (folder / TRANSCRIPT).is_file()
+
+
+@contextmanager
+def played(case: Path) -> Iterator[Path | None]:
+    """The workflow folder the hooks leave after playing `case`'s session (deleted after);
+    None when `case` holds no session."""
+    if not is_session(case):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="selfcorrect-replay-") as scratch:
+        project = Path(scratch, "project")
+        workflow = project / DEFAULT_FOLDER
+        shutil.copytree(case, workflow, ignore=lambda _d, names: _CASE_FILES & set(names))
+        transcript = None
+        if (case / TRANSCRIPT).is_file():
+            transcript = Path(scratch, TRANSCRIPT)
+            shutil.copyfile(case / TRANSCRIPT, transcript)
+        if (case / EVENTS).is_file():
+            events = _recorded(case / EVENTS)
+        else:
+            events = _from_transcript(transcript) if transcript else []
+        _play(events, project, workflow, transcript)
+        yield workflow
+
+
+def _recorded(path: Path) -> list[dict[str, Any]]:
+    events = []
+    with path.open("rb") as handle:
+        for line in handle:
+            if len(line) > _MAX_LINE:
+                continue
+            try:
+                event = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def _from_transcript(path: Path) -> list[dict[str, Any]]:
+    """The events Claude Code sends for the calls a transcript records, and a Stop."""
+    uses: dict[str, dict[str, Any]] = {}
+    events: list[dict[str, Any]] = []
+    session = cwd = None
+    for record in _recorded(path):
+        session = session or record.get("sessionId")
+        cwd = cwd or record.get("cwd")
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        agent = record.get("agentId") if record.get("isSidechain") else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                uses[block["id"]] = block
+                continue
+            if block.get("type") != "tool_result":
+                continue
+            use = uses.get(str(block.get("tool_use_id")))
+            text = _text(block.get("content"))
+            if use is None or text.lstrip().startswith("<tool_use_error>"):
+                continue  # never ran: the Stop's transcript fallback reads these
+            event: dict[str, Any] = {
+                "session_id": session,
+                "cwd": cwd,
+                "tool_name": use.get("name"),
+                "tool_input": use.get("input"),
+                "tool_use_id": use.get("id"),
+            }
+            if agent:
+                event["agent_id"] = agent
+            if block.get("is_error") is True:
+                event |= {"hook_event_name": "PostToolUseFailure", "error": text}
+            else:
+                event |= {"hook_event_name": "PostToolUse", "tool_response": text}
+            events.append(event)
+    stop = {"hook_event_name": "Stop", "session_id": session, "cwd": cwd}
+    return [*events, {**stop, "stop_hook_active": False, "transcript_path": str(path)}]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _play(
+    events: list[dict[str, Any]], project: Path, workflow: Path, transcript: Path | None
+) -> None:
+    recorded = next((e["cwd"] for e in events if isinstance(e.get("cwd"), str)), None)
+    saved = os.environ.get("CLAUDE_PROJECT_DIR")
+    os.environ["CLAUDE_PROJECT_DIR"] = str(project)
+    try:
+        with redirect_stderr(StringIO()):  # the hooks' notes are for the host's log
+            for event in events:
+                name = _NAMES.get(str(event.get("hook_event_name")))
+                if name is None:
+                    continue
+                raw = json.dumps(event, ensure_ascii=False)
+                if recorded and recorded not in ("/", str(project)):
+                    # The paths the agents used, moved with their project.
+                    raw = raw.replace(json.dumps(recorded)[1:-1], json.dumps(str(project))[1:-1])
+                moved = json.loads(raw)
+                if transcript is not None and "transcript_path" in moved:
+                    moved["transcript_path"] = str(transcript)
+                try:
+                    handler_of(name)(parse_event(json.dumps(moved)), str(workflow))
+                except BadEvent:
+                    continue  # as the host's hook would: nothing done
+    finally:
+        if saved is None:
+            os.environ.pop("CLAUDE_PROJECT_DIR", None)
+        else:
+            os.environ["CLAUDE_PROJECT_DIR"] = saved
+
+
+__all__ = ["EVENTS", "TRANSCRIPT", "is_session", "played"]
