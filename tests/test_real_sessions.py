@@ -336,7 +336,10 @@ def test_probes_and_interrupted_calls_count_nothing_whoever_logged_them(tmp_path
 
     # 11 entries: 9 answers or interruptions (6 logged so by other writers), 2 real errors.
     assert inputs.log.entries == 11
-    assert sorted(inputs.log.records) == ["Bash · unknown · a1b2c3d4", "Bash · unknown · e5f6a7b8"]
+    assert sorted(inputs.log.records) == [
+        "Bash · runtime_error · a1b2c3d4",  # pnpm: command not found
+        "Bash · stale_context · e5f6a7b8",  # grep: src/legacy: No such file or directory
+    ]
     assert all(r.failures_total == 1 for r in inputs.log.records.values())
 
 
