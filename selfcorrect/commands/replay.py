@@ -17,7 +17,7 @@ not depend on the machine that replays it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,10 @@ from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.workflow_inputs import counted_failures, load_inputs
 
 # A session case's player (hooks/session_play.played, given by the CLI: hooks sit above this
-# layer): the workflow folder its recorded hook events leave, or None for a plain folder.
-Player = Callable[[Path], AbstractContextManager[Path | None]]
+# layer): the workflow folder its recorded hook events leave and how to spell a path of it as
+# the session recorded it, or None for a plain folder.
+Played = tuple[Path, Callable[[str], str]]
+Player = Callable[[Path], AbstractContextManager[Played | None]]
 LABELS = "expected.yaml"
 TEXTS = ".texts.yaml"  # a labelled text file's name ends so
 
@@ -176,16 +178,21 @@ def replay_case(folder: Path, policy_path: Path | None, play: Player | None = No
     labels = None
     if labels_path.is_file():  # first: a bad label file stops the replay before any decisions
         labels = labels_from(documents.load_decision(labels_path, "expected").data or {})
-    with (play or _unplayed)(folder) as workflow:
-        return _decided(folder, workflow or folder, labels, policy_path)
+    with (play or _unplayed)(folder) as session:
+        return _decided(folder, labels, policy_path, session)
 
 
-def _unplayed(_folder: Path) -> AbstractContextManager[Path | None]:
+def _unplayed(_folder: Path) -> AbstractContextManager[Played | None]:
     return nullcontext(None)
 
 
-def _decided(folder: Path, workflow: Path, labels: Labels | None, policy_path: Path | None) -> Case:
-    """`workflow` (the case's folder, or what its session left) decided and scored."""
+def _decided(
+    folder: Path, labels: Labels | None, policy_path: Path | None, session: Played | None
+) -> Case:
+    """The case's folder, or what its session left, decided and scored. A session's subjects
+    carry every signal its hooks raised while it ran (the journal's), not only those still
+    firing at its end: a loop the agent left by itself was still a loop."""
+    workflow, recorded = session or (folder, _same)
     try:
         inputs = load_inputs(workflow, policy_path, checks=PROJECT_CHECKS)
     except InputError as exc:
@@ -201,10 +208,11 @@ def _decided(folder: Path, workflow: Path, labels: Labels | None, policy_path: P
     decisions = decide(inputs, now="", run_id="replay", installed=lambda _p: True)
     counted = counted_failures(workflow, inputs.policy)
     seen = CaseSeen("ok", build_plan(decisions).result.value, counted)
+    raised = _raised(decisions.history) if session else {}
     subjects = tuple(
         SubjectSeen(
-            d.subject,
-            frozenset(f.signal.value for f in d.signals),
+            recorded(d.subject),
+            frozenset(f.signal.value for f in d.signals) | raised.get(d.subject, frozenset()),
             d.failure_type,
             d.status.value,
             d.reason.value,
@@ -234,6 +242,22 @@ def _decided(folder: Path, workflow: Path, labels: Labels | None, policy_path: P
         tuple(decisions.warnings),
         seen,
     )
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _raised(history: Sequence[Mapping[str, Any]]) -> dict[str, frozenset[str]]:
+    """Per subject, every stuck signal the journal's decisions give as evidence."""
+    raised: dict[str, set[str]] = {}
+    for record in history:
+        evidence = record.get("evidence")
+        signals = evidence.get("signals") if isinstance(evidence, Mapping) else None
+        subject = record.get("subject")
+        if isinstance(subject, str) and isinstance(signals, list):
+            raised.setdefault(subject, set()).update(s for s in signals if isinstance(s, str))
+    return {subject: frozenset(signals) for subject, signals in raised.items()}
 
 
 def replay_journal(path: Path) -> JournalReplay:

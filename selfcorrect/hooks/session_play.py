@@ -21,11 +21,11 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from selfcorrect.hooks.dispatch import DEFAULT_FOLDER, handler_of
 from selfcorrect.hooks.events import BadEvent, parse_event
@@ -51,8 +51,16 @@ def is_session(folder: Path) -> bool:
     return (folder / EVENTS).is_file() or (folder / TRANSCRIPT).is_file()
 
 
+class Played(NamedTuple):
+    """What a session left: its workflow folder, and how to spell a path of the temporary
+    project as the session recorded it (a label names the paths the agents used)."""
+
+    workflow: Path
+    recorded: Callable[[str], str]
+
+
 @contextmanager
-def played(case: Path) -> Iterator[Path | None]:
+def played(case: Path) -> Iterator[Played | None]:
     """The workflow folder the hooks leave after playing `case`'s session (deleted after);
     None when `case` holds no session."""
     if not is_session(case):
@@ -70,8 +78,10 @@ def played(case: Path) -> Iterator[Path | None]:
             events = _recorded(case / EVENTS)
         else:
             events = _from_transcript(transcript) if transcript else []
-        _play(events, project, workflow, transcript)
-        yield workflow
+        root = _root(events)
+        _play(events, root, project, workflow, transcript)
+        moved = str(project)
+        yield Played(workflow, lambda text: text.replace(moved, root) if root else text)
 
 
 def _recorded(path: Path) -> list[dict[str, Any]]:
@@ -97,9 +107,8 @@ def _from_transcript(path: Path) -> list[dict[str, Any]]:
     for record in _recorded(path):
         session = session or record.get("sessionId")
         cwd = cwd or record.get("cwd")
-        message = record.get("message")
+        message, agent = _message(record)
         content = message.get("content") if isinstance(message, dict) else None
-        agent = record.get("agentId") if record.get("isSidechain") else None
         for block in content if isinstance(content, list) else []:
             if not isinstance(block, dict):
                 continue
@@ -130,6 +139,18 @@ def _from_transcript(path: Path) -> list[dict[str, Any]]:
     return [*events, {**stop, "stop_hook_active": False, "transcript_path": str(path)}]
 
 
+def _message(record: dict[str, Any]) -> tuple[Any, Any]:
+    """A transcript line's message and the subagent that wrote it (None: the lead). A subagent
+    writes to its own transcript (`isSidechain`), or, in Claude Code 2.1, into the lead's as
+    `agent_progress` lines."""
+    data = record.get("data")
+    if record.get("type") == "progress" and isinstance(data, dict):
+        if data.get("type") != "agent_progress" or not isinstance(data.get("message"), dict):
+            return None, None
+        return data["message"].get("message"), data.get("agentId")
+    return record.get("message"), record.get("agentId") if record.get("isSidechain") else None
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -138,10 +159,19 @@ def _text(content: Any) -> str:
     return ""
 
 
+def _root(events: list[dict[str, Any]]) -> str:
+    """The recorded project's path: the first event's cwd ("" when none says, or "/")."""
+    root = next((e["cwd"] for e in events if isinstance(e.get("cwd"), str)), "")
+    return "" if root in ("", "/") else root
+
+
 def _play(
-    events: list[dict[str, Any]], project: Path, workflow: Path, transcript: Path | None
+    events: list[dict[str, Any]],
+    recorded: str,
+    project: Path,
+    workflow: Path,
+    transcript: Path | None,
 ) -> None:
-    recorded = next((e["cwd"] for e in events if isinstance(e.get("cwd"), str)), None)
     saved = os.environ.get("CLAUDE_PROJECT_DIR")
     os.environ["CLAUDE_PROJECT_DIR"] = str(project)
     try:
@@ -151,7 +181,7 @@ def _play(
                 if name is None:
                     continue
                 raw = json.dumps(event, ensure_ascii=False)
-                if recorded and recorded not in ("/", str(project)):
+                if recorded:
                     # The paths the agents used, moved with their project.
                     raw = raw.replace(json.dumps(recorded)[1:-1], json.dumps(str(project))[1:-1])
                 moved = json.loads(raw)
@@ -168,4 +198,4 @@ def _play(
             os.environ["CLAUDE_PROJECT_DIR"] = saved
 
 
-__all__ = ["EVENTS", "TRANSCRIPT", "is_session", "played"]
+__all__ = ["EVENTS", "TRANSCRIPT", "Played", "is_session", "played"]
