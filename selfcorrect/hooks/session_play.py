@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -77,7 +78,7 @@ def played(case: Path) -> Iterator[Played | None]:
         if (case / EVENTS).is_file():
             events = _recorded(case / EVENTS)
         else:
-            events = _from_transcript(transcript) if transcript else []
+            events = _from_transcript(transcript, Path(scratch)) if transcript else []
         root = _root(events)
         _play(events, root, project, workflow, transcript)
         moved = str(project)
@@ -99,16 +100,24 @@ def _recorded(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _from_transcript(path: Path) -> list[dict[str, Any]]:
-    """The events Claude Code sends for the calls a transcript records, and a Stop."""
+def _from_transcript(path: Path, scratch: Path) -> list[dict[str, Any]]:
+    """The events Claude Code sends for the calls a transcript records: a failure or success
+    event per call that ran, a SubagentStop after each subagent's last line (with the
+    subagent's own transcript, written to `scratch`, as the host keeps one per subagent), and
+    a Stop at the end. The stops' transcript fallback finds the calls that never ran."""
     uses: dict[str, dict[str, Any]] = {}
     events: list[dict[str, Any]] = []
     session = cwd = None
-    for record in _recorded(path):
+    records = [(record, *_message(record)) for record in _recorded(path)]
+    last = {agent: n for n, (_r, _m, agent) in enumerate(records) if agent}
+    for number, (record, message, agent) in enumerate(records):
         session = session or record.get("sessionId")
         cwd = cwd or record.get("cwd")
-        message, agent = _message(record)
         content = message.get("content") if isinstance(message, dict) else None
+        if agent:
+            own = scratch / f"agent-{re.sub(r'[^A-Za-z0-9_.-]', '_', str(agent))[:64]}.jsonl"
+            with own.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"type": "message", "message": message}) + "\n")
         for block in content if isinstance(content, list) else []:
             if not isinstance(block, dict):
                 continue
@@ -135,6 +144,17 @@ def _from_transcript(path: Path) -> list[dict[str, Any]]:
             else:
                 event |= {"hook_event_name": "PostToolUse", "tool_response": text}
             events.append(event)
+        if agent and last[agent] == number:
+            events.append(
+                {
+                    "hook_event_name": "SubagentStop",
+                    "session_id": session,
+                    "cwd": cwd,
+                    "agent_id": agent,
+                    "agent_transcript_path": str(own),
+                    "stop_hook_active": False,
+                }
+            )
     stop = {"hook_event_name": "Stop", "session_id": session, "cwd": cwd}
     return [*events, {**stop, "stop_hook_active": False, "transcript_path": str(path)}]
 
