@@ -49,7 +49,7 @@ def failure_log(folder: Path, subjects: list[str]) -> None:
             lines += [
                 f"  - id: TF-{n}-{k}",
                 "    tool: Edit",
-                '    error: "old_string not found in file"',
+                '    error: "the edit did not apply"',
                 f'    timestamp: "2026-11-29T10:0{k}:0{n}Z"',
                 f'    file_path: "{path}"',
             ]
