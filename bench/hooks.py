@@ -10,6 +10,12 @@
 - success hook: `selfcorrect hook claude-code post-tool-use DIR` for a call the gate's state does
   not list (nearly every call), on the same folder as the gate, p95 against the p95 of
   `python -c "import json"` (target at most 2x): it reads gate.json alone.
+- success hook that logs: the same hook for a call by an agent the gate's state lists in
+  `streaks` (one of its subjects is failing since its last success), which appends the
+  success and decides in its own interpreter, on an N-entry log, p95 against the p95 of
+  `python -c "import json"` (target at most 3x). The success ends the streak, so before each
+  measured call one unmeasured failure hook by the same agent opens it again; the log must
+  gain exactly one success per call.
 - failure hook alone: the failure hook on a 10-entry log in a session (this process ran the
   `session-start` hook first, as the agent host does, so the folder's warm answerer answers
   it), p95 against the p95 of `python -c "import json"` (target at most 5x). Beside it, for
@@ -101,6 +107,85 @@ def gate_times(
         hook = [*me, "hook", "claude-code", name, str(folder)]
         found[name] = _against_anchor(hook, json.dumps(event), env, GATE_RUNS)
     return found
+
+
+STREAK_AGENT = "bench-agent"  # the agent of `_failure`, whose streak the success ends
+
+
+def _streak_success(number: int) -> dict[str, object]:
+    """A call that worked by the agent with an open streak: a shell command it has not failed
+    (so the gate's `repeats` do not list it, only `streaks`), and not a read or a search."""
+    return {
+        "session_id": "bench",
+        "hook_event_name": "PostToolUse",
+        "agent_id": STREAK_AGENT,
+        "tool_name": "Bash",
+        "tool_input": {"command": "make build", "description": "Build"},
+        "tool_response": {"stdout": "built", "stderr": "", "interrupted": False},
+        "tool_use_id": f"toolu_bench_ok_{number}",
+    }
+
+
+def successes(log: Path) -> int:
+    """The entries of `log` with `outcome: success`, read by selfcorrect's own reader (which
+    must not warn)."""
+    from selfcorrect.errors import Diagnostic
+    from selfcorrect.io.documents import read_failure_log
+
+    warnings: list[Diagnostic] = []
+    count = sum(1 for e in read_failure_log(log, warnings) if e.data.get("outcome") == "success")
+    if warnings:
+        raise SystemExit(f"bench: reading {log} warned: {warnings[0]}")
+    return count
+
+
+def _in_streak(folder: Path) -> bool:
+    try:
+        state = json.loads((folder / ".selfcorrect" / "gate.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return STREAK_AGENT in (state.get("streaks") or [])
+
+
+def success_logging_times(
+    workdir: Path,
+    entries: int,
+    me: list[str],
+    env: dict[str, str],
+    runs: int = GATE_RUNS,
+    keep: bool = False,
+) -> tuple[float, float]:
+    """p95 seconds of the success hook for a call whose agent has an open streak (it logs the
+    success and decides), on an N-entry log, beside the p95 of `python -c "import json"`
+    interleaved. Before each call an unmeasured failure hook reopens the streak; the gate's
+    state must list the agent before each call and not after it, and the log must gain
+    exactly one success per call, or the bench aborts. `keep` leaves the folder in place."""
+    import sys
+
+    folder = _folder(workdir, "success-logging", entries)
+    log = folder / "tool_failures.yaml"
+    failure = [*me, "hook", "claude-code", "post-tool-use-failure", str(folder)]
+    success = [*me, "hook", "claude-code", "post-tool-use", str(folder)]
+    anchor = [sys.executable, "-c", "import json"]
+    before = successes(log)
+    ours, theirs = [], []
+    for number in range(runs + 1):  # the first pair reads the whole log once: not counted
+        _timed(failure, json.dumps(_failure(number)), env)
+        if not _in_streak(folder):
+            raise SystemExit(f"bench: the failure hook opened no streak for {STREAK_AGENT}")
+        seconds = _timed(success, json.dumps(_streak_success(number)), env)
+        if _in_streak(folder):
+            raise SystemExit("bench: the success hook did not end the streak (did it log?)")
+        anchor_s = _timed(anchor, "", env)
+        if number:
+            ours.append(seconds)
+            theirs.append(anchor_s)
+    logged = successes(log) - before
+    if not keep:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    if logged != runs + 1:
+        raise SystemExit(f"bench: {runs + 1} success hooks logged {logged} successes")
+    return percentile(ours, 0.95), percentile(theirs, 0.95)
 
 
 def _against_anchor(

@@ -18,8 +18,8 @@ from tests.conftest import CORPUS
 if str(Path(__file__).resolve().parents[1]) not in sys.path:  # bench/ is not in the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import generate
-from bench.run import FIGURES
+from bench import generate, hooks, rerun
+from bench.run import FIGURES, _selfcorrect, _wall, table
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_LOG = CORPUS / "workflow" / "tool_failures.yaml"
@@ -195,3 +195,74 @@ def test_the_soak_runs_and_reports_the_state_it_leaves(scenario: str) -> None:
     assert last["log_bytes"] > 0 and last["log_cache_bytes"] > 0
     assert last["state_bytes"] == sum(last["files"].values())
     assert report["bounded"] is True
+
+
+def test_the_success_measurement_logs_one_success_per_call(tmp_path: Path) -> None:
+    """Each measured success hook call really logs: one failure hook reopens the agent's
+    streak before it, and the log gains exactly one success per call (warm-up included)."""
+    env = hooks.environment()
+    hooks.success_logging_times(tmp_path, 10, _selfcorrect(), env, runs=3, keep=True)
+    log = tmp_path / "success-logging" / "workflow" / "tool_failures.yaml"
+    entries, warnings = read_back(log)
+    assert warnings == []
+    assert len(entries) == 10 + 2 * 4  # the log's 10, then a failure and a success per call
+    new = entries[10:]
+    assert [e.get("outcome") for e in new[1::2]] == ["success"] * 4
+    assert all("outcome" not in e for e in new[0::2])
+    assert {e["agent_id"] for e in new} == {hooks.STREAK_AGENT}
+    assert hooks.successes(log) == 4
+
+
+def test_the_success_measurement_aborts_when_a_call_does_not_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose agent has no open streak is not logged: the bench says so and stops."""
+    unlisted = dict(hooks._streak_success(0), agent_id="someone-else")
+    monkeypatch.setattr(hooks, "_streak_success", lambda number: unlisted)
+    with pytest.raises(SystemExit, match="did not end the streak"):
+        hooks.success_logging_times(tmp_path, 10, _selfcorrect(), hooks.environment(), runs=1)
+
+
+@pytest.mark.parametrize("form", rerun.FORMS)
+def test_the_rerun_measurement_runs_on_each_form(tmp_path: Path, form: str) -> None:
+    found = rerun.rerun_times(tmp_path, 30, _selfcorrect(), _wall, form, runs=1)
+    assert set(found) == {"full", "small", "unchanged", "appended"}
+    assert all(isinstance(v, float) and v > 0 for v in found.values())
+    assert list(tmp_path.iterdir()) == []  # its folders are removed
+
+
+def test_the_rerun_appends_in_the_hooks_dialect(tmp_path: Path) -> None:
+    """The dialect rerun appends entries as the hook writes them: the reader takes them."""
+    _, append = rerun._writers("dialect")
+    log = generate.write_dialect(tmp_path / "tool_failures.yaml", 5)
+    extra = list(generate.entries(8, seed=1))[5:]
+    with log.open("a", encoding="utf-8", newline="\n") as handle:
+        handle.writelines(append(e) for e in extra)
+    entries, warnings = read_back(log)
+    assert warnings == []
+    assert entries[5:] == [generate.dialect_value(e) for e in extra]
+
+
+@pytest.mark.parametrize(
+    ("full", "small", "anchor", "target", "named"),
+    [
+        (10.0, 0.2, 10.0, 0.1, "anchor: full run"),  # 1.0 s allowed > 0.3 s
+        (3.6, 0.26, 0.26, 1.5, "anchor: 10-entry run"),  # 0.39 s allowed > 0.36 s
+    ],
+)
+def test_the_rerun_target_is_the_larger_allowance(
+    full: float, small: float, anchor: float, target: float, named: str
+) -> None:
+    allowance = rerun.Allowance.larger(full, small)
+    assert (allowance.anchor, allowance.target) == (anchor, target)
+    assert allowance.note.startswith(named)
+
+
+def test_the_table_says_which_rerun_allowance_applied() -> None:
+    from bench.run import _allowed_row
+
+    row = _allowed_row("rerun_unchanged_dialect", 0.49, rerun.Allowance.larger(3.6, 0.26))
+    assert row.target == 1.5 and row.anchor == 0.26 and not row.met
+    printed = table([row])
+    assert "<= 1.5x" in printed
+    assert "anchor: 10-entry run; 1.5x of it (0.390 s) > 0.1x the full run (0.360 s)" in printed
