@@ -43,7 +43,8 @@ from selfcorrect.io.host_settings import reports_turns
 from selfcorrect.io.log_cursor import LogCursor
 from selfcorrect.io.policy_file import load_policy, shipped_commands
 from selfcorrect.io.project_paths import placer
-from selfcorrect.io.workspace import project_root, resolve_inside
+from selfcorrect.io.project_root import project_root
+from selfcorrect.io.workspace import resolve_inside
 
 T = TypeVar("T")
 
