@@ -52,8 +52,8 @@ from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.output_memo import OutputMemo
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.programs import installed
+from selfcorrect.io.project_root import project_root
 from selfcorrect.io.workflow_inputs import LogCache, load_inputs
-from selfcorrect.io.workspace import project_root
 from selfcorrect.layout import work_item_file
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from selfcorrect.effects.revalidate import BUILT_IN, report_owner
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
 from selfcorrect.io.policy_file import load_policy
-from selfcorrect.io.workspace import project_root, relative_to_root
+from selfcorrect.io.project_root import project_root
+from selfcorrect.io.workspace import relative_to_root
 
 
 class Validation(Struct):

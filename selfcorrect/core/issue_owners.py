@@ -7,7 +7,11 @@ on hold is told "do not work on WI-2" while the issue about WI-2's migration is 
 agent under its fingerprint. An issue is tied:
 1. to the task whose acceptance criterion it quotes (case, whitespace, quotes and trailing
    punctuation folded), else
-2. to the task whose `files`, `deliverables` or `expected_deliverables` contain its target,
+2. to the task its description names: its `task_id` as a whole word (`WI-3:`, not `WI-31`;
+   an id of digits alone names nothing), or its `name` quoted. cAgents v12's validator writes
+   issues as `severity`, `description` and `suggested_fix` only, so its description is the one
+   place an issue can name its task; else
+3. to the task whose `files`, `deliverables` or `expected_deliverables` contain its target,
 — in each step only when exactly one task matches; otherwise it stays the validator's.
 """
 
@@ -55,6 +59,17 @@ def _quotes(issue: Issue, task: Task) -> bool:
     return False
 
 
+def _names(issue: Issue, task: Task) -> bool:
+    """Does the issue's text name the task: its id as a whole word, or its name quoted?"""
+    text = " ".join(t for t in (issue.criterion, issue.description) if t)
+    ident = task.task_id.strip()
+    whole = rf"(?<![\w-]){re.escape(ident)}(?![\w-])"
+    if ident and not ident.isdigit() and re.search(whole, text, re.IGNORECASE):
+        return True
+    name = folded(task.name) if task.name else ""
+    return len(name) >= MIN_QUOTED and name in folded(text)
+
+
 def _contains(declared: str, target: str) -> bool:
     """Does a declared file, folder or glob contain the target?"""
     place = _path(declared)
@@ -80,6 +95,9 @@ def owner(issue: Issue, tasks: Sequence[Task]) -> str | None:
     quoted = _only(task for task in tasks if _quotes(issue, task))
     if quoted is not None:
         return quoted
+    named = _only(task for task in tasks if _names(issue, task))
+    if named is not None:
+        return named
     target = _path(issue.target) if issue.target else ""
     return _only(task for task in tasks if _holds(task, target)) if target else None
 

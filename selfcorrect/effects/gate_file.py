@@ -15,7 +15,8 @@ from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.gate_state import gate_state
 from selfcorrect.core.outputs import Plan
 from selfcorrect.io import atomic, safe_paths
-from selfcorrect.io.workspace import project_root, relative_to_root
+from selfcorrect.io.project_root import project_root
+from selfcorrect.io.workspace import relative_to_root
 
 
 def gate_path(folder: Path) -> Path:

@@ -155,11 +155,25 @@ def parse_event(raw: str) -> HookEvent:
 
 def project_dir(event: HookEvent) -> str:
     """The project the host runs in: $CLAUDE_PROJECT_DIR (Gemini CLI: $GEMINI_PROJECT_DIR),
-    else the event's cwd (Cursor: its first workspace root), else ours."""
+    else the project holding the event's cwd (Cursor: its first workspace root), else the one
+    holding ours. A working directory is where an agent happens to be (it may have `cd`-ed into
+    src/): the project around it is found as a workflow folder's is (docs/rules.md §1)."""
     roots = event.data.get("workspace_roots")
     root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
     given = os.environ.get("CLAUDE_PROJECT_DIR") or os.environ.get("GEMINI_PROJECT_DIR")
-    return given or event.text("cwd") or root or os.getcwd()
+    if given:
+        return given
+    cwd = event.text("cwd")
+    if not cwd and root:
+        return root
+    from pathlib import Path  # not at import: Claude Code always sets the variable above
+
+    from selfcorrect.io.project_root import project_holding
+
+    try:
+        return str(project_holding(Path(cwd or os.getcwd())))
+    except (OSError, RuntimeError, ValueError):
+        return cwd or os.getcwd()
 
 
 def placed(path: str, project: str | Path) -> str:

@@ -220,7 +220,8 @@ def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     from selfcorrect.core.model import FinalStatus
     from selfcorrect.core.printable import printable
     from selfcorrect.core.summary import clip
-    from selfcorrect.io.workspace import project_root, relative_to_root
+    from selfcorrect.io.project_root import project_root
+    from selfcorrect.io.workspace import relative_to_root
 
     decision = _subject_decision(outcome, fields)
     if decision is None:

@@ -17,7 +17,7 @@ from selfcorrect import layout
 from selfcorrect.core.model import Issue
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import documents
-from selfcorrect.io.workspace import project_root
+from selfcorrect.io.project_root import repository_root
 
 
 class EntryAt(Struct, frozen=True):
@@ -28,22 +28,23 @@ class EntryAt(Struct, frozen=True):
 
 
 def folder_in_repository(folder: Path) -> str | None:
-    """The workflow folder relative to the project root (the git work tree holding it), so
-    every path a CI format prints is relative to one place, wherever the run was started (a
-    monorepo package's `workflow/` is `packages/app/workflow`); None outside it."""
+    """The workflow folder relative to the repository root (the git work tree holding it, else
+    the project root), so every path a CI format prints is relative to one place, wherever the
+    run was started (a monorepo package's `workflow/` is `packages/app/workflow`, even when the
+    package is its own project root); None outside it."""
     try:
-        relative = folder.resolve().relative_to(project_root(folder)).as_posix()
+        relative = folder.resolve().relative_to(repository_root(folder)).as_posix()
     except ValueError:
         return None
     return relative if relative != "." else None
 
 
 def in_repository(path: str) -> str:
-    """A path as printed (relative to the working directory) made relative to the project root
-    holding it, for annotations GitHub resolves from the repository root; as it was outside."""
+    """A path as printed (relative to the working directory) made relative to the repository
+    root holding it, for annotations GitHub resolves from there; as it was outside."""
     try:
         resolved = Path(path).resolve()
-        return resolved.relative_to(project_root(resolved.parent)).as_posix()
+        return resolved.relative_to(repository_root(resolved.parent)).as_posix()
     except (ValueError, OSError):
         return path
 

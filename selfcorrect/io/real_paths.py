@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from selfcorrect.io import platform
+from selfcorrect.io.project_root import project_holding
 
 _DIR_FLAGS = os.O_RDONLY | platform.O_DIRECTORY | platform.O_NOFOLLOW | platform.O_CLOEXEC
 
@@ -72,7 +73,7 @@ def linked_out(folder: Path) -> tuple[Path, Path] | None:
         return None
     target = folder.resolve()
     place = folder.absolute().parent.resolve()  # where the link is, not where it leads
-    home = next((p for p in (place, *place.parents) if (p / ".git").exists()), place)
+    home = project_holding(place)  # the project's rule (rules §1), as for any folder there
     if target != home and target.is_relative_to(home):
         return None
     return target, home

@@ -19,6 +19,7 @@ from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.core import policy_commands
+from selfcorrect.core.dead_letters import held as dead_letter_holds
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
 from selfcorrect.core.issue_owners import owned
@@ -43,7 +44,8 @@ from selfcorrect.io.host_settings import reports_turns
 from selfcorrect.io.log_cursor import LogCursor
 from selfcorrect.io.policy_file import load_policy, shipped_commands
 from selfcorrect.io.project_paths import placer
-from selfcorrect.io.workspace import project_root, resolve_inside
+from selfcorrect.io.project_root import project_root
+from selfcorrect.io.workspace import resolve_inside
 
 T = TypeVar("T")
 
@@ -143,7 +145,7 @@ def load_inputs(
         raise InputError.combined(errors)
     tasks = coordination.tasks if coordination else ()
     if report is not None and tasks:  # an issue naming no task is tied to its task (rules §5)
-        report = replace(report, issues=owned(report.issues, tasks))
+        report = dead_letter_holds(replace(report, issues=owned(report.issues, tasks)), tasks)
 
     history = tuple(journal.read_journal(folder, warnings))
     before = policy_commands.baseline(history, shipped_commands())

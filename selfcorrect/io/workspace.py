@@ -1,9 +1,9 @@
-"""The project around a workflow folder (rules §1), and its snapshots (rules §9).
+"""Paths inside the project around a workflow folder (rules §1), and its snapshots (rules §9).
 
-Paths inside documents are relative to the project root: the git work tree containing the
-folder, or the folder's parent when there is none. A snapshot captures the bytes a fix may
-touch; `changes` diffs the work tree against it, and `restore` puts back exactly what the fixer
-changed, never what someone changed after it. Git is reached only through io/git_tree.py.
+Paths inside documents are relative to the project root, which io/project_root.py decides
+(rules §1); without git, a snapshot walks that whole root. A snapshot captures the bytes a fix
+may touch; `changes` diffs the work tree against it, and `restore` puts back exactly what the
+fixer changed, never what someone changed after it. Git is reached only through io/git_tree.py.
 
 What git does not show (ignored files, `.git` itself, the workflow folder) is watched through an
 lstat manifest (io/manifest.py; docs/containment.md explains the cost trade-off). Every file is
@@ -46,15 +46,6 @@ _MAX_VALUE = 4096  # PATH_MAX: longer placeholder values are refused, not resolv
 
 class SnapshotTooLarge(WorkspaceError):
     """The files to capture exceed MAX_CAPTURE: compensation would be impossible, so refuse."""
-
-
-def project_root(folder: Path) -> Path:
-    """The git work tree containing `folder`, else its parent. Found without running git."""
-    folder = folder.resolve()
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder.parent
 
 
 def relative_to_root(path: Path, root: Path) -> str:
