@@ -26,8 +26,7 @@ NAMES = sorted(p.parent.name for p in SESSIONS.glob("*/expected.yaml"))
 def outcomes(workflow: Path) -> Counter[str]:
     log = workflow / "tool_failures.yaml"
     return Counter(
-        str(raw.data.get("outcome", "failure"))
-        for raw in documents.read_failure_log(log, [])
+        str(raw.data.get("outcome", "failure")) for raw in documents.read_failure_log(log, [])
     )
 
 
@@ -81,7 +80,9 @@ def test_replay_scores_the_sessions_without_a_false_count_signal_or_blocked(run_
     data = json.loads(result.stdout)
     scores = {s["detector"]: s for s in data["scores"]}
     assert {c["path"].rsplit("/", 1)[-1] for c in data["cases"]} == set(NAMES)
-    assert all(c["mismatches"] == [] for c in data["cases"]), [c["mismatches"] for c in data["cases"]]
+    assert all(c["mismatches"] == [] for c in data["cases"]), [
+        c["mismatches"] for c in data["cases"]
+    ]
     # Not one call counted that should not be, nor one missed.
     assert (scores["failures_counted"]["fp"], scores["failures_counted"]["fn"]) == (0, 0)
     # No signal a careful reader would call false, and the real loop found.
