@@ -157,6 +157,6 @@ def test_the_watchers_start_up_line_summarises_what_it_wrote(tmp_path: Path) -> 
     assert done.returncode == 3, done.stderr
     (line,) = done.stdout.splitlines()
     assert "start-up → PENDING (3): wrote in workflow/: " in line
-    assert "recovery/ (15 files)" in line and "coordination_log.yaml" in line
+    assert "recovery/ (16 files)" in line and "coordination_log.yaml" in line
     assert "workflow/recovery/" not in line  # the folder is named once
     assert len(line) < 200, line

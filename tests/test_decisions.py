@@ -124,7 +124,7 @@ SUBJECT_TABLE = [
     ),
     (
         "two unknown failures: the ladder from step 1, not a person",
-        ["Agent type 'x' not found", "MCP error -32603: Validation Failed"],
+        ["File path contains a double quote", "MCP error -32603: Validation Failed"],
         SubjectState(),
         SubjectStatus.RECOVERING,
         SubjectReason.RETRIES_SPENT,

@@ -56,7 +56,7 @@ def success(agent: str, tool: str, tool_input: dict[str, Any], ident: str) -> di
 
 
 NPM = {"command": "npm test", "description": "Run the tests"}
-NPM_ERROR = "npm ERR! Test failed. See above for more details."
+NPM_ERROR = "npm ERR! code ELIFECYCLE"  # says nothing of its kind: unknown
 
 
 def test_the_digest_is_the_call_not_its_wording() -> None:
