@@ -156,7 +156,8 @@ def success_logging_times(
     keep: bool = False,
 ) -> tuple[float, float]:
     """p95 seconds of the success hook for a call whose agent has an open streak (it logs the
-    success and decides), on an N-entry log, beside the p95 of `python -c "import json"`
+    success and decides), on an N-entry log in a session (the warm answerer logs and decides
+    it, as the host's session-start arranges), beside the p95 of `python -c "import json"`
     interleaved. Before each call an unmeasured failure hook reopens the streak; the gate's
     state must list the agent before each call and not after it, and the log must gain
     exactly one success per call, or the bench aborts. `keep` leaves the folder in place."""
@@ -169,17 +170,18 @@ def success_logging_times(
     anchor = [sys.executable, "-c", "import json"]
     before = successes(log)
     ours, theirs = [], []
-    for number in range(runs + 1):  # the first pair reads the whole log once: not counted
-        _timed(failure, json.dumps(_failure(number)), env)
-        if not _in_streak(folder):
-            raise SystemExit(f"bench: the failure hook opened no streak for {STREAK_AGENT}")
-        seconds = _timed(success, json.dumps(_streak_success(number)), env)
-        if _in_streak(folder):
-            raise SystemExit("bench: the success hook did not end the streak (did it log?)")
-        anchor_s = _timed(anchor, "", env)
-        if number:
-            ours.append(seconds)
-            theirs.append(anchor_s)
+    with session(folder, me, env):  # a hook that logs and decides: the warm answerer's
+        for number in range(runs + 1):  # the first pair reads the whole log once: not counted
+            _timed(failure, json.dumps(_failure(number)), env)
+            if not _in_streak(folder):
+                raise SystemExit(f"bench: the failure hook opened no streak for {STREAK_AGENT}")
+            seconds = _timed(success, json.dumps(_streak_success(number)), env)
+            if _in_streak(folder):
+                raise SystemExit("bench: the success hook did not end the streak (did it log?)")
+            anchor_s = _timed(anchor, "", env)
+            if number:
+                ours.append(seconds)
+                theirs.append(anchor_s)
     logged = successes(log) - before
     if not keep:
         shutil.rmtree(folder.parent, ignore_errors=True)

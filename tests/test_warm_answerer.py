@@ -157,6 +157,36 @@ def test_the_gate_and_the_success_hook_stay_in_process(tmp_path: Path, no_leftov
     end_session(project)
 
 
+def test_a_success_that_ends_a_streak_is_logged_by_the_answerer(
+    tmp_path: Path, no_leftovers: None
+) -> None:
+    """A success the gate's state awaits is logged and decided, as a failure is: in a session
+    the warm answerer does it; a call nobody awaits stays on the lean in-process path."""
+    project = _project(tmp_path)
+    start_session(project)
+    hook(project, "post-tool-use-failure", _failure(1))  # agent-1's Bash streak opens
+    assert served(project) == 1
+    worked = {
+        "session_id": "s-1",
+        "hook_event_name": "PostToolUse",
+        "agent_id": "agent-1",
+        "tool_name": "Bash",
+        "tool_input": {"command": "make build"},
+        "tool_use_id": "toolu_ok",
+        "tool_response": {"stdout": "ok", "stderr": ""},
+        "cwd": "",
+    }
+    hook(project, "post-tool-use", worked)
+    assert served(project) == 2
+    log = (project / "workflow" / "tool_failures.yaml").read_text(encoding="utf-8")
+    assert log.count("outcome: 'success'") + log.count("outcome: success") == 1
+    state = json.loads((project / "workflow" / ".selfcorrect" / "gate.json").read_text("utf-8"))
+    assert "agent-1" not in state.get("streaks", [])
+    hook(project, "post-tool-use", {**worked, "tool_use_id": "toolu_ok2"})  # nothing awaits it
+    assert served(project) == 2
+    end_session(project)
+
+
 HOST = """
 import subprocess, sys, time
 subprocess.run(sys.argv[1:], input='{"session_id": "s", "hook_event_name": "SessionStart"}',

@@ -70,7 +70,8 @@ def run_hook(argv: list[str], forward: bool = True) -> int:
             from selfcorrect.hooks import gemini as host
 
             name, event = host.translate(argv[1], event)
-        if forward and name in WARM and _answered_warm(argv, folder, raw):
+        deciding = name in WARM or (name == "post-tool-use" and _logs_a_success(event, folder))
+        if forward and deciding and _answered_warm(argv, folder, raw):
             return 0
         answer = handler_of(name)(event, folder)
         answers.say(host.answer(argv[1], answer) if gemini else answer)
@@ -98,6 +99,15 @@ def _answered_warm(argv: list[str], folder: str, raw: str) -> bool:
     sys.stdout.write(answered[0])
     sys.stderr.write(answered[1])
     return True
+
+
+def _logs_a_success(event: HookEvent, folder: str) -> bool:
+    """Whether this success hook will log and decide (the gate's state awaits the call): then
+    the warm answerer takes it, as it takes a failure; nearly every call is not awaited and
+    stays here, on the lean path."""
+    from selfcorrect.hooks.success import awaited
+
+    return awaited(event, folder)
 
 
 def _session(name: str, folder: str) -> None:

@@ -10,7 +10,9 @@ listed when the gate's state is waiting for it to work:
 - its agent has a subject failing since its last success (`streaks`), and the call does
   something: the success ends the streak, so failures far apart are never "in a row".
 Then it appends `outcome: success` for the call and decides as the failure hook does, so the
-gate's state (the repeat counts, the subject's status) follows at once.
+gate's state (the repeat counts, the subject's status) follows at once. In a session the warm
+answerer logs and decides it (hooks/dispatch.py), as it does a failure: only the check above
+runs in the hook's own interpreter.
 """
 
 from __future__ import annotations
@@ -30,9 +32,14 @@ NO_PROGRESS = frozenset(
 )
 
 
-def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
+def awaited(event: HookEvent, folder: str) -> bool:
+    """Whether the gate's state awaits this call's success: it will be logged."""
     state = read_state_or_none(folder)
-    if state is None or event.tool is None or not listed(event, state, folder):
+    return state is not None and event.tool is not None and listed(event, state, folder)
+
+
+def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
+    if not awaited(event, folder):
         return None
     from pathlib import Path
 
