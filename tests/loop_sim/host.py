@@ -31,7 +31,8 @@ import yaml
 
 from selfcorrect.hooks import warm_client
 from selfcorrect.hooks.dispatch import SESSION, WARM
-from selfcorrect.hooks.events import input_digest
+from selfcorrect.hooks.events import input_digest, parse_event
+from selfcorrect.hooks.success import awaited
 from selfcorrect.layout import work_item_file
 
 WATCH_WAIT_S = 60.0  # a guard against a hung hook, never an assertion about speed
@@ -149,13 +150,18 @@ class HostSession:
             time.sleep(0.05)
         return True
 
+    def _awaited(self, payload: dict[str, Any]) -> bool:
+        """Whether the gate's state awaits this successful call (it will log and decide)."""
+        event = parse_event(json.dumps(payload))
+        return awaited(event, str(self.project.root / "workflow"))
+
     # -- the hooks -------------------------------------------------------------------------------
     def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The real hook, as the host runs it: a subprocess with the event on stdin."""
         if event not in SESSION:  # warm and cold name their looks alike
             self.host_calls += 1
-        if event in WARM:
-            self.deciding_sent += 1
+        if event in WARM or (event == "post-tool-use" and self._awaited(payload)):
+            self.deciding_sent += 1  # a success the gate awaits is logged and decided too
         env = {**os.environ, "CLAUDE_PROJECT_DIR": str(self.project.root)}
         env.pop("SELFCORRECT_LOCK_HOLDER", None)
         done = subprocess.run(
