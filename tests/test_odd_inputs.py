@@ -1,0 +1,197 @@
+"""Odd inputs (docs/containment.md, "Odd inputs"): a transcript that is a FIFO or holds a line
+over 4 MiB, a log at `limits.max_bytes` met by every appender, a write cut short by a full
+disk, a hard-linked log, a slow policy pattern, a report copy of hostile size, a project path
+that is not UTF-8. Everything here is real: FIFOs, hard links, subprocesses of the hooks and of
+`run`; only the full disk is simulated, in-process."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selfcorrect.io import documents
+from tests.test_hooks import COORDINATION, MAKE, MAKE_ERROR, event, failure, hook, make_project
+
+GUARD_S = 30  # a guard against a hang, never a measure: the hang is the bug under test
+WAIT_S = 120
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path, COORDINATION)
+
+
+def entries(root: Path) -> list[dict[str, Any]]:
+    return [r.data for r in documents.read_failure_log(root / "workflow/tool_failures.yaml", [])]
+
+
+def run_hook(root: Path, name: str, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """The hook as the host runs it, with a guard: a hang fails the test, it does not stall."""
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "hook", "claude-code", name],
+        cwd=root,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+        env={**os.environ, "CLAUDE_PROJECT_DIR": str(root)},
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def transcript_pair(ident: str, result: str) -> str:
+    """A rejected Edit as Claude Code writes it in a transcript: the tool_use, then its result."""
+    edit = {"file_path": "src/app.py", "old_string": "gone", "new_string": "x"}
+    use = {"type": "tool_use", "id": ident, "name": "Edit", "input": edit}
+    done = {"type": "tool_result", "content": result, "is_error": True, "tool_use_id": ident}
+    lines = [
+        {"type": "assistant", "message": {"role": "assistant", "content": [use]}},
+        {"type": "user", "message": {"role": "user", "content": [done]}},
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+STALE = "<tool_use_error>String to replace not found in file.</tool_use_error>"
+
+
+# --- a transcript that is not a regular file, or holds a line over 4 MiB -----------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize(
+    ("name", "key"), [("stop", "transcript_path"), ("subagent-stop", "agent_transcript_path")]
+)
+def test_a_fifo_transcript_hangs_no_stop_hook(project: Path, name: str, key: str) -> None:
+    fifo = project.parent / "session.jsonl"
+    os.mkfifo(fifo)
+    payload = event(name, stop_hook_active=False, agent_id="agent-1", **{key: str(fifo)})
+    done = run_hook(project, name, payload)  # before: blocked in open() for good
+    assert done.stdout == ""
+    assert "session.jsonl" in done.stderr and "not a regular file" in done.stderr
+    assert not any("transcripts.json" in line for line in done.stderr.splitlines())
+
+
+def test_a_directory_as_transcript_is_skipped_with_a_note(project: Path) -> None:
+    payload = event("stop", stop_hook_active=False, transcript_path=str(project / "src"))
+    done = run_hook(project, "stop", payload)
+    assert "not a regular file" in done.stderr
+
+
+def test_a_transcript_line_over_4_mib_is_skipped_not_stuck_on(project: Path) -> None:
+    transcript = project.parent / "session.jsonl"
+    huge = json.dumps({"type": "user", "message": {"content": "x" * (5 * 1024 * 1024)}})
+    transcript.write_text(
+        transcript_pair("toolu_a", STALE) + huge + "\n" + transcript_pair("toolu_b", STALE),
+        "utf-8",
+    )
+    stop = event("stop", stop_hook_active=False, transcript_path=str(transcript))
+    said = ""
+    for _ in range(3):  # each stop reads at most 4 MiB: the long line takes two of them
+        said += run_hook(project, "stop", stop).stderr
+    # Before: the offset never moved past the long line, and toolu_b was never read.
+    assert [e["tool_use_id"] for e in entries(project)] == ["toolu_a", "toolu_b"]
+    assert said.count("over 4 MiB") == 1, said
+    # Read on from there: nothing new, nothing logged twice.
+    run_hook(project, "stop", stop)
+    assert len(entries(project)) == 2
+
+
+# --- every appender honours limits.max_bytes ---------------------------------------------------
+
+
+def _fill(folder: Path) -> None:
+    filler = "".join(
+        f"  - tool: Read\n    error: 'old failure {n}'\n    timestamp: '2026-12-03T06:00:00Z'\n"
+        for n in range(200)
+    )
+    (folder / "tool_failures.yaml").write_text("failures:\n" + filler, encoding="utf-8")
+
+
+def test_every_appender_honours_max_bytes(project: Path) -> None:
+    folder = project / "workflow"
+    log = folder / "tool_failures.yaml"
+    _fill(folder)
+    hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    assert entries(project)[-1]["error"] == MAKE_ERROR  # the gate now awaits its success
+    with (folder / "selfcorrect.yaml").open("a", encoding="utf-8") as policy:
+        policy.write(f"limits:\n  max_bytes: {log.stat().st_size + 40}\n")
+    before = log.read_bytes()
+
+    # The success hook: the call that failed works now, and its entry would not fit.
+    worked = event(
+        "post-tool-use", agent_id="agent-1", tool_name="Bash", tool_input=MAKE,
+        tool_response={"stdout": "ok", "stderr": "", "interrupted": False}, tool_use_id="ok-1",
+    )  # fmt: skip
+    said = [hook(project, "post-tool-use", worked).stderr]
+    # The batch hook: a call the host rejected.
+    batch = event(
+        "post-tool-batch", agent_id="agent-1",
+        tool_calls=[{"tool_name": "Edit", "tool_use_id": "toolu_batch",
+                     "tool_input": {"file_path": "src/app.py", "old_string": "a"},
+                     "tool_response": STALE}],
+    )  # fmt: skip
+    said.append(hook(project, "post-tool-batch", batch).stderr)
+    # The stop hooks' transcript fallback.
+    transcript = project.parent / "session.jsonl"
+    transcript.write_text(transcript_pair("toolu_transcript", STALE), "utf-8")
+    stop = event("stop", stop_hook_active=False, transcript_path=str(transcript))
+    said.append(hook(project, "stop", stop).stderr)
+
+    assert log.read_bytes() == before  # before: each of them wrote past the limit
+    for words in said:
+        assert "would take the log past limits.max_bytes" in words, said
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", "--shadow"],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    assert done.returncode != 2, done.stdout + done.stderr  # run still reads the log
+
+
+def test_a_short_write_on_a_full_disk_leaves_no_torn_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from selfcorrect.io.failure_append import LogRefused, append_failure
+
+    log = tmp_path / "tool_failures.yaml"
+    fields = {"tool": "Bash", "error": "exit 1 " * 40, "timestamp": "2026-12-03T07:00:00Z"}
+    append_failure(log, fields)
+    before = log.read_bytes()
+    real_write = os.write
+
+    def full_disk(fd: int, data: Any) -> int:
+        real_write(fd, bytes(data)[: len(data) // 3])  # part of it lands, then the disk is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full_disk)
+    with pytest.raises(LogRefused, match="No space left on device"):
+        append_failure(log, dict(fields, tool="Edit"))
+    monkeypatch.undo()
+    assert log.read_bytes() == before  # before: a third of an entry stayed, torn
+    append_failure(log, dict(fields, tool="Grep"))
+    warnings: list[Any] = []
+    assert [r.data["tool"] for r in documents.read_failure_log(log, warnings)] == ["Bash", "Grep"]
+    assert warnings == []
+
+
+def test_a_write_that_lands_in_parts_lands_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """os.write may write less than it was given without an error: the rest follows."""
+    from selfcorrect.io.failure_append import append_failure
+
+    log = tmp_path / "tool_failures.yaml"
+    fields = {"tool": "Bash", "error": "exit 1 " * 40, "timestamp": "2026-12-03T07:00:00Z"}
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data)[:50]))
+    append_failure(log, fields)
+    append_failure(log, dict(fields, tool="Edit"))
+    monkeypatch.undo()
+    assert [r.data["tool"] for r in documents.read_failure_log(log, [])] == ["Bash", "Edit"]
