@@ -195,3 +195,69 @@ def test_a_write_that_lands_in_parts_lands_whole(
     append_failure(log, dict(fields, tool="Edit"))
     monkeypatch.undo()
     assert [r.data["tool"] for r in documents.read_failure_log(log, [])] == ["Bash", "Edit"]
+
+
+# --- a slow policy pattern: reported with its position, once a run, and dropped ----------------
+
+SLOW = "a.*a.*a.*z"  # passes `check` (no nested repeat, quick on short probes); slow on 1,500 a's
+
+
+def test_a_slow_policy_pattern_is_reported_at_its_line_once_and_dropped(project: Path) -> None:
+    folder = project / "workflow"
+    policy = folder / "selfcorrect.yaml"
+    with policy.open("a", encoding="utf-8") as more:
+        more.write(
+            f"extend_patterns:\n  - regex: '{SLOW}'\n    type: runtime_error\n    confidence: 0.8\n"
+        )
+    lines = policy.read_text("utf-8").splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if SLOW in text)
+    col = lines[line - 1].index("'") + 1
+    checked = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "check", "workflow"],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    assert SLOW not in checked.stdout + checked.stderr  # `check` lets it pass
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    (folder / "tool_failures.yaml").write_text(
+        "failures:\n"
+        + "".join(
+            f"  - tool: Bash\n    error: '{'a' * 1500} {words[n % 8]} {words[n // 8 % 8]}'\n"
+            f"    timestamp: '2026-12-03T06:00:00Z'\n    agent_id: agent-{n}\n"
+            for n in range(40)
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", "--shadow", "--format", "json"],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    assert done.returncode in (0, 1, 3), done.stderr
+    warnings = [w for w in json.loads(done.stdout)["warnings"] if SLOW in w["message"]]
+    # Before: nothing said, and each of the 40 texts ran the pattern out of time.
+    assert len(warnings) == 1, warnings
+    assert (warnings[0]["line"], warnings[0]["col"]) == (line, col)
+    assert warnings[0]["path"].endswith("selfcorrect.yaml")
+    assert "ran out of time (50 ms a text) on 3 texts" in warnings[0]["message"]
+    assert "not tried again in this run" in warnings[0]["message"]
+    text = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", "--shadow"],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    said = text.stdout + text.stderr
+    assert said.count(SLOW) == 1 and f"selfcorrect.yaml:{line}:{col}:" in said, said
+
+
+def test_the_patterns_of_a_run_run_out_of_time_a_bounded_number_of_times() -> None:
+    from selfcorrect.core import bounded_regex as bounded
+
+    bounded.begin_run()
+    patterns = [bounded.Bounded(f"{c}.*{c}.*{c}.*z") for c in "abcdefghijklmnopqrstuvwxy"]
+    for pattern in patterns:
+        for _ in range(5):
+            assert pattern.search(pattern.pattern[0] * 1500) is None
+    spent = bounded.timed_out()
+    assert sum(count for _, count, _ in spent) <= bounded.RUN_TIMEOUTS + len(patterns)
+    assert all(count <= bounded.MAX_TIMEOUTS for _, count, _ in spent)
+    assert all(dropped for *_, dropped in spent)
+    bounded.begin_run()  # the next run starts afresh
+    assert bounded.timed_out() == []
