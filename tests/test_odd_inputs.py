@@ -261,3 +261,126 @@ def test_the_patterns_of_a_run_run_out_of_time_a_bounded_number_of_times() -> No
     assert all(dropped for *_, dropped in spent)
     bounded.begin_run()  # the next run starts afresh
     assert bounded.timed_out() == []
+
+
+# --- a hard-linked failure log is refused by run -----------------------------------------------
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "locks" not in p.parts and not p.name.endswith(".lock")
+    }
+
+
+@pytest.mark.parametrize("shadow", [False, True], ids=["run", "shadow"])
+def test_a_hard_linked_failure_log_is_refused_by_run(project: Path, shadow: bool) -> None:
+    folder = project / "workflow"
+    hook(project, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+    outside = project.parent / "elsewhere.yaml"  # another name: a file outside the folder
+    os.link(folder / "tool_failures.yaml", outside)
+    before = _tree(folder)
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", *(["--shadow"] * shadow)],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr  # before: read, and decided on
+    said = done.stdout + done.stderr
+    assert "workflow/tool_failures.yaml:1:1: has 1 other hard link" in said, said
+    assert "replace it with a copy of its own" in said
+    assert _tree(folder) == before  # nothing written
+
+
+# --- a project path that is not UTF-8 ----------------------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="names there are Unicode")
+def test_a_project_path_that_is_not_utf8_is_refused_with_a_message(tmp_path: Path) -> None:
+    root = os.path.join(os.fsencode(tmp_path), b"proj\xff")
+    os.mkdir(root)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True, timeout=WAIT_S)
+    subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "init", "workflow", "-q"],
+        cwd=root, check=True, timeout=WAIT_S,
+    )  # fmt: skip
+    folder = Path(os.fsdecode(root)) / "workflow"
+    before = _tree(folder)
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow"],
+        cwd=root, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr  # before: exit 4, an internal error
+    assert "proj\\xff/workflow: this path is not valid UTF-8" in done.stderr, done.stderr
+    assert "rename the folder" in done.stderr
+    assert _tree(folder) == before  # nothing written
+    # A hook there says so too, instead of turning the gate off without a word.
+    payload = failure("agent-1", "Bash", MAKE, MAKE_ERROR)
+    answered = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "hook", "claude-code", "post-tool-use-failure"],
+        cwd=root, input=json.dumps(payload), capture_output=True, text=True, timeout=WAIT_S,
+        env={**os.environ, "CLAUDE_PROJECT_DIR": os.fsdecode(root)},
+    )  # fmt: skip
+    assert answered.returncode == 0 and answered.stdout == ""
+    assert "this path is not valid UTF-8" in answered.stderr, answered.stderr
+    assert "internal error" not in answered.stderr and "codec" not in answered.stderr
+
+
+# --- the report's copy keeps what a decision reads, each text within limits.max_text ----------
+
+HOSTILE = 300 * 1024
+
+
+def _report(text: str) -> str:
+    return (
+        "status: FIXABLE\nvalidator: ci-checks\ngenerated_at: '2026-12-03T10:00:00Z'\n"
+        f"notes: '{text}'\n"
+        "issues:\n"
+        f"  - severity: MAJOR\n    type: missing_documentation\n    description: '{text}'\n"
+        f"    suggested_fix: '{text}'\n"
+        "  - severity: MINOR\n    type: linting_errors\n    target: src/app.py\n"
+        "    description: a short one\n"
+    )
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _issues(project: Path, *extra: str) -> list[str]:
+    """The fingerprint of each issue the run decided on."""
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow", "--format", "json", *extra],
+        cwd=project, capture_output=True, text=True, timeout=WAIT_S,
+    )  # fmt: skip
+    assert done.returncode in (0, 1, 3), done.stderr
+    return sorted(i["fingerprint"] for i in json.loads(done.stdout)["issues"])
+
+
+def test_the_reports_copy_keeps_each_text_within_max_text(project: Path) -> None:
+    import yaml
+
+    folder = project / "workflow"
+    words = " ".join(f"word{n}" for n in range(HOSTILE // 8))[:HOSTILE]
+    (folder / "validation_report.yaml").write_text(_report(words), "utf-8")
+    seen = _issues(project)
+    assert len(seen) == 2
+    copy = folder / ".selfcorrect" / "last_report.yaml"
+    data = yaml.safe_load(copy.read_text("utf-8"))
+    # Before: the whole report, three texts of 300 KiB each.
+    assert copy.stat().st_size < 32 * 1024, copy.stat().st_size
+    assert all(len(s.encode("utf-8")) <= 4096 + 512 for s in _strings(data))
+    assert data["issues"][1]["description"] == "a short one"
+    # A stub stands in: the copy decides as the report did, the same issues by the same names.
+    (folder / "validation_report.yaml").write_text(
+        "status: PASS\ngenerated_by: verify-completion-hook-safety-net\n"
+        "generated_at: '2026-12-03T10:30:00Z'\nissues: []\n",
+        "utf-8",
+    )
+    assert _issues(project, "--shadow") == seen

@@ -569,7 +569,14 @@ def _write(
     written += write_work(folder, plan, decisions.policy.limits.max_text)
     report = decisions.report
     if report is not None and not report.stub:  # kept for when a stub stands in its place
-        last_report.keep(folder, decisions.report_digest, decisions.inputs.report_stamp)
+        limits = decisions.policy.limits
+        last_report.keep(
+            folder,
+            decisions.report_digest,
+            decisions.inputs.report_stamp,
+            max_text=limits.max_text,
+            max_bytes=limits.max_bytes,
+        )
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # rules §13: what worked. The journal as analysed plus this plan's records: no second read
