@@ -18,6 +18,7 @@ import pytest
 
 from selfcorrect.io import documents
 from tests.test_hooks import COORDINATION, MAKE, MAKE_ERROR, event, failure, hook, make_project
+from tests.test_warm_answerer import no_leftovers  # noqa: F401 (a fixture)
 
 GUARD_S = 30  # a guard against a hang, never a measure: the hang is the bug under test
 WAIT_S = 120
@@ -77,6 +78,37 @@ def test_a_fifo_transcript_hangs_no_stop_hook(project: Path, name: str, key: str
     assert done.stdout == ""
     assert "session.jsonl" in done.stderr and "not a regular file" in done.stderr
     assert not any("transcripts.json" in line for line in done.stderr.splitlines())
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.usefixtures("no_leftovers")  # no answerer outlives the test
+def test_a_fifo_transcript_costs_the_warm_answerer_nothing(tmp_path: Path) -> None:
+    from tests.test_warm_answerer import (
+        _failure,
+        _project,
+        end_session,
+        served,
+        start_session,
+        status,
+    )
+
+    project = _project(tmp_path)
+    first = start_session(project)
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    stop = {
+        "session_id": "s-1", "hook_event_name": "Stop", "stop_hook_active": False,
+        "transcript_path": str(fifo), "cwd": "",
+    }  # fmt: skip
+    done = run_hook(project, "stop", stop)  # before: 45 s, then the answerer was killed
+    assert "not a regular file" in done.stderr
+    again = status(project)
+    assert again is not None and again["pid"] == first["pid"]  # it lives on, and serves
+    assert served(project) == 1  # the stop went to it
+    run_hook(project, "post-tool-use-failure", _failure(1))
+    assert served(project) == 2
+    assert [e["tool_use_id"] for e in entries(project)] == ["toolu_0001"]
+    end_session(project)
 
 
 def test_a_directory_as_transcript_is_skipped_with_a_note(project: Path) -> None:
