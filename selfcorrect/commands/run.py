@@ -21,6 +21,7 @@ from msgspec.structs import replace
 from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.clock import Clock, stamp, system_clock
+from selfcorrect.core.bounded_regex import MATCH_LIMIT_S, begin_run, timed_out
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason
 from selfcorrect.core.decisions import Decisions, decide, unsettled
@@ -38,6 +39,7 @@ from selfcorrect.core.outputs import Plan, Result
 from selfcorrect.core.outputs import stamp as journal_stamp
 from selfcorrect.core.parts.issue import blocked_record
 from selfcorrect.core.plan import build_plan
+from selfcorrect.core.plural import count as count_of
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.verification import degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
@@ -47,6 +49,7 @@ from selfcorrect.effects.policy_commands_file import remember as remember_comman
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
 from selfcorrect.effects.work_files import write_work
+from selfcorrect.errors import Diagnostic
 from selfcorrect.io import atomic, documents, folder_lock, journal, last_report, safe_paths
 from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.output_memo import OutputMemo
@@ -147,13 +150,14 @@ class _Run:
         self.root = project_root(folder)
         self.written: list[str] = []
         self.uncertain: list[str] = []
+        begin_run()  # a slow policy pattern is reported, and dropped, per run
 
     def load(self) -> Inputs:
         """The folder as it is now: read once at the start, and again after each effect."""
         return load_inputs(self.folder, self.policy_path, self.cache, PROJECT_CHECKS)
 
     def decide(self, inputs: Inputs, cycles: int, **how: Any) -> Decisions:
-        return decide(
+        decisions = decide(
             inputs,
             now=stamp(self.clock),
             run_id=self.trace,
@@ -162,6 +166,33 @@ class _Run:
             cycles=cycles,
             **how,
         )
+        slow = self.slow_patterns(inputs.policy)
+        return replace(decisions, warnings=[*decisions.warnings, *slow]) if slow else decisions
+
+    def slow_patterns(self, policy: Policy) -> list[Diagnostic]:
+        """A warning at each policy pattern that ran out of time in this run so far: every
+        decision of the run carries them all, so the run's output says each once."""
+        shown = documents.display_path(self.policy_path or self.folder / layout.POLICY)
+        limit = f"{MATCH_LIMIT_S * 1000:g} ms"
+        found = []
+        for source, count, dropped in timed_out():
+            then = (
+                "it was not tried again in this run"
+                if dropped
+                else "each of those texts counts as not matched"
+            )
+            found.append(
+                Diagnostic(
+                    shown,
+                    *policy.regex_position(source),
+                    f"the pattern {source!r} ran out of time ({limit} a text) on "
+                    f"{count_of(count, 'text')} in this run; {then}, so what it would type "
+                    "is typed by the other patterns: rewrite it so it cannot try a long text "
+                    "in many ways (`[^z]*z` rather than `.*z`), or remove it",
+                    "warning",
+                )
+            )
+        return found
 
     def settle(
         self, inputs: Inputs, cycles: int, cap: int | None, first: Decisions | None = None
@@ -538,7 +569,14 @@ def _write(
     written += write_work(folder, plan, decisions.policy.limits.max_text)
     report = decisions.report
     if report is not None and not report.stub:  # kept for when a stub stands in its place
-        last_report.keep(folder, decisions.report_digest, decisions.inputs.report_stamp)
+        limits = decisions.policy.limits
+        last_report.keep(
+            folder,
+            decisions.report_digest,
+            decisions.inputs.report_stamp,
+            max_text=limits.max_text,
+            max_bytes=limits.max_bytes,
+        )
     if journal.append(folder, plan.journal):
         written.append(documents.display_path(journal.journal_path(folder)))
         # rules §13: what worked. The journal as analysed plus this plan's records: no second read

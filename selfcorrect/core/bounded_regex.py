@@ -6,12 +6,17 @@ in the failure hook, under the folder's lock. So (docs/policy.md, "Patterns"):
 - every pattern that is not one of the shipped defaults is matched by the `regex` package with
   its `timeout`; a match that runs out of time counts as no match. The shipped patterns are
   linear (tests/test_bounded_patterns.py proves it) and stay on `re`, which is faster;
+- what a slow pattern may cost one run is bounded: the run's timeouts are counted per pattern
+  (`begin_run`, `timed_out`), a pattern that ran out of time MAX_TIMEOUTS times is not tried
+  again in that run, nor, once the run's patterns ran out of time RUN_TIMEOUTS times in all,
+  one that ran out of time at all. The run reports each with its position, once;
 - `catastrophic` says why a pattern can take exponential time, so the policy check refuses it
   at its own line: a repeated group whose body can be matched by a repetition inside it alone
   (`(a+)+`, `(\\w+\\s?)*`), found from its parse, or a pattern that runs out of time on a
   probe text (`(a|aa)+$` over a run of one character).
 
-Pure: no I/O. `regex` is imported only when a policy pattern is compiled.
+Pure: no I/O (the run's count of timeouts is the one state kept). `regex` is imported only
+when a policy pattern is compiled.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from collections.abc import Iterable
 from typing import Any
 
 MATCH_LIMIT_S = 0.05  # one search over at most 8 KiB of text (core/text_window.py)
+MAX_TIMEOUTS = 3  # a pattern's timeouts in one run before it is tried no more in that run
+RUN_TIMEOUTS = 20  # all patterns' timeouts in one run before any that timed out is dropped
 PROBE_LIMIT_S = 0.1
 _PROBE_LENGTH = 48  # 2**48 steps for an exponential pattern: far past any limit
 _PROBE_CHARS = "a0 _-./:"
@@ -48,11 +55,45 @@ class Bounded:
         return self._run(self._rx.match, text, pos)
 
     def _run(self, method: Any, text: str, pos: int) -> Any:
+        spent = _RUN.counts.get(self.pattern, 0)
+        if spent and (spent >= MAX_TIMEOUTS or _RUN.total >= RUN_TIMEOUTS):
+            return None  # dropped for the rest of the run: as a timeout, no match
         try:
             return method(text, pos, timeout=MATCH_LIMIT_S)
         except TimeoutError:
             self.timeouts += 1
+            _RUN.counts[self.pattern] = spent + 1
+            _RUN.total += 1
             return None
+
+
+class _Spent:
+    """The timeouts of the run under way, per pattern source (a pattern compiled twice, or
+    kept compiled between runs, is one pattern)."""
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.total = 0
+
+
+_RUN = _Spent()
+
+
+def begin_run() -> None:
+    """A run starts: no pattern has run out of time in it yet."""
+    _RUN.counts.clear()
+    _RUN.total = 0
+
+
+def timed_out() -> list[tuple[str, int, bool]]:
+    """(pattern, timeouts, dropped) for each policy pattern that ran out of time in this run,
+    in the order they first did; `dropped`: not tried again in this run."""
+    return [
+        (source, count, count >= MAX_TIMEOUTS or _RUN.total >= RUN_TIMEOUTS)
+        for source, count in _RUN.counts.items()
+    ]
 
 
 def compile_policy(source: str, shipped: frozenset[str]) -> re.Pattern[str] | Bounded:
@@ -142,4 +183,13 @@ def _probes(source: str) -> Iterable[str]:
             yield ch * _PROBE_LENGTH + end
 
 
-__all__ = ["MATCH_LIMIT_S", "Bounded", "catastrophic", "compile_policy"]
+__all__ = [
+    "MATCH_LIMIT_S",
+    "MAX_TIMEOUTS",
+    "RUN_TIMEOUTS",
+    "Bounded",
+    "begin_run",
+    "catastrophic",
+    "compile_policy",
+    "timed_out",
+]

@@ -26,7 +26,7 @@ from selfcorrect.core.policy import Policy, Rule
 from selfcorrect.core.policy_views import Fixer
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import IssueState
-from selfcorrect.core.text_caps import bounded_key
+from selfcorrect.core.text_caps import bounded_key, kept_identity
 from selfcorrect.core.text_window import search
 from selfcorrect.core.verification import applies_to
 
@@ -144,8 +144,14 @@ def fingerprint(issue: Issue, issue_type: str) -> str:
         else (issue.criterion or issue.description)
     )
     if words:  # several unmet criteria of one task are several issues
-        text += "~" + hashlib.sha256(_fold(words).encode()).hexdigest()[:6]
+        text += "~" + words_identity(words)
     return bounded_key(text)
+
+
+def words_identity(words: str) -> str:
+    """What of an issue's words its fingerprint holds: 6 hex digits of their folded hash, or
+    the ones a copy cut within limits.max_text names for the whole words (io/last_report.py)."""
+    return kept_identity(words) or hashlib.sha256(_fold(words).encode()).hexdigest()[:6]
 
 
 class IssueClassifier:

@@ -207,10 +207,17 @@ class Policy(Struct, frozen=True, dict=True):  # dict: for its cached views
     # The regexes of the shipped defaults: linear (their tests prove it), so matched with `re`;
     # every other one with a time limit (core/bounded_regex.py).
     shipped_regexes: frozenset[str] = frozenset()
+    # (pattern, line, column) of each of the user's own patterns in their file: where a
+    # pattern that runs out of time is reported (core/bounded_regex.py).
+    regex_positions: tuple[tuple[str, int, int], ...] = ()
 
     def regex(self, source: str) -> re.Pattern[str] | Bounded:
         """A policy pattern compiled for matching (bounded unless it is a shipped one)."""
         return compile_policy(source, self.shipped_regexes)
+
+    def regex_position(self, source: str) -> tuple[int, int]:
+        """Where the user wrote this pattern, (line, column); (1, 1) when unknown."""
+        return next(((line, col) for s, line, col in self.regex_positions if s == source), (1, 1))
 
     @cached_property
     def _rules(self) -> dict[tuple[str, str], Rule]:
@@ -378,7 +385,12 @@ def build_policy(
     problems = list(_problems(merged, shipped, _type_names(defaults)))
     if problems:
         _fail([(user_path(path, origins), message) for path, message in problems], locate)
-    return Policy(data=freeze(merged), shipped_regexes=shipped)
+    positions = tuple(
+        (regex, *locate(user_path(path, origins)))
+        for path, _where, regex in _regexes(merged, at_value=True)
+        if isinstance(regex, str) and regex not in shipped
+    )
+    return Policy(data=freeze(merged), shipped_regexes=shipped, regex_positions=positions)
 
 
 def _fail(problems: Sequence[tuple[tuple[str | int, ...], str]], locate: Locate) -> NoReturn:
@@ -478,16 +490,24 @@ def _items(value: Any) -> Iterator[tuple[int, Any]]:
     return enumerate(value) if isinstance(value, list) else iter(())
 
 
-def _regexes(policy: Mapping[str, Any]) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
+def _regexes(
+    policy: Mapping[str, Any], *, at_value: bool = False
+) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
+    """(key path, name, regex) of each pattern; `at_value`: the path of the `regex:` value
+    itself where a pattern is a mapping (its position), else of the list item."""
+
+    def where(path: tuple[str | int, ...], pattern: Any) -> tuple[str | int, ...]:
+        return (*path, "regex") if at_value and isinstance(pattern, Mapping) else path
+
     for name, entry in (policy.get("issue_types") or {}).items():
         for i, pattern in _items((entry or {}).get("patterns")):
             yield (
-                ("issue_types", name, "patterns", i),
+                where(("issue_types", name, "patterns", i), pattern),
                 f"issue_types.{name}.patterns[{i}].regex",
                 _regex_of(pattern),
             )
     for i, pattern in _items(policy.get("patterns")):
-        yield ("patterns", i), f"patterns[{i}].regex", _regex_of(pattern)
+        yield where(("patterns", i), pattern), f"patterns[{i}].regex", _regex_of(pattern)
     unable = (policy.get("stuck") or {}).get("unable_to_complete") or {}
     for i, regex in _items(unable.get("patterns")):
         yield (

@@ -8,7 +8,8 @@ the whole text is, so nothing is hidden, only not repeated (docs/policy.md, `lim
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # A subject or fingerprint names a work item in the journal, failed_items and escalations: an
@@ -18,6 +19,8 @@ MARK = " more bytes (the whole text: "
 # A text cut once is cut again by no later pass: its head is within the limit, and what follows
 # it is the mark and a place, a few hundred bytes at most.
 _MARK_ROOM = 512
+IDENTITY = ", text #"
+_KEPT = re.compile(r", text #([0-9a-f]{6,64})\)\Z")
 
 
 def cap_text(text: str, limit: int, where: str) -> str:
@@ -31,6 +34,24 @@ def cap_text(text: str, limit: int, where: str) -> str:
     head = data[:limit].decode("utf-8", "ignore")
     rest = len(data) - len(head.encode("utf-8", "surrogatepass"))
     return f"{head}… {rest}{MARK}{where})"
+
+
+def cap_identified(text: str, limit: int, where: str, identity: Callable[[str], str]) -> str:
+    """`cap_text`, the cut text naming the whole one's `identity` in its mark (`, text #…`):
+    a copy that keeps the cut text only still names the issue the whole text named
+    (core/classify.fingerprint reads it back with `kept_identity`)."""
+    capped = cap_text(text, limit, where)
+    if capped is text:
+        return text
+    return cap_text(text, limit, f"{where}{IDENTITY}{identity(text)}")
+
+
+def kept_identity(text: str) -> str | None:
+    """The whole text's identity a `cap_identified` mark names, or None."""
+    if MARK not in text[-_MARK_ROOM:]:
+        return None
+    found = _KEPT.search(text)
+    return found.group(1) if found else None
 
 
 def cap_all(value: Any, limit: int, where: str) -> Any:
@@ -53,4 +74,4 @@ def bounded_key(text: str) -> str:
     return f"{text[:256]}…#{digest}"
 
 
-__all__ = ["MAX_KEY", "bounded_key", "cap_all", "cap_text"]
+__all__ = ["MAX_KEY", "bounded_key", "cap_all", "cap_identified", "cap_text", "kept_identity"]

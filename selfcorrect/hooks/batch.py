@@ -48,8 +48,7 @@ def log_rejected(calls: list[HookEvent], folder: Path) -> int:
     """Append each rejected call not logged yet; how many of those appended count (a call that
     never ran is logged `outcome: cancelled` or `denied`, and counts nothing)."""
     from selfcorrect.core.unrun import not_run
-    from selfcorrect.hooks.failure import entry
-    from selfcorrect.io.failure_append import append_failure
+    from selfcorrect.hooks.failure import append, entry
 
     log = folder / layout.FAILURE_LOG
     counted = 0
@@ -62,8 +61,8 @@ def log_rejected(calls: list[HookEvent], folder: Path) -> int:
         unrun = not_run(error)
         if unrun is not None:
             fields["outcome"] = unrun.value
-        append_failure(log, fields)
-        counted += "outcome" not in fields
+        if append(folder, fields):  # within limits.max_bytes, or refused and said
+            counted += "outcome" not in fields
     return counted
 
 
@@ -110,8 +109,15 @@ def from_transcript(event: HookEvent, folder: Path) -> int:
 
 
 def _new_lines(path: Path, folder: Path) -> list[str]:
-    """The transcript's whole lines after the offset kept for it, which moves on."""
-    from selfcorrect.io import atomic
+    """The transcript's whole lines after the offset kept for it, which moves on.
+
+    Read within bounds (docs/containment.md, "Odd inputs"): opened without blocking and read
+    only when a regular file (a FIFO there would hang the hook for good), at most
+    MAX_TRANSCRIPT bytes a stop. A line longer than that is skipped with a warning: the offset
+    moves into it, and the next stop reads on from the end of that line (an offset that does
+    not follow a newline is inside a skipped line)."""
+    from selfcorrect.hooks.answers import note
+    from selfcorrect.io import atomic, platform
     from selfcorrect.io.safe_paths import ensure_dir
 
     offsets_path = folder / OFFSETS
@@ -123,21 +129,42 @@ def _new_lines(path: Path, folder: Path) -> list[str]:
     start = offsets.get(str(path))
     start = start if isinstance(start, int) and start >= 0 else 0
     try:
-        with path.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return []
-            start = 0 if size < start else start  # a new or rewritten transcript: read afresh
-            handle.seek(start)
-            data = handle.read(MAX_TRANSCRIPT)
+        fd = os.open(path, os.O_RDONLY | platform.O_NONBLOCK | platform.O_CLOEXEC)
     except OSError:
         return []
-    whole = data[: data.rfind(b"\n") + 1]
-    kept = {k: v for k, v in offsets.items() if k != str(path)}
-    kept[str(path)] = start + len(whole)
-    ensure_dir(offsets_path.parent)
-    body = json.dumps(dict(list(kept.items())[-MAX_TRANSCRIPTS:]), ensure_ascii=False)
-    atomic.replace_file(offsets_path, (body + "\n").encode("utf-8"))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        note(f"{path}: the transcript is not a regular file; not read")
+        return []
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            start = 0 if info.st_size < start else start  # a new or rewritten transcript
+            inside = False  # whether `start` is inside a line skipped at an earlier stop
+            if start:
+                handle.seek(start - 1)
+                inside = handle.read(1) != b"\n"
+            data = handle.read(MAX_TRANSCRIPT)
+        except OSError:
+            return []
+    skipped = 0
+    if inside:  # the rest of a line over MAX_TRANSCRIPT: skipped to its end
+        end = data.find(b"\n")
+        skipped = len(data) if end < 0 else end + 1
+    whole = data[skipped : data.rfind(b"\n") + 1] if b"\n" in data[skipped:] else b""
+    moved = skipped + len(whole)
+    if not inside and not whole and len(data) >= MAX_TRANSCRIPT:
+        note(
+            f"{path}: a transcript line at byte {start:,} is over {MAX_TRANSCRIPT // 2**20} MiB; "
+            "it is skipped, and the lines after it are read"
+        )
+        moved = len(data)
+    if moved:
+        kept = {k: v for k, v in offsets.items() if k != str(path)}
+        kept[str(path)] = start + moved
+        ensure_dir(offsets_path.parent)
+        body = json.dumps(dict(list(kept.items())[-MAX_TRANSCRIPTS:]), ensure_ascii=False)
+        atomic.replace_file(offsets_path, (body + "\n").encode("utf-8"))
     return whole.decode("utf-8", "replace").splitlines()
 
 

@@ -33,15 +33,19 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
     return answer_many([event], folder)[0]
 
 
-def _append(folder: Path, fields: dict[str, str]) -> None:
-    """Append the entry; a refusal (a full log, a hard link, a list it would not read back)
-    is said on stderr, nothing written, and the decision on the log as it is still made."""
+def append(folder: Path, fields: dict[str, str]) -> bool:
+    """Append the entry within the policy's limits.max_bytes; True when it was written. A
+    refusal (a full log, a hard link, a list it would not read back, a write the disk cut
+    short) is said on stderr, nothing written, and the decision on the log as it is still
+    made. Every hook that logs appends through here (docs/containment.md, "Odd inputs")."""
     from selfcorrect.io.failure_append import LogRefused, append_failure
 
     try:
         append_failure(folder / layout.FAILURE_LOG, fields, max_bytes=_max_bytes(folder))
     except LogRefused as exc:
         note(f"{exc}; the agent was not stopped")
+        return False
+    return True
 
 
 def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | None]:
@@ -60,13 +64,13 @@ def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | 
         if "outcome" in fields:  # a probe's answer, an interruption, a call that never ran:
             # logged, counts nothing
             if not companion:
-                _append(folder, fields)
+                append(folder, fields)
             logged.append(None)
             continue
         if companion:
             wait_for_entry(folder / layout.FAILURE_LOG, fields)
         else:
-            _append(folder, fields)
+            append(folder, fields)
         logged.append(fields)
     outcome = decide(folder) if any(logged) else None
     return [None if fields is None else told(outcome, fields, folder) for fields in logged]

@@ -43,17 +43,15 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
         return None
     from pathlib import Path
 
-    from selfcorrect import layout
-    from selfcorrect.hooks.failure import decide, entry
-    from selfcorrect.io.failure_append import append_failure
+    from selfcorrect.hooks.failure import append, decide, entry
 
     fields = entry(event, Path(folder), error="")
     fields["outcome"] = "success"
     worked = what_worked(event)
     if worked:  # what a later prompt's "What worked" names (docs/rules.md §8, step 3)
         fields["approach"] = worked
-    append_failure(Path(folder) / layout.FAILURE_LOG, fields)
-    decide(Path(folder))
+    if append(Path(folder), fields):  # within limits.max_bytes, or refused and said
+        decide(Path(folder))
     return None
 
 

@@ -68,8 +68,9 @@ class Document(Struct):
         return mark.line + 1, mark.column + 1
 
 
-def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
-    """The file's bytes, refusing anything over `max_bytes` before reading it."""
+def read_limited(path: Path, display: str, max_bytes: int, *, single: bool = False) -> bytes:
+    """The file's bytes, refusing anything over `max_bytes` before reading it; `single`: and
+    a file with another hard link (`tool_failures.yaml`, which agents' hooks append to)."""
     try:
         # Non-blocking, and the type checked on the descriptor: a FIFO in a file's place would
         # hang the read forever (and a device never ends).
@@ -78,6 +79,8 @@ def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise InputError(Diagnostic(display, 1, 1, NOT_REGULAR))
+            if single and info.st_nlink > 1:
+                raise InputError(Diagnostic(display, 1, 1, shared_log(info.st_nlink)))
             if info.st_size > max_bytes:
                 raise InputError(
                     Diagnostic(
@@ -99,6 +102,18 @@ def read_limited(path: Path, display: str, max_bytes: int) -> bytes:
                 f"cannot read file: {exc.strerror}; check that it exists and is readable",
             )
         ) from None
+
+
+def shared_log(links: int) -> str:
+    """Why a failure log with other hard links is refused (docs/containment.md): its other
+    name may be a file outside the folder, whose text the run would read and repeat, and into
+    which the hooks would append."""
+    others = links - 1
+    return (
+        f"has {others} other hard link{'s' if others > 1 else ''}, so it may be a file outside "
+        "the workflow folder, and selfcorrect neither reads nor appends to it: replace it with "
+        "a copy of its own (cp, then mv over it)"
+    )
 
 
 def load_decision(
@@ -151,7 +166,7 @@ def read_failure_log(
 ) -> Iterator[RawFailure]:
     """Stream the readable entries of tool_failures.yaml; unreadable ones become warnings."""
     display = display_path(path)
-    raw = read_limited(path, display, max_bytes)
+    raw = read_limited(path, display, max_bytes, single=True)
     text = decode_log(raw, display, warnings)
     return iter_failures(text.removeprefix("\ufeff"), display, warnings)
 

@@ -19,10 +19,12 @@ lines). In the dialect it is the template's, column 0. An append the reader woul
 is refused, not written: after a top-level key that ends the list, or into a `failures:` that is
 not a block list. So is an append past `limits.max_bytes` (`run` would refuse the whole log),
 and one to a log with another hard link (it would write a file outside the folder, rules §17).
+An entry lands whole or not at all: a write the disk cuts short is truncated away.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -118,10 +120,27 @@ def append_failure(
                     "big; the failure was not logged: move the log away (archive it; the next "
                     "failure starts a new one) or raise limits.max_bytes in selfcorrect.yaml"
                 )
-            os.write(fd, data)
-            os.fsync(fd)
+            _write_whole(fd, log, data, size)
         finally:
             os.close(fd)
+
+
+def _write_whole(fd: int, log: Path, data: bytes, size: int) -> None:
+    """Write all of `data` at the log's end, or none of it: a write the disk cuts short (a
+    full disk, a quota) is undone, the log truncated back to its `size`, so no torn entry is
+    left for every later reader to skip (docs/containment.md, "Odd inputs")."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # a file that will not shrink: said below
+            os.ftruncate(fd, size)
+        raise LogRefused(
+            f"{display_path(log)}: the entry could not be written whole ({exc.strerror or exc}); "
+            "nothing of it was kept, and the failure was not logged"
+        ) from None
 
 
 def _item_indent(fd: int, log: Path, size: int, head: str) -> int | None:

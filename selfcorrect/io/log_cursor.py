@@ -95,8 +95,10 @@ class LogCursor(Struct):
         try:
             with _open_log(self.path) as handle:
                 info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-                    documents.read_limited(self.path, display, max_bytes)  # raises the refusal
+                if (
+                    not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes or info.st_nlink > 1
+                ):  # raises the refusal
+                    documents.read_limited(self.path, display, max_bytes, single=True)
                 if known == info.st_ino and info.st_size >= self.size:
                     tail = self._tail(handle, info.st_ino, display, warnings)
                     if tail is not None:
@@ -106,7 +108,7 @@ class LogCursor(Struct):
         except FileNotFoundError:
             return True, iter(())
         except OSError:
-            documents.read_limited(self.path, display, max_bytes)  # raises the positioned error
+            documents.read_limited(self.path, display, max_bytes, single=True)  # the error
             raise
         return True, self._whole(raw, info.st_ino, display, warnings)
 

@@ -17,7 +17,10 @@ git process, no file read.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from selfcorrect.errors import InputError
 
 CAGENTS_MEMORY = "cagents-memory"
 MARKERS = (".git", ".claude", "pyproject.toml", "package.json", CAGENTS_MEMORY)
@@ -29,6 +32,24 @@ def project_root(folder: Path) -> Path:
     """The project root of the workflow folder `folder` (resolved; see the module's rules)."""
     folder = folder.resolve()
     return _holder(folder.parent, folder)
+
+
+def refuse_undecodable(folder: Path) -> None:
+    """Raise InputError (exit 2, before anything is written) when the workflow folder's path is
+    not UTF-8: a project folder named with a byte such as 0xff. Its path goes into files that
+    are UTF-8 by definition (the gate's JSON, the journal, the prompts), where it cannot be
+    written, so the run is refused with what to do (docs/containment.md, "Odd inputs")."""
+    where = str(folder.absolute())
+    try:
+        where.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(where).decode("utf-8", "backslashreplace")
+        raise InputError(
+            f"{shown}: this path is not valid UTF-8, and selfcorrect writes the project's "
+            "paths into UTF-8 files (the gate's state, the journal, the prompts), so it does "
+            "nothing here: rename the folder whose name is not UTF-8 (e.g. `mv`), then run "
+            "again"
+        ) from None
 
 
 def project_holding(place: Path) -> Path:

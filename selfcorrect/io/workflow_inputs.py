@@ -44,7 +44,7 @@ from selfcorrect.io.host_settings import reports_turns
 from selfcorrect.io.log_cursor import LogCursor
 from selfcorrect.io.policy_file import load_policy, shipped_commands
 from selfcorrect.io.project_paths import placer
-from selfcorrect.io.project_root import project_root
+from selfcorrect.io.project_root import project_root, refuse_undecodable
 from selfcorrect.io.workspace import resolve_inside
 
 T = TypeVar("T")
@@ -94,6 +94,7 @@ def load_inputs(
     """Read the folder; writes nothing. Raises InputError naming every broken document.
     `checks` re-check a PASS's evidence against the project (commands pass checks/project.py;
     NO_CHECKS reads the workflow files alone)."""
+    refuse_undecodable(folder)  # a path no UTF-8 file can hold: refused, said
     policy = load_policy(policy_path or folder / layout.POLICY)
     max_bytes = policy.limits.max_bytes
     errors: list[InputError] = []
@@ -365,7 +366,7 @@ def _last_real(
     copy = last_report.kept(folder)
     if copy is None:
         return stub
-    path, stamp = copy
+    path, stamp, digest = copy
     try:
         doc = documents.load_decision(path, "validation_report", max_bytes=policy.limits.max_bytes)
     except InputError:
@@ -381,7 +382,8 @@ def _last_real(
             "warning",
         )
     )
-    return normalise_report(doc.data, policy.stub_validators), doc.digest, stamp
+    # The report's digest, not the copy's: the copy is that report, its texts cut.
+    return normalise_report(doc.data, policy.stub_validators), digest, stamp
 
 
 def _load_report(
