@@ -64,6 +64,11 @@ WRITES = [
     'echo x >> "$CLAUDE_PROJECT_DIR/workflow/selfcorrect.yaml"',
     "echo x >> workflow/./src/../selfcorrect.yaml",
     "rm workflow/*.yaml",
+    "sudo -u root tee workflow/selfcorrect.yaml < evil.yaml",
+    "FOO=1 env -i sed --in-place=.bak 's/a/b/' workflow/escalations.yaml",
+    "ln -sf /tmp/evil.j2 workflow/templates/status.md.j2",
+    "dd if=evil.yaml of=workflow/selfcorrect.yaml",
+    "truncate -s 0 workflow/selfcorrect.yaml",
 ]
 
 

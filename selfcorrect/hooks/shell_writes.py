@@ -25,6 +25,13 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "|&", "&", ";;", "(", ")", "{", "
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 # Words before the program that leave the program what it is.
 _WRAPPERS = frozenset({"sudo", "env", "command", "nohup", "time", "exec", "nice", "builtin"})
+# Their options that take the next word as a value (`sudo -u root`, `nice -n 5`, `env -u X`).
+_VALUED = {
+    "sudo": frozenset({"-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t"}),
+    "nice": frozenset({"-n"}),
+    "env": frozenset({"-u", "-C"}),
+    "time": frozenset({"-o", "-f"}),
+}
 _ALL_ARGS = frozenset({"tee", "rm", "rmdir", "unlink", "truncate", "shred", "touch"})
 _DESTINATION = frozenset({"cp", "ln", "install"})
 _MAX_WORDS = 4096
@@ -97,21 +104,17 @@ def _segments(words: list[str]) -> list[list[str]]:
 
 def _program(args: list[str]) -> tuple[str, list[str]]:
     """The program (its base name) and its arguments, past assignments and wrappers."""
-    at = 0
+    at, wrapper = 0, ""
     while at < len(args):
         word = args[at]
         name = os.path.basename(word)
         assignment = "=" in word and word.split("=", 1)[0].isidentifier()
-        option = at > 0 and word.startswith("-") and _wrapped(args, at)
+        option = bool(wrapper) and word.startswith("-")  # an option of the wrapper before
         if not (assignment or option or name in _WRAPPERS):
             return name, args[at + 1 :]
-        at += 1
+        wrapper = name if name in _WRAPPERS else wrapper
+        at += 2 if option and word in _VALUED.get(wrapper, ()) else 1
     return "", []
-
-
-def _wrapped(args: list[str], at: int) -> bool:
-    """An option of a wrapper (`sudo -u x`, `env -i`): still before the program."""
-    return os.path.basename(args[at - 1]) in _WRAPPERS or args[at - 1].startswith("-")
 
 
 def _targets(program: str, args: list[str]) -> list[tuple[str, bool]]:
