@@ -3,7 +3,9 @@
 Every run writes it from its decisions and plan, and the hooks read it alone, never the logs,
 so the gate answers in the time Python takes to start. It holds:
 - `blocked`: each project file whose work item is blocked on a person, with the item, its
-  escalation and why; the gate refuses edits of these.
+  escalation and why; the gate refuses edits of these. Never a file of the workflow folder
+  (`coordination_log.yaml` is every agent's; the person's files are guarded on their own),
+  never a live task's own file.
 - `repeats`: each identical call (tool, input digest) that has failed `repeat_threshold` times
   since its last success, with the prompt to read instead; the gate refuses it.
 - `tasks`: each task's agents, whether the lead owns it, its open directive (the prompt to
@@ -11,8 +13,8 @@ so the gate answers in the time Python takes to start. It holds:
   and a lead's stop ends the turn of the lead's own tasks only (core/owners.py).
 - `live`: each live task's `assigned_to` (or null): the ids a lead's `Agent` call may name, and
   the agent types a subagent is matched by (the subagent binding, hooks/binding.py).
-- `protected`: the person's files (the policy, the escalations, selfcorrect's state): the gate
-  refuses agents' edits of them.
+- `protected`: the person's files (the policy, the escalations, the override templates,
+  selfcorrect's state): the gate refuses agents' writes to them.
 - `volatile_keys`: the input keys a digest leaves out, for the hooks that compute digests.
 Pure: paths are placed in the project by the decisions' `place`, and nothing is read here.
 """
@@ -38,8 +40,8 @@ FORMAT = 1
 # success hook logs a success only for these, and the gate refuses those at the threshold.
 MAX_REPEATS = 256
 FINISHED = ("completed", "done", "cancelled", "blocked")
-# The person's files in the workflow folder: an agent edits none of them (docs/hooks.md).
-PROTECTED = (layout.POLICY, layout.ESCALATIONS, layout.STATE)
+# The person's files in the workflow folder: an agent writes none of them (docs/hooks.md).
+PROTECTED = (layout.POLICY, layout.ESCALATIONS, layout.TEMPLATES, layout.STATE)
 
 
 def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any]:
@@ -138,7 +140,13 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
         if item.status is FinalStatus.BLOCKED:
             own(_files_of(decisions, item.id), item.id, item.escalation, item.why)
     # The files an open escalation names belong to its item; a live item keeps its own files.
+    # Live: acted on this run, or a task not finished that no decision stopped (a task with
+    # nothing decided for it is at work all the same).
     live = {item.id for item in plan.work_items.values() if item.acts}
+    for task_id in _live(decisions):
+        decided = plan.work_items.get(task_id)
+        if decided is None or not decided.stopped:
+            live.add(task_id)
     opened = [e for e in decisions.escalations if e.status is EscalationStatus.OPEN]
     listed = [(e.id, e.subject, list(e.files), e.reason) for e in plan.escalations]
     listed += [(e.id, e.subject, list(e.files), e.reason) for e in opened]
@@ -151,7 +159,13 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
         if task.task_id in live:
             for raw in task.files:
                 owners.pop(place(raw) or "", None)
-    return dict(sorted(owners.items()))
+    # Nor is any agent a file of the workflow folder: the coordination log is every agent's.
+    inside = workflow.rstrip("/") + "/" if workflow not in ("", ".") else None
+    return {
+        path: owner
+        for path, owner in sorted(owners.items())
+        if not (path + "/").startswith(inside or f"{layout.COORDINATION_LOG}/")
+    }
 
 
 def _files_of(decisions: Decisions, item: str) -> list[str]:

@@ -17,7 +17,8 @@ The words may come inside `<tool_use_error>…</tool_use_error>` and after "Erro
 
 A batch result carries no error flag (PostToolBatch): `validation_rejection` says whether its
 text is one of the host's input-validation errors, the only other results of a call that did
-not run, so that a call whose output merely opens with `<tool_use_error>` is not taken for one.
+not run, so that a call whose output merely opens with `<tool_use_error>` is not taken for one,
+nor a shell call whose output is wholly one element in a file tool's words (a `cat` of notes).
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ _VALIDATION = re.compile(
 )
 
 
+# Of those, the words any tool's input may be refused in: a shell call's command is refused in
+# no other (the rest are the file tools' words), so a `cat` whose output is wholly one element in
+# an edit tool's words ran, and its output is output.
+_ANY_TOOL = re.compile(r"inputvalidationerror|no\s+such\s+tool\s+available", re.IGNORECASE)
+_SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command"})
+
+
 # Of those, the words a call's own output is unlikely to open with: what a batch result with no
 # tags must say to be taken for a denial (selfcorrect's own commands print "selfcorrect: …").
 _HOST_DENIED = re.compile(r"the\s+user\s+doesn|user\s+rejected|pretooluse:|hook\s+pretooluse:",
@@ -72,10 +80,11 @@ def declined(text: str) -> bool:
     return not_run(text) is Outcome.DENIED and _HOST_DENIED.match(text.lstrip()) is not None
 
 
-def validation_rejection(text: str) -> str | None:
+def validation_rejection(text: str, tool: str | None = None) -> str | None:
     """The error of a batch result that is wholly one `<tool_use_error>` element (as the host
-    wraps a call it did not run) holding the host's validation or not-run wording, its tags
-    taken off; None for anything else, whatever it opens with (a call's own output)."""
+    wraps a call it did not run) holding the host's validation or not-run wording (for a shell
+    `tool`, only the wording any tool's input is refused in), its tags taken off; None for
+    anything else, whatever it opens with (a call's own output)."""
     body = text.strip()
     if not (body.startswith(ERROR_OPEN) and body.endswith(ERROR_CLOSE)):
         return None
@@ -84,6 +93,7 @@ def validation_rejection(text: str) -> str | None:
         return None  # several elements: output that quotes errors
     start = _WRAP.match(inner[:_HEAD])
     rest = inner[start.end() if start else 0 : _HEAD]
-    if _VALIDATION.match(rest) or not_run(inner) is not None:
+    shell = tool is not None and tool.casefold() in _SHELL_TOOLS
+    if (_ANY_TOOL if shell else _VALIDATION).match(rest) or not_run(inner) is not None:
         return inner
     return None

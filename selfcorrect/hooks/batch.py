@@ -181,7 +181,9 @@ def rejected(event: HookEvent) -> list[HookEvent]:
         if not isinstance(call, dict):
             continue
         text = _text(call.get("tool_response"))
-        if validation_rejection(text) is not None or declined(text):
+        tool = call.get("tool_name")
+        named = tool if isinstance(tool, str) else None
+        if validation_rejection(text, named) is not None or declined(text):
             shared = {k: v for k, v in event.data.items() if k != "tool_calls"}
             found.append(HookEvent({**shared, **call}))
     return found

@@ -1,19 +1,21 @@
 """`pre-tool-use`: the gate (docs/hooks.md, "The gate").
 
 It refuses three kinds of call and allows every other one silently:
-- an edit (a tool in the policy's `stuck.edit_tools`) of the person's files (the policy, the
-  escalations, selfcorrect's state), compared as real paths: a link or another spelling too;
+- a write of the person's files (the policy, the escalations, the override templates,
+  selfcorrect's state) by an edit tool or a recognisable shell write (hooks/shell_writes.py),
+  compared as real paths: a link or another spelling too, with or without the gate's state;
 - an edit of a file whose work item is blocked on a person: the reason names the escalation;
 - a call by an agent that repeats exactly (same tool, same canonical input digest) one that
   failed `gate.repeat_threshold` times for that agent with the same error since it was
   cleared: the reason names the prompt to read.
 A lead's `Agent` (or `Task`) call that names one task is remembered for the subagent it starts
 (hooks/binding.py).
-It reads `.selfcorrect/gate.json` and nothing else, with the standard library alone: it runs
-before every tool call, so it must cost no more than Python's own start-up. A missing or
-unreadable state file allows (the gate never stops an agent on a guess); one that is not a
-regular file (a FIFO would block the open, and so every tool call) is NotRegular, which the gate
-tells the person in one stderr line and then allows (docs/containment.md).
+It reads `.selfcorrect/gate.json` (and the real paths of what a call writes) and nothing else,
+with the standard library alone: it runs before every tool call, so it must cost no more than
+Python's own start-up. A missing or unreadable state file allows all but a write of the person's
+files (the gate never stops an agent on a guess, and knows those files without its state); one
+that is not a regular file (a FIFO would block the open, and so every tool call) is NotRegular,
+which the gate tells the person in one stderr line and then allows (docs/containment.md).
 """
 
 from __future__ import annotations
@@ -31,40 +33,115 @@ if TYPE_CHECKING:
 SUBAGENT_TOOLS = ("Agent", "Task")  # Claude Code 2.1 calls it Agent; earlier versions Task
 
 
-def decide(event: HookEvent, state: GateState) -> str | None:
+# The person's files in the workflow folder (docs/hooks.md, "The gate"): selfcorrect runs the
+# policy's commands and renders the templates as its own prompts, so no agent writes them.
+PERSONS = ("selfcorrect.yaml", "escalations.yaml", "templates", ".selfcorrect")
+# The edit tools the person's files are refused to, whatever the policy's `stuck.edit_tools`.
+EDIT_TOOLS = ("edit", "write", "multiedit", "notebookedit")
+# Tools that run a shell command (Claude Code's Bash; other hosts name theirs so).
+SHELL_TOOLS = ("bash", "shell", "run_shell_command")
+_MAX_LINKED = 2000  # files of templates/ and .selfcorrect/ compared with a hard-linked target
+
+
+def decide(event: HookEvent, state: GateState | None, folder: str = "") -> str | None:
     """The reason to refuse this call, or None to allow it."""
     tool = event.tool
     if tool is None:
         return None
-    reason = _protected(event, state, tool) or _blocked_file(event, state, tool)
+    reason = _protected(event, state, tool, folder)
+    if reason is not None or state is None:
+        return reason
+    reason = _blocked_file(event, state, tool)
     return reason if reason is not None else _repeated(event, state, tool)
 
 
-def _protected(event: HookEvent, state: GateState, tool: str) -> str | None:
-    """The person's files, by real path: a symlink, `..` or a hard link to them is them."""
-    protected, path = state.protected, event.file_path
-    if path is None or not protected or not state.edits(tool):
-        return None
+def _protected(event: HookEvent, state: GateState | None, tool: str, folder: str) -> str | None:
+    """The person's files, by real path: a symlink, `..` or a hard link to them is them; by an
+    edit tool, or by a shell command that recognisably writes them (hooks/shell_writes.py)."""
     here = project_dir(event)
-    target = os.path.realpath(os.path.join(here, path))
-    for root in dict.fromkeys([state.project or here, here]):
-        for name in protected:
-            kept = os.path.realpath(os.path.join(root, str(name)))
-            if target == kept or target.startswith(kept + os.sep) or _same_file(target, kept):
-                return (
-                    f"selfcorrect: {_text(name)} is the person's (selfcorrect's policy, its "
-                    "escalations or its state): an agent does not edit it. Say what you need "
-                    "in your report, or ask a person."
-                )
+    path = event.file_path
+    if tool.casefold() in EDIT_TOOLS or (state is not None and state.edits(tool)):
+        if path is None:
+            return None
+        targets, how = [(os.path.join(here, path), False)], "edits"
+    elif tool.casefold() in SHELL_TOOLS:
+        from selfcorrect.hooks import shell_writes  # shlex: only for a shell call
+
+        command = event.tool_input.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return None
+        cwd = event.text("cwd")
+        targets = shell_writes.written(command, cwd if cwd and os.path.isdir(cwd) else here)
+        how = "writes"
+    else:
+        return None
+    if not targets:
+        return None
+    kept = _persons(event, state, folder, here)
+    for target, whole in targets:
+        name = _hits(os.path.realpath(target), whole, kept)
+        if name is not None:
+            return (
+                f"selfcorrect: {_text(name)} is the person's (selfcorrect's policy, escalations, "
+                f"prompt templates and state): an agent does not edit or write it, and this "
+                f"{_text(tool)} call {how} it. selfcorrect runs the policy's commands and "
+                "renders the templates as its own prompts, so only a person changes them. Say "
+                "what you need in your report, or ask a person."
+            )
     return None
 
 
-def _same_file(one: str, other: str) -> bool:
+def _persons(
+    event: HookEvent, state: GateState | None, folder: str, here: str
+) -> list[tuple[str, str]]:
+    """Each of the person's files and folders: (its real path, how to name it)."""
+    found: dict[str, str] = {}
+    if folder:
+        real = os.path.realpath(folder)
+        for name in PERSONS:
+            shown = os.path.join(os.path.relpath(folder, here), name)
+            found.setdefault(os.path.join(real, name), shown if ".." not in shown else name)
+    for root in dict.fromkeys([state.project or here, here] if state is not None else []):
+        for name in state.protected if state is not None else []:
+            found.setdefault(os.path.realpath(os.path.join(root, str(name))), str(name))
+    return list(found.items())
+
+
+def _hits(target: str, whole: bool, kept: list[tuple[str, str]]) -> str | None:
+    """The person's file `target` is (or, for a whole folder's write, holds), else None."""
+    for path, name in kept:
+        if target == path or target.startswith(path + os.sep):
+            return name
+        if whole and path.startswith(target.rstrip(os.sep) + os.sep):
+            return name
     try:
-        a, b = os.stat(one), os.stat(other)
+        seen = os.stat(target)
     except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+        return None
+    if seen.st_nlink < 2 or not os.path.isfile(target):
+        return None  # no other name: no hard link to compare
+    ident = (seen.st_dev, seen.st_ino)
+    for path, name in kept:
+        for one in _files_in(path):
+            try:
+                other = os.stat(one)
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == ident:
+                return name
+    return None
+
+
+def _files_in(path: str) -> list[str]:
+    """`path` itself, or the files in the folder (bounded)."""
+    if not os.path.isdir(path):
+        return [path]
+    found: list[str] = []
+    for top, _, files in os.walk(path):
+        found += [os.path.join(top, name) for name in files]
+        if len(found) >= _MAX_LINKED:
+            break
+    return found[:_MAX_LINKED]
 
 
 def _blocked_file(event: HookEvent, state: GateState, tool: str) -> str | None:
@@ -134,17 +211,19 @@ def answer(event: HookEvent, folder: str | Path) -> dict[str, Any] | None:
     try:
         state = read_state(folder)
     except NotRegular as exc:
+        # The person's files are guarded all the same: they need no state.
+        reason = decide(event, None, str(folder))
+        if reason is not None:
+            return deny(reason)
         note(f"{exc}; the call was allowed")
         return None
     if state is None and event.tool in SUBAGENT_TOOLS:
         state = _first_state(str(folder))  # a lead's first Agent call, before any run
-    if state is None:
-        return None
-    if event.tool in SUBAGENT_TOOLS:
+    if state is not None and event.tool in SUBAGENT_TOOLS:
         from selfcorrect.hooks.binding import note_call
 
         note_call(event, str(folder), state)
-    reason = decide(event, state)
+    reason = decide(event, state, str(folder))
     return deny(reason) if reason is not None else None
 
 

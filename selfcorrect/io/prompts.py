@@ -7,6 +7,14 @@ literal. Templates come from humans (the shipped `templates/`, or the user's ove
 typo or a reach for Python internals is an `InputError` naming the template file and line, never
 a blank or an exploit.
 
+Every render is bounded (docs/containment.md, "Templates"): it runs at most RENDER_S seconds
+and writes at most MAX_RENDER_CHARS characters, an operator (`*`, `**`, `+`), a filter or a call
+given a size past that cap is refused, and a render that grows the process by more than
+MAX_RENDER_GROWTH bytes is stopped. An override that passes a bound is not rendered: the shipped
+template of the same name is, with one warning line on stderr (the run's output, or the hook's
+note), and the override is not tried again by this process. A nested loop that yields nothing,
+a doubling string and a huge output all end that way within seconds.
+
 Filters available to every template (shipped or override), all for agent text:
   oneline             collapse whitespace runs (newlines included) to one space, so a value cannot
                       break a line-oriented header
@@ -20,6 +28,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +41,14 @@ from selfcorrect.io.resources import data_dir
 
 if TYPE_CHECKING:  # jinja2 is imported lazily: start-up time matters (rules §18)
     from jinja2 import BaseLoader, BytecodeCache, Environment, FileSystemLoader, Template
+
+# The bounds of one render (docs/containment.md, "Templates").
+RENDER_S = 2.0
+MAX_RENDER_CHARS = 8 * 1024 * 1024
+MAX_RENDER_GROWTH = 256 * 1024 * 1024  # bytes the process may grow by while one render runs
+_POLL_S = 0.02
+# Override files (as they are now) that passed a bound, with which: not tried again.
+_EXCEEDED: dict[str, str] = {}
 
 _WHITESPACE = re.compile(r"\s+")
 _UNDEFINED_NAME = re.compile(r"^'([^']+)' is undefined$")
@@ -49,7 +68,17 @@ def render(name: str, context: Mapping[str, Any], *, overrides: Path | None = No
     env = _environment(_override_dir(overrides))
     try:
         template: Template = env.get_template(name)
-        return template.render(dict(context))
+        shipped = not _is_override(template)
+        version = "" if shipped else _version(template)
+        if shipped or version not in _EXCEEDED:
+            try:
+                return _bounded(template, dict(context))
+            except Exceeded as exc:
+                if shipped:
+                    raise
+                _EXCEEDED[version] = str(exc)
+        _warn(f"{template.filename}:1:1: warning: {_EXCEEDED[version]}")
+        return _bounded(_environment(None).get_template(name), dict(context))
     except (
         TemplateError,
         TypeError,
@@ -57,9 +86,115 @@ def render(name: str, context: Mapping[str, Any], *, overrides: Path | None = No
         ArithmeticError,
         LookupError,
         RecursionError,
+        MemoryError,
+        Exceeded,
         OSError,  # an unreadable template file
     ) as exc:
         raise _input_error(exc, name, context, overrides) from exc
+
+
+class Exceeded(Exception):
+    """A render passed one of its bounds (its time, its output, its memory)."""
+
+
+class _Stopped(BaseException):
+    """Raised inside a render's thread that ran out of time (never caught by template code)."""
+
+
+def _version(template: Template) -> str:
+    """The override file as it is now: an edited one is tried again."""
+    try:
+        return f"{template.filename}@{os.stat(template.filename or '').st_mtime_ns}"
+    except OSError:
+        return str(template.filename)
+
+
+def _is_override(template: Template) -> bool:
+    shipped = os.path.realpath(data_dir("templates"))
+    where = os.path.realpath(template.filename or shipped)
+    return not where.startswith(shipped + os.sep)
+
+
+def _warn(line: str) -> None:
+    """One line on stderr: the run prints it among its warnings, a hook as its note."""
+    text = " ".join(line.split())
+    sys.stderr.write(f"{text}; selfcorrect's built-in template was rendered instead\n")
+    sys.stderr.flush()
+
+
+def _bounded(template: Template, context: dict[str, Any]) -> str:
+    """`template` rendered within RENDER_S seconds, MAX_RENDER_CHARS characters and
+    MAX_RENDER_GROWTH bytes of growth, else Exceeded. The render runs in a thread of its own
+    (chunk by chunk, through `generate`): a loop that yields nothing for seconds is stopped from
+    outside, by an exception raised in that thread, which the template's code cannot catch."""
+    box: dict[str, Any] = {}
+    deadline = time.monotonic() + RENDER_S
+
+    def work() -> None:
+        try:
+            chunks: list[str] = []
+            size = 0
+            stream = template.generate(context)
+            try:
+                for chunk in stream:
+                    size += len(chunk)
+                    if size > MAX_RENDER_CHARS:
+                        raise Exceeded(
+                            f"the template wrote more than {MAX_RENDER_CHARS:,} characters"
+                        )
+                    if time.monotonic() > deadline:
+                        raise Exceeded(f"the template ran longer than {RENDER_S:g} s")
+                    chunks.append(chunk)
+            finally:
+                stream.close()  # type: ignore[attr-defined]  # a generator
+            box["text"] = "".join(chunks)
+        except _Stopped:
+            box["error"] = Exceeded(f"the template ran longer than {RENDER_S:g} s")
+        except MemoryError:
+            box["error"] = Exceeded("the template ran out of memory")
+        except BaseException as exc:  # handed to the caller, with its template frames
+            box["error"] = exc
+
+    start = _resident()
+    thread = threading.Thread(target=work, name="selfcorrect-render", daemon=True)
+    thread.start()
+    why = None
+    while thread.is_alive():
+        thread.join(_POLL_S)
+        if not thread.is_alive():
+            break
+        if time.monotonic() > deadline:
+            why = f"the template ran longer than {RENDER_S:g} s"
+        elif start is not None and (_resident() or 0) - start > MAX_RENDER_GROWTH:
+            why = f"the template used more than {MAX_RENDER_GROWTH >> 20} MiB of memory"
+        if why is not None:
+            _stop(thread)
+            thread.join(_POLL_S * 10)  # it stops at its next bytecode; a daemon if it cannot
+            raise Exceeded(why)
+    if "error" in box:
+        raise box["error"]
+    return str(box["text"])
+
+
+def _stop(thread: threading.Thread) -> None:
+    """Raise _Stopped in `thread` at its next bytecode (CPython's documented C API)."""
+    try:
+        import ctypes
+
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident or 0), ctypes.py_object(_Stopped)
+        )
+    except (ImportError, AttributeError, OSError):  # not CPython: the daemon thread ends with us
+        return
+
+
+def _resident() -> int | None:
+    """This process's resident memory in bytes (Linux), else None: the growth bound is off."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def has_template(name: str, *, overrides: Path | None = None) -> bool:
@@ -90,8 +225,23 @@ def _environment(override_dir: str | None) -> Environment:
 
     folders = [override_dir] if override_dir else []
     folders.append(str(data_dir("templates")))
+
+    class Bounded(ImmutableSandboxedEnvironment):
+        """No single operator, filter or call makes a value past the output cap: the output
+        cap alone would see it only once it was made (docs/containment.md)."""
+
+        intercepted_binops = frozenset({"*", "**", "+"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            _check_binop(operator, left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            _check_sizes(args, kwargs)
+            return super().call(__context, __obj, *args, **kwargs)
+
     # Immutable: an override template cannot mutate the caller's lists and dicts either.
-    env = ImmutableSandboxedEnvironment(
+    env = Bounded(
         loader=_layered_loader([FileSystemLoader(folder) for folder in folders]),
         undefined=StrictUndefined,
         autoescape=False,
@@ -101,11 +251,51 @@ def _environment(override_dir: str | None) -> Environment:
         bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(oneline=_oneline, listing=_listing, quote=_quote, without=_without)
+    env.filters.update({name: _sized(f) for name, f in env.filters.items()})
     return env
 
 
+def _check_sizes(args: Iterable[Any], kwargs: Mapping[str, Any]) -> None:
+    for value in [*args, *kwargs.values()]:
+        if isinstance(value, int) and abs(value) > MAX_RENDER_CHARS:
+            raise Exceeded(f"the template asked for a size of {value:,}, past the output cap")
+
+
+def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that refuses a size past the output cap (`center(10**9)`)."""
+    import functools
+
+    @functools.wraps(function)
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        _check_sizes(args[1:], kwargs)
+        return function(*args, **kwargs)
+
+    return sized
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    def size(value: Any) -> int:
+        if isinstance(value, str | bytes | list | tuple):
+            return len(value)
+        if isinstance(value, int):
+            return value.bit_length() // 8
+        return 0
+
+    if operator == "**" and isinstance(left, int) and isinstance(right, int):
+        made = max(left.bit_length(), 1) * max(right, 0) // 8
+    elif operator == "*" and isinstance(right, int) and not isinstance(left, int):
+        made = size(left) * right
+    elif operator == "*" and isinstance(left, int) and not isinstance(right, int):
+        made = size(right) * left
+    else:
+        made = size(left) + size(right)
+    if made > MAX_RENDER_CHARS:
+        raise Exceeded(f"the template's {operator!r} would make a value past the output cap")
+
+
 # Compiled templates, kept between processes in Jinja's per-user cache folder (see below).
-CACHE_PATTERN = "selfcorrect-%s.cache"
+# The version in the name: code compiled before the operators were bounded is never loaded.
+CACHE_PATTERN = "selfcorrect-2-%s.cache"
 
 
 def _bytecode_cache() -> BytecodeCache | None:
