@@ -55,6 +55,11 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
             max_bytes = max_bytes_of(policy_path)
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
+        else:  # commands nobody trusts: a run would refuse them (docs/containment.md)
+            from selfcorrect.io.policy_file import load_policy
+            from selfcorrect.io.trust import untrusted
+
+            result.diagnostics.extend(untrusted(folder, load_policy(policy_path), policy_path))
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
     microtasks = folder / layout.MICROTASKS
     if microtasks.is_dir():  # a glob compiles its pattern even for a folder that is not there

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from selfcorrect import layout
@@ -64,6 +64,31 @@ def baseline(history: Iterable[Any], shipped: Mapping[str, list[str]]) -> Mappin
     return last.commands if isinstance(last.commands, Mapping) else {}
 
 
+ALLOW = "allow"  # the `run` of a commands record a person wrote with `selfcorrect allow`
+
+
+def allowed(history: Iterable[Any]) -> Mapping[str, Any]:
+    """The commands a person last allowed (`selfcorrect allow`), or none."""
+    last: Mapping[str, Any] = {}
+    for event in typed(history):
+        if isinstance(event, CommandsEvent) and event.run == ALLOW:
+            last = event.commands if isinstance(event.commands, Mapping) else {}
+    return last
+
+
+def untrusted(commands: Mapping[str, list[str]], *trusted: Mapping[str, Any] | None) -> list[str]:
+    """Where a command differs from every trusted version of it (the shipped defaults', the
+    committed policy's, what a person allowed), in policy order. A removed command runs
+    nothing, so it needs no trust."""
+    return [
+        key
+        for key, argv in commands.items()
+        if not any(
+            source is not None and list(source.get(key) or ()) == list(argv) for source in trusted
+        )
+    ]
+
+
 def changed(before: Mapping[str, Any], commands: Mapping[str, list[str]]) -> list[str]:
     """Where the commands differ from `before`, in policy order."""
     keys = dict.fromkeys([*before, *commands])
@@ -106,4 +131,21 @@ def _is_map(value: Any) -> bool:
     return isinstance(value, Mapping)
 
 
-__all__ = ["baseline", "changed", "commands_of", "digest", "last_recorded", "record", "warning"]
+def spell(argv: Sequence[str]) -> str:
+    """A command as the messages show it: its argv as JSON, cut at 300 characters."""
+    return _spell(list(argv))
+
+
+__all__ = [
+    "ALLOW",
+    "allowed",
+    "baseline",
+    "changed",
+    "commands_of",
+    "digest",
+    "last_recorded",
+    "record",
+    "spell",
+    "untrusted",
+    "warning",
+]
