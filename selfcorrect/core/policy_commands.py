@@ -9,15 +9,16 @@ change the next run says which, and that an agent may have made the change. Pure
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
-from selfcorrect.core.journal_records import CommandsEvent, typed
-from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic
+
+if TYPE_CHECKING:
+    from selfcorrect.core.journal_records import CommandsEvent
+    from selfcorrect.core.policy import Policy
 
 
 def commands_of(policy: Policy) -> dict[str, list[str]]:
@@ -39,16 +40,22 @@ def commands_of(policy: Policy) -> dict[str, list[str]]:
 
 
 def digest(commands: Mapping[str, list[str]]) -> str:
+    import hashlib  # `check` reads commands without digesting them: start-up counts
+
     text = json.dumps(commands, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def record(commands: Mapping[str, list[str]]) -> CommandsEvent:
     """The journal record of the policy's commands (stamped when written)."""
+    from selfcorrect.core.journal_records import CommandsEvent
+
     return CommandsEvent(digest=digest(commands), commands=dict(commands))
 
 
 def last_recorded(history: Iterable[Any]) -> CommandsEvent | None:
+    from selfcorrect.core.journal_records import CommandsEvent, typed
+
     last = None
     for event in typed(history):
         if isinstance(event, CommandsEvent):
@@ -69,6 +76,8 @@ ALLOW = "allow"  # the `run` of a commands record a person wrote with `selfcorre
 
 def allowed(history: Iterable[Any]) -> Mapping[str, Any]:
     """The commands a person last allowed (`selfcorrect allow`), or none."""
+    from selfcorrect.core.journal_records import CommandsEvent, typed
+
     last: Mapping[str, Any] = {}
     for event in typed(history):
         if isinstance(event, CommandsEvent) and event.run == ALLOW:

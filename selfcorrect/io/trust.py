@@ -18,15 +18,17 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
 from selfcorrect.core import policy_commands
-from selfcorrect.core.journal_records import CommandsEvent
-from selfcorrect.core.policy import Policy, build_policy
 from selfcorrect.errors import Diagnostic, InputError
-from selfcorrect.io import documents, journal, yaml_nodes
+from selfcorrect.io import documents
 from selfcorrect.io.policy_file import default_policy_data, shipped_commands
+
+if TYPE_CHECKING:
+    from selfcorrect.core.journal_records import CommandsEvent
+    from selfcorrect.core.policy import Policy
 
 GIT_WAIT_S = 10.0
 _KEY = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -40,6 +42,8 @@ def untrusted(
     commands = policy_commands.commands_of(policy)
     where = policy_commands.untrusted(commands, shipped_commands())
     if where:  # only then is the journal read, and then git asked: most meet nothing new
+        from selfcorrect.io import journal
+
         records = list(history) if history is not None else journal.read_journal(folder, [])
         allowed = policy_commands.allowed(records)
         where = policy_commands.untrusted({key: commands[key] for key in where}, allowed)
@@ -80,6 +84,9 @@ def refuse_untrusted(
 def allow(folder: Path, policy: Policy, at: str) -> CommandsEvent | None:
     """Record the policy's commands as allowed by the person running this; the record, or
     None when they already were."""
+    from selfcorrect.core.journal_records import CommandsEvent
+    from selfcorrect.io import journal
+
     commands = policy_commands.commands_of(policy)
     records = journal.read_journal(folder, [])
     if dict(policy_commands.allowed(records)) == commands:
@@ -113,6 +120,9 @@ def committed_commands(policy_file: Path) -> dict[str, list[str]] | None:
         return None
     if done.returncode != 0:
         return None
+    from selfcorrect.core.policy import build_policy
+    from selfcorrect.io import yaml_nodes
+
     try:
         text = yaml_nodes.decode(done.stdout, layout.POLICY)
         data = yaml_nodes.load_plain(text)
