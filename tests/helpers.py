@@ -179,6 +179,7 @@ def folder_with(
         (folder / "selfcorrect.yaml").write_text(
             f"validator:\n  command: [{sys.executable}, validate.py]\n"
         )
+        allow(folder)
     return folder
 
 
@@ -244,3 +245,14 @@ def install_plugin(
 def enable(settings: Path, plugins: dict[str, bool]) -> None:
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"enabledPlugins": plugins}), "utf-8")
+
+
+def allow(folder: Path, policy: Path | None = None) -> None:
+    """A person allows the policy's commands, as `selfcorrect allow DIR` does
+    (docs/containment.md): a test that writes commands into a policy is that person."""
+    from selfcorrect.io.policy_file import load_policy
+    from selfcorrect.io.trust import allow as allow_commands
+
+    allow_commands(
+        folder, load_policy(policy or folder / "selfcorrect.yaml"), "2026-12-07T00:00:00Z"
+    )

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import git, load
+from tests.conftest import tree_digest
+from tests.helpers import allow, git, load
 
 WAIT_S = 120  # a guard against a hang, never a measure: a hang is the bug under test
 SC = [sys.executable, "-m", "selfcorrect"]
@@ -369,29 +370,29 @@ AGENT_CHECK = (
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])
-def test_changed_policy_commands_are_named_with_a_warning(project: Path, command: str) -> None:
+def test_changed_policy_commands_are_refused_until_a_person_allows_them(
+    project: Path, command: str
+) -> None:
     first = selfcorrect(project, "run", "workflow")
     assert first.returncode in (0, 1, 3), first.stderr
-    assert "commands changed" not in first.stderr  # nothing to compare with yet
     policy = project / "workflow" / "selfcorrect.yaml"
     with policy.open("a", encoding="utf-8") as handle:  # as an agent's Bash tool would
         handle.write(AGENT_CHECK)
     mine = ["--force"] if command == "validate" else []  # init's example report is a dialect's
+    before = tree_digest(project / "workflow")
+
     done = selfcorrect(project, command, "workflow", "--format", "json", *mine)
-    assert done.returncode in (0, 1, 3), done.stderr  # before: ran it and said nothing
-    [line] = [x for x in done.stderr.splitlines() if "commands changed" in x]
-    assert line.startswith("workflow/selfcorrect.yaml:1:1: warning: ")
-    assert "checks.commands[0] is now" in line and "echo agent was here" in line
-    assert "an agent may have changed them" in line
-    [warning] = [w for w in json.loads(done.stdout)["warnings"] if "commands" in w["message"]]
-    assert warning["severity"] == "warning" and "checks.commands[0]" in warning["message"]
-    again = selfcorrect(project, "run", "workflow")  # said once: the change is now recorded
-    assert "commands changed" not in again.stderr
-    kinds = [
-        json.loads(x)["event"]
-        for x in (project / "workflow" / ".selfcorrect" / "journal.jsonl").read_text().splitlines()
-    ]
-    assert kinds.count("commands") == 1  # the defaults need no record; the change has one
+
+    # Before: it ran the command after one warning, and later runs said nothing.
+    assert done.returncode == 2, done.stderr
+    assert "checks.commands[0]" in done.stderr and "echo agent was here" in done.stderr
+    assert "not trusted" in done.stderr and "selfcorrect allow workflow" in done.stderr
+    assert tree_digest(project / "workflow") == before  # nothing written
+    assert selfcorrect(project, command, "workflow", *mine).returncode == 2  # nor later
+    allow(project / "workflow")  # a person read it and allowed it
+    done = selfcorrect(project, command, "workflow", "--format", "json", *mine)
+    assert done.returncode in (0, 1, 3), done.stderr
+    assert "not trusted" not in done.stderr
 
 
 # --- item 10: the smaller leaks ----------------------------------------------------------------

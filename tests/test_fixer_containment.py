@@ -23,6 +23,7 @@ import pytest
 from selfcorrect.core.verification import in_scope
 from selfcorrect.io.process_tree import OUTPUT_CAP, run_contained
 from tests.hardening import project_digest
+from tests.helpers import allow
 
 SRC = {"src/a.py": "a = 1\n", "src/b.py": "b = 1\n", "src/c.py": "c = 1\n"}
 EDITS = {"src/a.py": "a = 1\n# my edit\n", "src/b.py": "b = 1\n# mine too\n"}
@@ -399,6 +400,7 @@ def test_outside_git_the_skipped_folders_count_too(tmp_path: Path, run_line) -> 
         "echo x > node_modules/evil/index.js\n",
     )
     subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
+    allow(repo / "workflow")  # no longer committed: a person allows its fixer
     (repo / ".venv").mkdir()
     (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
     before = project_digest(repo, scope=())

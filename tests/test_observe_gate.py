@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers import allow
+
 FIXER = "import sys; open(sys.argv[1], 'a').write('# fixed\\n')"
 
 
@@ -30,6 +32,7 @@ def folder_for(tmp_path: Path, task_name: str) -> Path:
         }
     }
     (folder / "selfcorrect.yaml").write_text(yaml.safe_dump(policy))
+    allow(folder)
     report = {
         "status": "FIXABLE",
         "issues": [

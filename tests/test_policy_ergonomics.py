@@ -79,6 +79,10 @@ def test_uncommenting_the_short_policy_gives_a_valid_policy_that_runs(tmp_path: 
     policy.write_text("\n".join(out) + "\n", encoding="utf-8")
     data = yaml.safe_load(policy.read_text(encoding="utf-8"))
     assert set(data) == {"validator", "caps", "agent", "checks", "extend_patterns"}
+    # Its example commands are the person's to allow (docs/containment.md): check names each.
+    refused = cli("check", folder)
+    assert refused.returncode == 2 and refused.stdout.count("not trusted") == 3, refused.stdout
+    assert cli("allow", folder).returncode == 0
     checked = cli("check", folder)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     syntax_errors(folder, error="FLAKY-DB-7")

@@ -19,7 +19,7 @@ import pytest
 from selfcorrect.io.project_root import project_holding, project_root, repository_root
 from selfcorrect.io.real_paths import linked_out
 from tests.conftest import CORPUS
-from tests.helpers import git
+from tests.helpers import allow, git
 
 SESSION_ID = "act_fix-auth-token-refresh_260805_001"
 REFRESH = (
@@ -235,6 +235,7 @@ def test_without_git_a_fixer_is_contained_to_the_cagents_project(tmp_path: Path,
         "issue_types:\n  linting_errors:\n    fix:\n      - command: [sh, fixer.sh, '{target}']\n"
         "        applies_to: ['*']\n        timeout_s: 20\n"
     )
+    allow(folder)  # no git: a person allows the validator and the fixer
     (folder / "validation_report.yaml").write_text(
         json.dumps(
             {

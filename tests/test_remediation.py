@@ -17,7 +17,7 @@ import yaml
 
 from selfcorrect.io.programs import locate
 from selfcorrect.io.yaml_nodes import FastLoader
-from tests.helpers import UNUSED, git, journal, project
+from tests.helpers import UNUSED, allow, git, journal, project
 
 RUFF = locate("ruff")
 
@@ -466,6 +466,7 @@ def test_the_default_ruff_fixer_works_outside_git(tmp_path: Path, run_line) -> N
     (project_dir / "workflow" / "selfcorrect.yaml").write_text(
         f"validator:\n  command: [{sys.executable}, validate.py]\n"
     )
+    allow(project_dir / "workflow")  # no git: a person allows the validator
     result = run_line(["run", project_dir / "workflow", "--format", "json"])
     assert result.exit_code == 0, result.stdout + result.stderr
     assert (project_dir / "app.py").read_text() == "\nprint('hello')\n"  # fixed, and kept

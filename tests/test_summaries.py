@@ -21,7 +21,7 @@ import yaml
 
 from selfcorrect.core.summary import ELISION, clip, summary
 from selfcorrect.io.failure_append import one_line
-from tests.helpers import load
+from tests.helpers import allow, load
 
 CORE = "def add(a, b):\n    return a - b\n"
 TEST = (
@@ -240,6 +240,7 @@ def test_a_validators_test_evidence_is_summarised_by_its_failed_line(
             }
         )
     )
+    allow(folder)  # the check command is the person's
     run_line(["validate", folder])
     [issue] = load(folder / "validation_report.yaml")["issues"]
     assert "[100%]" in issue["description"]  # the evidence: pytest's whole output tail

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import copy_example, tree_digest
-from tests.helpers import load
+from tests.helpers import allow, load
 
 COORDINATION_TYPES = {
     "missing_coordination_log",
@@ -228,6 +228,7 @@ def test_ids_survive_output_and_figures_that_change_between_runs(tmp_path: Path,
         + f"  commands:\n    - {{type: linting_errors, command: [{sys.executable}, check.py]}}\n"
         + "  coverage: {report: coverage.json, min_percent: 80}\n"
     )
+    allow(folder)  # the check command is the person's
     first = run_line(["validate", folder])
     ids = {i["type"]: i["id"] for i in load(folder / "validation_report.yaml")["issues"]}
     coverage.write_text(json.dumps({"totals": {"percent_covered": 64.5}, "files": {}}))

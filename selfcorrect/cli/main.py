@@ -839,6 +839,44 @@ def _make_policy_command() -> click.Command:
     return policy_command
 
 
+@_lazy("allow")
+def _make_allow_command() -> click.Command:
+    @click.command(name="allow")
+    @folder_argument
+    @common_options
+    def allow_command(
+        folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool
+    ) -> int:
+        """Trust the commands DIR's policy names, as they are now.
+
+        \b
+        The policy's commands (validator.command, checks.commands, agent.command,
+        each fixer's command) run only when trusted: the shipped defaults', the
+        version of DIR/selfcorrect.yaml committed in git, or allowed here. Agents
+        can write the file, so a changed command is refused (run, validate and
+        check exit 2 and say which) until a person reads it and allows it, the way
+        direnv treats .envrc. Allowing journals the commands and who allowed them.
+        Exit codes: 0, or 2 when the policy is invalid.
+        """
+        from selfcorrect.clock import system_clock
+        from selfcorrect.commands.allow import allow_folder
+        from selfcorrect.core.policy_commands import spell
+
+        common = make_common(policy, color, verbose, quiet)
+        _require_folder(folder, workflow_file=False)
+        allowed = allow_folder(folder, policy, system_clock)
+        if not allowed.commands:
+            click.echo(f"{allowed.policy} names no commands of its own: nothing to allow.")
+            return ExitCode.PASS
+        head = "Allowed" if allowed.recorded else "Already allowed"
+        click.echo(f"{head}, from {allowed.policy}:", color=common.color)
+        for key, argv in allowed.commands.items():
+            click.echo(f"  {key}: {spell(argv)}")
+        return ExitCode.PASS
+
+    return allow_command
+
+
 @_lazy("schemas")
 def _make_schemas_command() -> click.Command:
     @click.command(name="schemas")

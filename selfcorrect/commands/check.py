@@ -55,6 +55,8 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
             max_bytes = max_bytes_of(policy_path)
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
+        else:
+            result.diagnostics.extend(_untrusted(folder, policy_path))
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
     microtasks = folder / layout.MICROTASKS
     if microtasks.is_dir():  # a glob compiles its pattern even for a folder that is not there
@@ -83,6 +85,18 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
         result.checked.append(documents.display_path(waypoint))
         documents.load_waypoint(waypoint, result.diagnostics, max_bytes=max_bytes)
     return result
+
+
+def _untrusted(folder: Path, policy_path: Path) -> list[Diagnostic]:
+    """Commands nobody trusts, which a run would refuse (docs/containment.md); none to look for
+    in the file `init` wrote, which says the defaults (its check costs no policy build)."""
+    from selfcorrect.io.policy_file import load_policy, unedited
+
+    if unedited(policy_path):
+        return []
+    from selfcorrect.io.trust import untrusted
+
+    return untrusted(folder, load_policy(policy_path), policy_path)
 
 
 def _hand_resolutions(folder: Path, doc: documents.Document) -> list[Diagnostic]:

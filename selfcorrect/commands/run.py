@@ -56,6 +56,7 @@ from selfcorrect.io.output_memo import OutputMemo
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.programs import installed
 from selfcorrect.io.project_root import project_root
+from selfcorrect.io.trust import refuse_untrusted
 from selfcorrect.io.workflow_inputs import LogCache, load_inputs
 from selfcorrect.layout import work_item_file
 
@@ -109,6 +110,9 @@ def correction_run(
     A watcher passes its own `cache`, kept in memory. A shadow run reads the saved fold and
     saves nothing."""
     options = (policy_path, shadow, clock, is_installed or installed, max_cycles, validate_first)
+    if not shadow or validate_first:  # it may run the policy's commands: only trusted ones
+        policy_file = policy_path or folder / layout.POLICY
+        refuse_untrusted(folder, load_policy(policy_file), policy_file)
     saved = cache is None
     if shadow:
         return _locked_run(

@@ -24,6 +24,7 @@ from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
 from selfcorrect.io.policy_file import load_policy
 from selfcorrect.io.project_root import project_root
+from selfcorrect.io.trust import refuse_untrusted
 from selfcorrect.io.workspace import relative_to_root
 
 
@@ -141,6 +142,7 @@ def _validate(
     notice, history = policy_commands_file.check(
         folder, policy, documents.display_path(policy_file)
     )
+    refuse_untrusted(folder, policy, policy_file, history)  # its checks run commands
     target = output or folder / layout.REPORT
     if write and not force:
         refuse_foreign(target, policy.limits.max_bytes)

@@ -9,15 +9,16 @@ change the next run says which, and that an agent may have made the change. Pure
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from selfcorrect import layout
-from selfcorrect.core.journal_records import CommandsEvent, typed
-from selfcorrect.core.policy import Policy
 from selfcorrect.errors import Diagnostic
+
+if TYPE_CHECKING:
+    from selfcorrect.core.journal_records import CommandsEvent
+    from selfcorrect.core.policy import Policy
 
 
 def commands_of(policy: Policy) -> dict[str, list[str]]:
@@ -39,16 +40,22 @@ def commands_of(policy: Policy) -> dict[str, list[str]]:
 
 
 def digest(commands: Mapping[str, list[str]]) -> str:
+    import hashlib  # `check` reads commands without digesting them: start-up counts
+
     text = json.dumps(commands, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def record(commands: Mapping[str, list[str]]) -> CommandsEvent:
     """The journal record of the policy's commands (stamped when written)."""
+    from selfcorrect.core.journal_records import CommandsEvent
+
     return CommandsEvent(digest=digest(commands), commands=dict(commands))
 
 
 def last_recorded(history: Iterable[Any]) -> CommandsEvent | None:
+    from selfcorrect.core.journal_records import CommandsEvent, typed
+
     last = None
     for event in typed(history):
         if isinstance(event, CommandsEvent):
@@ -62,6 +69,33 @@ def baseline(history: Iterable[Any], shipped: Mapping[str, list[str]]) -> Mappin
     if last is None:
         return shipped
     return last.commands if isinstance(last.commands, Mapping) else {}
+
+
+ALLOW = "allow"  # the `run` of a commands record a person wrote with `selfcorrect allow`
+
+
+def allowed(history: Iterable[Any]) -> Mapping[str, Any]:
+    """The commands a person last allowed (`selfcorrect allow`), or none."""
+    from selfcorrect.core.journal_records import CommandsEvent, typed
+
+    last: Mapping[str, Any] = {}
+    for event in typed(history):
+        if isinstance(event, CommandsEvent) and event.run == ALLOW:
+            last = event.commands if isinstance(event.commands, Mapping) else {}
+    return last
+
+
+def untrusted(commands: Mapping[str, list[str]], *trusted: Mapping[str, Any] | None) -> list[str]:
+    """Where a command differs from every trusted version of it (the shipped defaults', the
+    committed policy's, what a person allowed), in policy order. A removed command runs
+    nothing, so it needs no trust."""
+    return [
+        key
+        for key, argv in commands.items()
+        if not any(
+            source is not None and list(source.get(key) or ()) == list(argv) for source in trusted
+        )
+    ]
 
 
 def changed(before: Mapping[str, Any], commands: Mapping[str, list[str]]) -> list[str]:
@@ -106,4 +140,21 @@ def _is_map(value: Any) -> bool:
     return isinstance(value, Mapping)
 
 
-__all__ = ["baseline", "changed", "commands_of", "digest", "last_recorded", "record", "warning"]
+def spell(argv: Sequence[str]) -> str:
+    """A command as the messages show it: its argv as JSON, cut at 300 characters."""
+    return _spell(list(argv))
+
+
+__all__ = [
+    "ALLOW",
+    "allowed",
+    "baseline",
+    "changed",
+    "commands_of",
+    "digest",
+    "last_recorded",
+    "record",
+    "spell",
+    "untrusted",
+    "warning",
+]

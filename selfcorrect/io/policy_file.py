@@ -59,7 +59,7 @@ def _with_meaning(path: Path, invalid: InputError) -> InputError:
     return invalid
 
 
-def _unedited(path: Path) -> bool:
+def unedited(path: Path) -> bool:
     """The file `init` wrote (every key commented), or the full defaults, byte for byte: it says
     exactly the defaults, so it needs no parse (a third of `check`'s work on a fresh folder)."""
     shipped = [data_file("templates", name) for name in (f"init/{layout.POLICY}", layout.POLICY)]
@@ -81,7 +81,7 @@ def max_bytes_of(path: Path) -> int:
     documents.DEFAULT_MAX_BYTES, which tests/test_policy.py holds equal to the defaults'. Any
     other file is loaded, and checked, in full.
     """
-    if _unedited(path):
+    if unedited(path):
         return documents.DEFAULT_MAX_BYTES
     return load_policy(path).limits.max_bytes
 
@@ -119,7 +119,7 @@ def _load_policy(path: Path | None) -> Policy:
 
     user = None
     doc = None
-    if path is not None and path.exists() and not _unedited(path):
+    if path is not None and path.exists() and not unedited(path):
         try:
             doc = documents.load_decision(path, "selfcorrect", allow_empty=True)
         except InputError as exc:
