@@ -230,3 +230,23 @@ def test_the_refusal_comes_back_as_a_denied_call_that_counts_nothing(project: Pa
     assert text.count("outcome: 'denied'") == 4
     assert bash(project, "cat workflow/selfcorrect.yaml") is None
     assert "fix: x" not in (project / "workflow/selfcorrect.yaml").read_text("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("selfcorrect allow workflow", True),
+        ("python3 -m selfcorrect allow workflow", True),
+        ("cd workflow && .venv/bin/selfcorrect allow .", True),
+        ("env X=1 selfcorrect allow --policy p.yaml workflow", True),
+        ("selfcorrect check workflow", False),
+        ("echo selfcorrect allow", False),
+    ],
+)
+def test_an_agent_cannot_allow_the_policys_commands(
+    project: Path, command: str, refused: bool
+) -> None:
+    """`selfcorrect allow` trusts what the policy runs (docs/containment.md): an agent that
+    wrote a command into the policy must not be able to allow it itself."""
+    said = bash(project, command)
+    assert (said is not None and "is a person's to run" in said) == refused, said

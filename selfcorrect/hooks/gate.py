@@ -70,6 +70,12 @@ def _protected(event: HookEvent, state: GateState | None, tool: str, folder: str
         command = event.tool_input.get("command")
         if not isinstance(command, str) or not command.strip():
             return None
+        if shell_writes.allows(command):
+            return (
+                "selfcorrect: `selfcorrect allow` is a person's to run: it trusts the commands "
+                "the policy names, and agents can write the policy. Say in your report which "
+                "command you need and why, and ask a person to allow it."
+            )
         cwd = event.text("cwd")
         targets = shell_writes.written(command, cwd if cwd and os.path.isdir(cwd) else here)
         how = "writes"

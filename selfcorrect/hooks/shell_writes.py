@@ -75,6 +75,18 @@ def written(command: str, cwd: str) -> list[tuple[str, bool]]:
     return found
 
 
+def allows(command: str) -> bool:
+    """Whether `command` runs `selfcorrect allow` (also as `python -m selfcorrect allow`): a
+    person's act, which trusts the policy's commands (docs/containment.md)."""
+    for segment in _segments(_words(command)[:_MAX_WORDS]):
+        program, rest = _program(segment)
+        if program.startswith("python") and rest[:2] == ["-m", "selfcorrect"]:
+            program, rest = "selfcorrect", rest[2:]
+        if program == "selfcorrect" and "allow" in [w for w in rest if not w.startswith("-")][:1]:
+            return True
+    return False
+
+
 def _words(command: str) -> list[str]:
     """The command's words and operators; an unbalanced quote reads the rest as plain words."""
     text = command.replace("\r", " ").replace("\n", " ; ")
