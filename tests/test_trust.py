@@ -139,3 +139,50 @@ def test_a_shadow_run_runs_nothing_and_needs_no_trust(tmp_path: Path) -> None:
     agent_appends_a_check(folder, tmp_path / "m")
     done = selfcorrect(root, "run", "workflow", "--shadow")
     assert done.returncode in (0, 1, 3), done.stderr
+
+
+# ------------------------------------------------------------------ override templates
+
+
+def test_an_override_template_an_agent_wrote_is_not_rendered_until_allowed(
+    tmp_path: Path,
+) -> None:
+    """selfcorrect renders workflow/templates/ as its own prompts, which reach other agents:
+    an override nobody committed or allowed gives the built-in prompt, and says so."""
+    from tests.test_template_bounds import fail_until_blocked
+    from tests.test_hooks import COORDINATION, make_project
+
+    project = make_project(tmp_path, COORDINATION)
+    templates = project / "workflow" / "templates"
+    templates.mkdir()
+    (templates / "status.md.j2").write_text("STATUS: AGENT WROTE THIS\n", "utf-8")
+
+    _, said = fail_until_blocked(project)
+
+    prompt = (project / "workflow" / "recovery" / "WI-2.md").read_text("utf-8")
+    assert "AGENT WROTE THIS" not in prompt and prompt.startswith("STATUS: ")
+    assert "status.md.j2:1:1: warning: this override template is not trusted" in said
+    for args in (["check", "workflow"], ["run", "workflow"]):
+        done = selfcorrect(project, *args)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "this override template is not trusted" in done.stdout + done.stderr
+
+    assert selfcorrect(project, "allow", "workflow").returncode == 0
+    done = selfcorrect(project, "run", "workflow")
+    assert done.returncode in (1, 3), done.stdout + done.stderr
+    prompt = (project / "workflow" / "recovery" / "WI-2.md").read_text("utf-8")
+    assert prompt.startswith("STATUS: AGENT WROTE THIS")  # a person allowed it: it renders
+
+
+def test_a_committed_override_template_is_trusted(tmp_path: Path) -> None:
+    from tests.test_hooks import COORDINATION, make_project
+
+    project = make_project(tmp_path, COORDINATION)
+    templates = project / "workflow" / "templates"
+    templates.mkdir()
+    (templates / "status.md.j2").write_text("STATUS: {{ status }}\n", "utf-8")
+    git(project, "add", "-A")
+    git(project, "-c", "user.email=p@example.com", "-c", "user.name=P", "commit", "-qm", "t")
+    assert selfcorrect(project, "check", "workflow").returncode == 0
+    (templates / "status.md.j2").write_text("STATUS: changed {{ status }}\n", "utf-8")
+    assert selfcorrect(project, "check", "workflow").returncode == 2

@@ -847,15 +847,18 @@ def _make_allow_command() -> click.Command:
     def allow_command(
         folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool
     ) -> int:
-        """Trust the commands DIR's policy names, as they are now.
+        """Trust the commands DIR's policy names and DIR's override templates, as
+        they are now.
 
         \b
         The policy's commands (validator.command, checks.commands, agent.command,
         each fixer's command) run only when trusted: the shipped defaults', the
-        version of DIR/selfcorrect.yaml committed in git, or allowed here. Agents
-        can write the file, so a changed command is refused (run, validate and
-        check exit 2 and say which) until a person reads it and allows it, the way
-        direnv treats .envrc. Allowing journals the commands and who allowed them.
+        version of DIR/selfcorrect.yaml committed in git, or allowed here; the
+        override templates in DIR/templates/ render only when committed or
+        allowed here. Agents can write these files, so a change is refused (run,
+        validate and check exit 2 and say which) until a person reads it and
+        allows it, the way direnv treats .envrc. Allowing journals the commands,
+        the templates' digests and who allowed them.
         Exit codes: 0, or 2 when the policy is invalid.
         """
         from selfcorrect.clock import system_clock

@@ -57,6 +57,10 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
             result.diagnostics.extend(exc.diagnostics)
         else:
             result.diagnostics.extend(_untrusted(folder, policy_path))
+    elif (folder / layout.TEMPLATES).is_dir():
+        from selfcorrect.io.trust import untrusted_templates
+
+        result.diagnostics.extend(untrusted_templates(folder, None))
     strict = [(folder / name, stem) for name, stem in DECISION_FILES]
     microtasks = folder / layout.MICROTASKS
     if microtasks.is_dir():  # a glob compiles its pattern even for a folder that is not there
@@ -92,8 +96,12 @@ def _untrusted(folder: Path, policy_path: Path) -> list[Diagnostic]:
     in the file `init` wrote, which says the defaults (its check costs no policy build)."""
     from selfcorrect.io.policy_file import load_policy, unedited
 
-    if unedited(policy_path):
-        return []
+    if unedited(policy_path):  # the defaults' commands: only templates can be untrusted
+        if not (folder / layout.TEMPLATES).is_dir():
+            return []
+        from selfcorrect.io.trust import untrusted_templates
+
+        return untrusted_templates(folder, None)
     from selfcorrect.io.trust import untrusted
 
     return untrusted(folder, load_policy(policy_path), policy_path)

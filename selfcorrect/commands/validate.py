@@ -142,7 +142,8 @@ def _validate(
     notice, history = policy_commands_file.check(
         folder, policy, documents.display_path(policy_file)
     )
-    refuse_untrusted(folder, policy, policy_file, history)  # its checks run commands
+    # Its checks run commands; it renders no template.
+    refuse_untrusted(folder, policy, policy_file, history, templates=False)
     target = output or folder / layout.REPORT
     if write and not force:
         refuse_foreign(target, policy.limits.max_bytes)

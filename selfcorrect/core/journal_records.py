@@ -309,6 +309,9 @@ class CommandsEvent(Stamped, frozen=True, kw_only=True):
     event = COMMANDS
     digest: str
     commands: Mapping[str, Sequence[str]]  # where in the policy -> argv
+    # A person's `selfcorrect allow` only: each override template (its name under templates/)
+    # -> the digest of its bytes, as allowed (io/trust.py).
+    templates: Mapping[str, str] | None = _optional()
 
 
 class SuccessEvent(WithBaselines, frozen=True, kw_only=True):

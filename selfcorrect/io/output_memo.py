@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -155,11 +156,20 @@ def _templates(overrides: Path) -> str:
                         [kind, rel, info.st_mode, info.st_size, info.st_mtime_ns,
                          info.st_ctime_ns, info.st_ino]
                     )  # fmt: skip
+                    if kind == "override" and stat.S_ISREG(info.st_mode):
+                        # Allowing an override renders it instead of the built-in one.
+                        seen[-1].append(_trusted(os.path.join(folder, name)))
                 if len(seen) > MAX_TEMPLATES:
                     return ""
         except OSError:
             return ""
     return _key(seen)
+
+
+def _trusted(path: str) -> bool:
+    from selfcorrect.io.trust import trusted_template
+
+    return trusted_template(path)
 
 
 def _held(path: Path, digest: str) -> str | None:

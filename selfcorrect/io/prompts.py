@@ -69,6 +69,14 @@ def render(name: str, context: Mapping[str, Any], *, overrides: Path | None = No
     try:
         template: Template = env.get_template(name)
         shipped = not _is_override(template)
+        if not shipped and not _trusted(template):
+            _warn(
+                f"{template.filename}:1:1: warning: this override template is not trusted (not "
+                "the committed version, and no person allowed it: agents can write templates/); "
+                "selfcorrect's built-in template was rendered instead. Check it, then run "
+                "`selfcorrect allow` on its workflow folder"
+            )
+            return _bounded(_environment(None).get_template(name), dict(context))
         version = "" if shipped else _version(template)
         if shipped or version not in _EXCEEDED:
             try:
@@ -107,6 +115,13 @@ def _version(template: Template) -> str:
         return f"{template.filename}@{os.stat(template.filename or '').st_mtime_ns}"
     except OSError:
         return str(template.filename)
+
+
+def _trusted(template: Template) -> bool:
+    """An override renders only as committed or allowed (io/trust.py, docs/containment.md)."""
+    from selfcorrect.io.trust import trusted_template
+
+    return template.filename is not None and trusted_template(template.filename)
 
 
 def _is_override(template: Template) -> bool:
