@@ -149,8 +149,8 @@ def test_an_override_template_an_agent_wrote_is_not_rendered_until_allowed(
 ) -> None:
     """selfcorrect renders workflow/templates/ as its own prompts, which reach other agents:
     an override nobody committed or allowed gives the built-in prompt, and says so."""
-    from tests.test_template_bounds import fail_until_blocked
     from tests.test_hooks import COORDINATION, make_project
+    from tests.test_template_bounds import fail_until_blocked
 
     project = make_project(tmp_path, COORDINATION)
     templates = project / "workflow" / "templates"
