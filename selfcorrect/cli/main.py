@@ -868,13 +868,21 @@ def _make_allow_command() -> click.Command:
         common = make_common(policy, color, verbose, quiet)
         _require_folder(folder, workflow_file=False)
         allowed = allow_folder(folder, policy, system_clock)
-        if not allowed.commands:
-            click.echo(f"{allowed.policy} names no commands of its own: nothing to allow.")
+        if not (allowed.commands or allowed.templates):
+            click.echo(
+                f"{allowed.policy} names no commands of its own, and there are no override "
+                "templates: nothing to allow."
+            )
             return ExitCode.PASS
         head = "Allowed" if allowed.recorded else "Already allowed"
-        click.echo(f"{head}, from {allowed.policy}:", color=common.color)
-        for key, argv in allowed.commands.items():
-            click.echo(f"  {key}: {spell(argv)}")
+        if allowed.commands:
+            click.echo(f"{head}, from {allowed.policy}:", color=common.color)
+            for key, argv in allowed.commands.items():
+                click.echo(f"  {key}: {spell(argv)}")
+        if allowed.templates:
+            click.echo(f"{head}, the override templates:", color=common.color)
+            for name in allowed.templates:
+                click.echo(f"  templates/{name}")
         return ExitCode.PASS
 
     return allow_command

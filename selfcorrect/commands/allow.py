@@ -16,7 +16,7 @@ from selfcorrect.clock import Clock, stamp
 from selfcorrect.core import policy_commands
 from selfcorrect.io import documents, folder_lock, safe_paths
 from selfcorrect.io.policy_file import load_policy, shipped_commands
-from selfcorrect.io.trust import allow
+from selfcorrect.io.trust import allow, template_digests
 
 
 class Allowed(Struct, frozen=True):
@@ -26,6 +26,7 @@ class Allowed(Struct, frozen=True):
     policy: str
     commands: dict[str, list[str]]
     recorded: bool
+    templates: tuple[str, ...] = ()  # the override templates allowed, by name
 
 
 def allow_folder(folder: Path, policy_path: Path | None, clock: Clock) -> Allowed:
@@ -37,7 +38,8 @@ def allow_folder(folder: Path, policy_path: Path | None, clock: Clock) -> Allowe
     commands = policy_commands.commands_of(policy)
     shipped = shipped_commands()
     own = {key: argv for key, argv in commands.items() if list(shipped.get(key) or ()) != argv}
-    return Allowed(documents.display_path(policy_file), own, event is not None)
+    templates = tuple(template_digests(folder))
+    return Allowed(documents.display_path(policy_file), own, event is not None, templates)
 
 
 __all__ = ["Allowed", "allow_folder"]
