@@ -22,7 +22,7 @@ import pytest
 
 from selfcorrect.io import documents
 from tests.conftest import REPO, copy_session
-from tests.helpers import git, load
+from tests.helpers import allow, git, load
 
 WAIT_S = 120
 SCHEMA = REPO / "schemas" / "claude_code_hooks.schema.json"  # read by the tests, not on import
@@ -530,6 +530,7 @@ def test_a_prompt_is_rendered_again_when_its_template_or_file_changed(project: P
     (folder / "templates" / "status.md.j2").write_text(
         "OVERRIDDEN {{ work_item }}: {{ status }}\n", encoding="utf-8"
     )
+    allow(folder)  # the person's override
     hook(project, "post-tool-use-failure", calls[-1])
     assert prompt.read_text("utf-8").startswith("OVERRIDDEN WI-1: recovering\n")
     _stdout, heavy = failure_hook_modules(project, calls[-1])

@@ -16,6 +16,7 @@ import yaml
 from selfcorrect.errors import InputError
 from selfcorrect.io.prompts import has_template, render
 from selfcorrect.io.resources import data_dir, data_file
+from tests.helpers import allow
 
 STUCK = "stuck_recovery.md.j2"
 FAILED = ["stack trace analysis", "null check addition", "input validation"]
@@ -105,10 +106,12 @@ def policy_strategies() -> list[str]:
 
 
 def override(folder: Path, name: str, text: str) -> Path:
-    """Write `text` as the user's override of `name` in the overrides folder `folder`."""
+    """Write `text` as the user's override of `name` in the overrides folder `folder`, and
+    allow it as the person who wrote it does (docs/containment.md, "Trust")."""
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    allow(folder.parent)
     return path
 
 
@@ -384,6 +387,7 @@ def test_override_added_while_running_wins_from_the_next_render(overrides: Path)
     path.write_text("v2 {{ work_item_id }}\n")
     later = time.time() + 5  # mtime granularity: make the edit visible
     os.utime(path, (later, later))
+    allow(overrides.parent)  # the person's edit, allowed
     assert render(STUCK, stuck_context(), overrides=overrides) == "v2 WI-3\n"
 
 
@@ -432,6 +436,7 @@ def test_a_template_compiles_once_across_processes_and_again_when_edited(
     assert entry.stat().st_mtime_ns == written  # read, not compiled and written again
 
     path.write_text("v2 {{ work_item_id }}\n")
+    allow(overrides.parent)  # the person's edit, allowed
     assert render_elsewhere(tmp_path, overrides) == "v2 WI-3\n"
     assert cache_entries(tmp_path) != first  # the same entry, now the new source's code
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import copy_example, tree_digest
-from tests.helpers import example, load, prompt_body
+from tests.helpers import allow, example, load, prompt_body
 
 COORDINATION = """\
 # Coordination log (hand-kept header comment)
@@ -391,6 +391,7 @@ def test_a_user_template_overrides_the_shipped_one(tmp_path: Path, run_line) -> 
     (folder / "templates" / "stuck_recovery.md.j2").write_text(
         "OURS {{ work_item_id }} step {{ next_step.step }}\n"
     )
+    allow(folder)  # the person's override
     run_line(["run", folder])
     status, _, ours = (folder / "recovery" / "T-9.md").read_text().partition("\n\n")
     assert status.startswith("STATUS: recovering") and ours == "OURS T-9 step 1\n"

@@ -21,7 +21,7 @@ import pytest
 from selfcorrect.errors import InputError
 from selfcorrect.io import prompts
 from tests.conftest import REPO
-from tests.helpers import git
+from tests.helpers import allow, git
 from tests.test_hooks import COORDINATION, WAIT_S, failure, make_project
 
 EDIT_LOCKED = {"file_path": "src/locked.py", "old_string": "x = 1", "new_string": "x = 2"}
@@ -123,6 +123,7 @@ def test_every_bound_gives_the_built_in_template_within_seconds(
     overrides = tmp_path / "templates"
     overrides.mkdir()
     (overrides / "status.md.j2").write_text(body, "utf-8")
+    allow(tmp_path)  # a person's override: trusted, and bounded all the same
     started = time.monotonic()
     text = prompts.render("status.md.j2", STATUS_CONTEXT, overrides=overrides)
     assert time.monotonic() - started < 20
@@ -159,6 +160,7 @@ def test_a_template_reaching_for_the_environment_gets_nothing_secret(
     overrides = tmp_path / "templates"
     overrides.mkdir()
     (overrides / "status.md.j2").write_text(trick, "utf-8")
+    allow(tmp_path)  # trusted, so the sandbox is what stands between it and the secret
     context = {"status": "blocked", "work_item": "WI-1"}
     try:
         out = prompts.render("status.md.j2", context, overrides=overrides)
