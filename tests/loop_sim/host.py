@@ -149,13 +149,20 @@ class HostSession:
             time.sleep(0.05)
         return True
 
+    def _awaited(self, payload: dict[str, Any]) -> bool:
+        """Whether the success hook will log and decide, so the answerer takes it."""
+        from selfcorrect.hooks.events import HookEvent
+        from selfcorrect.hooks.success import awaited
+
+        return awaited(HookEvent(payload), str(self.project.root / "workflow"))
+
     # -- the hooks -------------------------------------------------------------------------------
     def host(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The real hook, as the host runs it: a subprocess with the event on stdin."""
         if event not in SESSION:  # warm and cold name their looks alike
             self.host_calls += 1
-        if event in WARM:
-            self.deciding_sent += 1
+        if event in WARM or (event == "post-tool-use" and self._awaited(payload)):
+            self.deciding_sent += 1  # a success the gate's state awaits is logged warm too
         env = {**os.environ, "CLAUDE_PROJECT_DIR": str(self.project.root)}
         env.pop("SELFCORRECT_LOCK_HOLDER", None)
         done = subprocess.run(
