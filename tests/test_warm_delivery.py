@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,15 +70,18 @@ def _spawn(project: Path, event: dict[str, Any], name: str = "post-tool-use-fail
     process.stdin.write(json.dumps(event))
     process.stdin.close()
     process.stdin = None  # given: communicate() sends nothing more
-    return process, time.monotonic()
+    ended: list[float] = []  # when it exited, seen by a thread (its output fits in the pipe)
+    threading.Thread(target=lambda: ended.append(process.wait() * 0 + time.monotonic())).start()
+    return process, time.monotonic(), ended
 
 
 def _finish(running: list[Any]) -> list[tuple[float, str, str]]:
     """Each hook's (seconds it took, stdout, stderr); every one exited 0."""
     done = []
-    for process, started in running:
+    for process, started, ended in running:
         out, err = process.communicate(timeout=WAIT_S)
-        done.append((time.monotonic() - started, out, err))
+        assert wait_for(lambda ended=ended: ended, 10.0)
+        done.append((ended[0] - started, out, err))
         assert process.returncode == 0, err
     return done
 
@@ -348,7 +352,7 @@ def test_any_interleaving_logs_every_event_exactly_once(
                 stopped.discard(answerer)
             elif step == "start":
                 hook(project, "session-start", {"session_id": "s-1", "hook_event_name": "x"})
-                found = wait_for(lambda: status(project), 5.0)
+                found = wait_for(lambda: status(project), 3.0)
                 answerer = found["pid"] if found else answerer
         done = _finish(running)
         assert max([took for took, _, _ in done] or [0]) < BOUND_S + 4

@@ -48,8 +48,9 @@ IDLE_S = 1800.0
 TICK_S = 0.5  # how often hosts, the socket and idleness are looked at
 MAX_REQUEST = 9 * 1024 * 1024  # an event (at most 8 MiB) and its envelope
 READ_S = 5.0  # a client that connects and sends nothing is dropped
-# Hooks waiting together are answered within this, or the answerer stops (its hooks then say
-# so, and the next ones run in-process): a wedged answerer must never hold the agent up long.
+# Hooks waiting together are answered within this, or the answerer stops. Each hook stops
+# waiting after hooks.warm_wait_s and runs in-process (hooks/warm_client.py); this spares the
+# hooks after them that wait, each, on an answerer that is wedged.
 WEDGED_S = 45
 LOCK_NAME = "answerer.lock"  # in DIR/.selfcorrect/warm/: one answerer per folder
 LAST = "last.json"  # in DIR/.selfcorrect/warm/: the last answerer's life, for a person to read
