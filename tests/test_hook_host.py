@@ -172,9 +172,9 @@ def test_a_long_error_keeps_its_first_and_last_thousand_characters(project: Path
 
 def test_every_entry_has_its_tool_use_id_and_the_reader_counts_one_once(project: Path) -> None:
     payload = failure("agent-1", "Bash", NPM, NPM_ERROR)
-    for _ in range(3):  # one call, logged three times (three loggers)
+    for _ in range(3):  # one call, delivered three times: one entry per identity
         hook(project, "post-tool-use-failure", payload)
-    assert [e["tool_use_id"] for e in entries(project)] == [payload["tool_use_id"]] * 3
+    assert [e["tool_use_id"] for e in entries(project)] == [payload["tool_use_id"]]
     assert hook(project, "pre-tool-use", call("agent-1", "Bash", NPM)).json is None
     assert [r["failures"] for r in gate(project)["repeats"]] == [1]
 

@@ -90,14 +90,17 @@ def test_the_agent_running_its_verification_is_no_failure_of_its_task(
 ) -> None:
     """`selfcorrect validate` exits 1 while any issue is open: the calling agent verified, it
     did not fail. Logged `outcome: verification`; no signal, budget, gate or answer."""
-    verify = failure(
-        "agent-9",
-        "Bash",
-        {"command": "selfcorrect validate workflow"},
-        "Exit code 1\nworkflow/validation_report.yaml: FAIL, 1 MAJOR\n"
-        "FAILED tests/test_other.py::test_b - assert 1 == 2",
-    )
-    answers = [hook(project, "post-tool-use-failure", verify) for _ in range(4)]
+
+    def verify() -> dict[str, object]:  # each call its own tool_use_id, as the host gives it
+        return failure(
+            "agent-9",
+            "Bash",
+            {"command": "selfcorrect validate workflow"},
+            "Exit code 1\nworkflow/validation_report.yaml: FAIL, 1 MAJOR\n"
+            "FAILED tests/test_other.py::test_b - assert 1 == 2",
+        )
+
+    answers = [hook(project, "post-tool-use-failure", verify()) for _ in range(4)]
 
     assert [(a.code, a.json) for a in answers] == [(0, None)] * 4
     log = documents.read_failure_log(project / "workflow" / "tool_failures.yaml", [])

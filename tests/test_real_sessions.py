@@ -351,8 +351,9 @@ def test_the_failure_hook_logs_a_probe_and_an_interruption_and_says_nothing(
     stopped["is_interrupt"] = True
 
     answers = [hook(project, "post-tool-use-failure", payload) for payload in (grep, stopped)]
-    for _ in range(3):  # the same probe again and again: never stuck, never refused
-        answers.append(hook(project, "post-tool-use-failure", grep))
+    for number in range(3):  # the same probe again and again: never stuck, never refused
+        again = {**grep, "tool_use_id": f"{grep['tool_use_id']}-{number}"}  # each call its id
+        answers.append(hook(project, "post-tool-use-failure", again))
 
     assert [(a.code, a.json) for a in answers] == [(0, None)] * 5
     log = documents.read_failure_log(project / "workflow" / "tool_failures.yaml", [])

@@ -293,7 +293,7 @@ def test_another_version_is_answered_in_process_and_stops_it(
     folder = str(project / "workflow")
     request = {"kind": "hook", "version": "0.0.0-older", "argv": ["claude-code", "stop", folder],
                "stdin": "{}", "cwd": str(project), "env": {}}  # fmt: skip
-    assert warm_client._exchange(folder, request) == {"busy": True}
+    assert warm_client._exchange(folder, request, 30.0) == {"busy": True}
     assert wait_for(lambda: status(project) is None), "an answerer of another version went on"
     assert wait_for(lambda: "another version" in last(project).get("why", ""))
 
@@ -309,7 +309,7 @@ def test_a_request_for_another_folder_is_handed_back(tmp_path: Path, no_leftover
         request = {"kind": "hook", "version": __version__,
                    "argv": ["claude-code", "stop", elsewhere], "stdin": "{}",
                    "cwd": str(project), "env": {}}  # fmt: skip
-        assert warm_client._exchange(folder, request) == {"busy": True}
+        assert warm_client._exchange(folder, request, 30.0) == {"busy": True}
     assert served(project) == 0
     end_session(project)
 
@@ -448,7 +448,11 @@ def test_gemini_sessions_get_the_answerer_too(tmp_path: Path, no_leftovers: None
         "tool_input": {"command": "npm test"},
         "tool_response": {"error": {"message": "npm ERR! Test failed.", "type": "shell"}},
     }
-    outs = [gemini("after-tool", failed) for _ in range(4)]
+    # Gemini gives no tool_use_id: each call is its event's hash, which holds its timestamp.
+    outs = [
+        gemini("after-tool", {**failed, "timestamp": f"2026-12-07T10:00:0{n}.000Z"})
+        for n in range(4)
+    ]
     assert "additionalContext" in outs[-1] and "AfterTool" in outs[-1]
     assert served(project) == 4
     gemini("session-end", {"session_id": "g-1", "hook_event_name": "SessionEnd"})
@@ -458,19 +462,32 @@ def test_gemini_sessions_get_the_answerer_too(tmp_path: Path, no_leftovers: None
 def test_a_wedged_answerer_stops_and_the_hooks_go_on(
     tmp_path: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An answerer that keeps hooks waiting past its limit stops; the hook it held says so,
-    and the next one runs in-process."""
+    """An answerer that keeps hooks waiting past its limit stops; the hook it held got no
+    answer, says so, and runs in-process (its failure logged once); the next one runs
+    in-process at once."""
     from selfcorrect.io import atomic
 
     monkeypatch.setenv("SELFCORRECT_WARM_WEDGED_S", "1")
     project = _project(tmp_path)
     start_session(project)
     log = project / "workflow/tool_failures.yaml"
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}
     with atomic.sidecar_lock(log):  # the append waits for it, up to 10 s
-        held = hook(project, "post-tool-use-failure", _failure(1))
-    assert "the warm answerer took the event and closed without an answer" in held.stderr
-    assert ".selfcorrect/warm/last.json); nothing more is done for this call" in held.stderr
-    assert wait_for(lambda: last(project).get("why") == "hooks waited over 1 s for it")
+        held = subprocess.Popen(
+            [sys.executable, "-m", "selfcorrect", "hook", "claude-code",
+             "post-tool-use-failure", "workflow"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, cwd=project, env=env,
+        )  # fmt: skip
+        assert held.stdin is not None
+        held.stdin.write(json.dumps(_failure(1)))
+        held.stdin.close()
+        held.stdin = None
+        assert wait_for(lambda: last(project).get("why") == "hooks waited over 1 s for it")
+    _, err = held.communicate(timeout=WAIT_S)
+    assert "the warm answerer took the event and closed without an answer" in err
+    assert ".selfcorrect/warm/last.json); answered in-process" in err
+    assert log.read_text("utf-8").count("toolu_0001") == 1
     after = hook(project, "post-tool-use-failure", _failure(2))
     assert after.stderr == "" and "toolu_0002" in log.read_text("utf-8")
 

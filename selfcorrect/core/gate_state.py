@@ -16,6 +16,7 @@ so the gate answers in the time Python takes to start. It holds:
 - `protected`: the person's files (the policy, the escalations, the override templates,
   selfcorrect's state): the gate refuses agents' writes to them.
 - `volatile_keys`: the input keys a digest leaves out, for the hooks that compute digests.
+- `warm_wait_s`: `hooks.warm_wait_s`, the longest a hook waits on the warm answerer.
 Pure: paths are placed in the project by the decisions' `place`, and nothing is read here.
 """
 
@@ -82,6 +83,8 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
         "live": _live(decisions),
         "protected": [f"{workflow}/{name}" for name in PROTECTED],
         "volatile_keys": list(policy.gate.volatile_keys),
+        # How long a hook waits on the warm answerer in all (hooks/warm_client.py).
+        "warm_wait_s": policy.hooks.warm_wait_s,
     }
 
 

@@ -258,6 +258,10 @@ class Policy(Struct, frozen=True, dict=True):  # dict: for its cached views
         return views.Gate.of(self.data)
 
     @cached_property
+    def hooks(self) -> views.Hooks:
+        return views.Hooks.of(self.data)
+
+    @cached_property
     def limits(self) -> Limits:
         return Limits.of(self.data)
 

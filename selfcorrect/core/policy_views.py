@@ -92,6 +92,19 @@ class Gate(Struct, frozen=True):
         )
 
 
+class Hooks(Struct, frozen=True):
+    """`hooks:` how the agent hooks use the warm answerer (docs/hooks.md)."""
+
+    # The longest a hook waits on the answerer in all (connect, send, receive): then it runs
+    # in-process. Capped below the host's 60 s for a deciding hook.
+    warm_wait_s: float = 2.0
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Hooks:
+        section = data.get("hooks") or {}
+        return cls(min(float(section.get("warm_wait_s", 2.0)), 50.0))
+
+
 class Fixability(Struct, frozen=True):
     """`fixability:` an issue estimated longer than this is no automatic fix."""
 

@@ -88,12 +88,7 @@ def _answered_warm(argv: list[str], folder: str, raw: str) -> bool:
     """Whether the warm answerer answered this hook (its answer printed as ours)."""
     from selfcorrect.hooks import warm_client
 
-    try:
-        answered = warm_client.ask(folder, [argv[0], argv[1], os.path.abspath(folder)], raw)
-    except warm_client.NoAnswer as exc:
-        where = os.path.join(folder, warm_client.HOME, "last.json")
-        answers.note(f"{exc} (why: {where}); nothing more is done for this call")
-        return True
+    answered = warm_client.ask(folder, [argv[0], argv[1], os.path.abspath(folder)], raw)
     if answered is None:
         return False
     sys.stdout.write(answered[0])

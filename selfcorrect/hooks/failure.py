@@ -1,8 +1,10 @@
 """`post-tool-use-failure`: log the failed call, decide, and tell the agent (docs/hooks.md).
 
 1. The failure is appended to `tool_failures.yaml` in the log's own form (io/failure_append.py),
-   with the call's input digest and, when the coordination log names the agent's task, its
-   task: it lands even when nothing else can be done. An append the log cannot take (past
+   with the call's input digest, its identity (the host's `tool_use_id`, else `event_id`, a
+   hash of the event: an event delivered twice, by the warm answerer and in-process, is logged
+   once) and, when the coordination log names the agent's task, its task: it lands even when
+   nothing else can be done. An append the log cannot take (past
    limits.max_bytes, a hard-linked log, one it would not read back) is refused, said on stderr,
    and the decision below is still made on the log as it is.
 2. Under the folder's lock, one run decides with no effect (no fixer, no validator: see
@@ -15,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from selfcorrect.hooks.gate_file import GateState
 
 BUSY_WAIT_S = 10.0  # parallel subagents' hooks queue for the folder; a long run is not waited
+LOOK_S = 0.25  # how often a waiting hook looks whether the folder's holder was stopped
 
 
 def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
@@ -34,10 +38,11 @@ def answer(event: HookEvent, folder: Path) -> dict[str, Any] | None:
 
 
 def append(folder: Path, fields: dict[str, str]) -> bool:
-    """Append the entry within the policy's limits.max_bytes; True when it was written. A
-    refusal (a full log, a hard link, a list it would not read back, a write the disk cut
-    short) is said on stderr, nothing written, and the decision on the log as it is still
-    made. Every hook that logs appends through here (docs/containment.md, "Odd inputs")."""
+    """Append the entry within the policy's limits.max_bytes, and not when an entry of its
+    identity is there already; True when it was written. A refusal (a full log, a hard link,
+    a list it would not read back, a write the disk cut short) is said on stderr, nothing
+    written, and the decision on the log as it is still made. Every hook that logs appends
+    through here (docs/containment.md, "Odd inputs"; docs/hooks.md, the warm answerer)."""
     from selfcorrect.io.failure_append import LogRefused, append_failure
 
     try:
@@ -56,24 +61,44 @@ def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | 
     the same log, every entry of the burst in it, had their appends come first; one decision
     instead of one each is what keeps a burst quick."""
     from selfcorrect.hooks.companion import cagents_logs, wait_for_entry
+    from selfcorrect.io.atomic import LockBusy
 
     companion = cagents_logs(events[0]) if events else False
     logged: list[dict[str, str] | None] = []
+    busy: LockBusy | None = None  # the log's lock, held past the wait: no use trying again
     for event in events:
-        fields = entry(event, folder)
-        if "outcome" in fields:  # a probe's answer, an interruption, a call that never ran:
-            # logged, counts nothing
-            if not companion:
+        try:  # one bad event (nested too deep to digest, an entry that fails) costs itself
+            if busy is not None:
+                raise busy
+            fields = entry(event, folder)
+            if "outcome" not in fields and companion:
+                wait_for_entry(folder / layout.FAILURE_LOG, fields)
+            elif not companion:
                 append(folder, fields)
+        except LockBusy as exc:
+            busy = exc
+            note(f"{exc}; this failure was not logged")
             logged.append(None)
             continue
-        if companion:
-            wait_for_entry(folder / layout.FAILURE_LOG, fields)
-        else:
-            append(folder, fields)
-        logged.append(fields)
+        except Exception as exc:
+            note(f"{str(exc) or type(exc).__name__}; this failure was not logged")
+            logged.append(None)
+            continue
+        # a probe's answer, an interruption, a call that never ran: logged, counts nothing
+        logged.append(None if "outcome" in fields else fields)
     outcome = decide(folder) if any(logged) else None
-    return [None if fields is None else told(outcome, fields, folder) for fields in logged]
+    return [_told_safely(outcome, fields, folder) for fields in logged]
+
+
+def _told_safely(outcome: Any, fields: dict[str, str] | None, folder: Path) -> Any:
+    """`told`, where what one entry holds breaks only its own answer."""
+    if fields is None:
+        return None
+    try:
+        return told(outcome, fields, folder)
+    except Exception as exc:
+        note(f"{str(exc) or type(exc).__name__}; the agent was not stopped")
+        return None
 
 
 def told(outcome: Any, fields: dict[str, str], folder: Path) -> dict[str, Any] | None:
@@ -106,6 +131,8 @@ def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str,
     fields["input_digest"] = input_digest(event.tool_input, event.tool or "", volatile)
     if event.tool_use_id:
         fields["tool_use_id"] = event.tool_use_id
+    else:  # its identity all the same: an event delivered twice is logged once
+        fields["event_id"] = event_id(event)
     task = task_of(agent, folder, state)
     if task:
         fields["task_id"] = task
@@ -113,6 +140,16 @@ def entry(event: HookEvent, folder: Path, error: str | None = None) -> dict[str,
     if uncounted:
         fields["outcome"] = uncounted
     return fields
+
+
+def event_id(event: HookEvent) -> str:
+    """An event's identity when the host gives no `tool_use_id` (Gemini CLI): a hash of its
+    canonical JSON, which holds the host's own `timestamp` of the call."""
+    import hashlib
+    import json
+
+    text = json.dumps(event.data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _uncounted(event: HookEvent, folder: Path) -> str | None:
@@ -201,15 +238,48 @@ def decide(folder: Path) -> Any:
     from selfcorrect.io.log_state import load_log_cache, save_log_cache
 
     safe_paths.preflight(folder)
-    try:
-        with folder_lock.hold(folder, BUSY_WAIT_S, "hook"):
-            cache = load_log_cache(folder)
-            outcome = decide_and_write(folder, cache=cache)
-            save_log_cache(folder, cache)
-    except folder_lock.FolderBusy:
-        note(f"{folder}: another run holds the folder; the failure is logged, it decides next")
-        return None
+    with contextlib.ExitStack() as held:
+        deadline = time.monotonic() + BUSY_WAIT_S
+        while True:
+            wait = min(LOOK_S, max(deadline - time.monotonic(), 0.0))
+            try:
+                held.enter_context(folder_lock.hold(folder, wait, "hook"))
+                break
+            except folder_lock.FolderBusy:
+                stopped = _holder_stopped(folder)
+                if stopped or time.monotonic() >= deadline:
+                    how = " (stopped: it will not go on by itself)" if stopped else ""
+                    note(
+                        f"{folder}: another run holds the folder{how}; the failure is logged, "
+                        "it decides next"
+                    )
+                    return None
+        cache = load_log_cache(folder)
+        outcome = decide_and_write(folder, cache=cache)
+        save_log_cache(folder, cache)
     return outcome
+
+
+def _holder_stopped(folder: Path) -> bool:
+    """Whether the process holding the folder's lock is stopped (SIGSTOP, Ctrl-Z): a warm
+    answerer stopped mid-decision, a run suspended in a terminal. Waiting for it would hold the
+    agent for nothing (docs/hooks.md, "The warm answerer")."""
+    import os
+
+    from selfcorrect.hooks.warm_client import stopped
+    from selfcorrect.io import folder_lock, platform
+
+    try:
+        fd = os.open(
+            folder_lock.lock_path(folder), os.O_RDONLY | platform.O_NOFOLLOW | platform.O_NONBLOCK
+        )
+    except OSError:
+        return False
+    try:
+        pid = platform.read_pid(fd)
+    finally:
+        os.close(fd)
+    return pid.isdigit() and stopped(int(pid))
 
 
 def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:

@@ -1,7 +1,7 @@
 """The warm answerer: one process per workflow folder that answers the deciding hooks with the
 decision core already loaded (docs/hooks.md, "The warm answerer").
 
-`python -P -m selfcorrect.hooks.warm_server DIR HOST_PID`, started by the `session-start`
+`python -P -m selfcorrect.hooks.warm_server DIR HOST_PID[:START]`, started by the `session-start`
 hook (hooks/warm_client.py). It listens on `DIR/.selfcorrect/warm/hooks.sock` (mode 0600) and
 runs each event it is handed through `run_hook`, exactly as the hook would in-process, one at a
 time, with the hook's stdin, working folder and project variables. Failure hooks that are
@@ -16,7 +16,10 @@ serves (docs/containment.md); it stops, removing its socket, when
 - selfcorrect was upgraded or edited under it: a hook of another version, or any of its loaded
   modules' files changed, is not answered (the hook runs in-process) and it stops.
 An event it cannot take at once (the folder's lock is held by a run) is handed back: the hook
-runs in-process, waiting for the lock as it always did.
+runs in-process, waiting for the lock as it always did. It is delivery, not a second truth: a
+hook it does not answer within `hooks.warm_wait_s` runs in-process, and an event it finds after
+that (it was stopped, or slow) is dropped unread; one it took as the hook gave up is logged once
+all the same, the log holding one entry per event's identity (io/failure_append.py).
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ IDLE_S = 1800.0
 TICK_S = 0.5  # how often hosts, the socket and idleness are looked at
 MAX_REQUEST = 9 * 1024 * 1024  # an event (at most 8 MiB) and its envelope
 READ_S = 5.0  # a client that connects and sends nothing is dropped
-# Hooks waiting together are answered within this, or the answerer stops (its hooks then say
-# so, and the next ones run in-process): a wedged answerer must never hold the agent up long.
+# Hooks waiting together are answered within this, or the answerer stops. Each hook stops
+# waiting after hooks.warm_wait_s and runs in-process (hooks/warm_client.py); this spares the
+# hooks after them that wait, each, on an answerer that is wedged.
 WEDGED_S = 45
 LOCK_NAME = "answerer.lock"  # in DIR/.selfcorrect/warm/: one answerer per folder
 LAST = "last.json"  # in DIR/.selfcorrect/warm/: the last answerer's life, for a person to read
@@ -66,11 +70,12 @@ PRELOAD = (
 class Answerer:
     """The listening socket, the hosts served, and why to stop."""
 
-    def __init__(self, folder: str, host: int, idle_s: float) -> None:
+    def __init__(self, folder: str, host: int, idle_s: float, start: str | None = None) -> None:
         self.folder = os.path.abspath(folder)
         self.state = os.path.join(self.folder, warm_client.STATE)
         self.home = os.path.join(self.folder, warm_client.HOME)
-        self.hosts = {host}
+        # Each host by its pid and start time (None: not known), so a reused pid is not it.
+        self.hosts: dict[int, str | None] = {host: start}
         self.idle_s = idle_s
         self.wedged_s = int(os.environ.get("SELFCORRECT_WARM_WEDGED_S", WEDGED_S))
         self.served = 0
@@ -133,7 +138,7 @@ class Answerer:
         self.listener.close()
 
     def _wanted(self) -> bool:
-        alive = {host for host in self.hosts if _alive(host)}
+        alive = {host: start for host, start in self.hosts.items() if _alive(host, start)}
         if self.hosts and not alive:
             self.why = "its host exited"
         self.hosts = alive
@@ -176,7 +181,10 @@ class Answerer:
         self.code_changed = None  # not looked at yet in this wake-up
         replies: list[dict[str, Any] | None] = [None] * len(waiting)
         failures: dict[tuple[Any, ...], list[int]] = {}
+        now = time.time()
         for at, (_, request) in enumerate(waiting):
+            if _expired(request, now):
+                continue  # its hook stopped waiting and ran in-process: nothing to answer
             if _is_failure(request) and self._takes(request):
                 key = (*request["argv"], request["cwd"], _env(request))
                 failures.setdefault(key, []).append(at)
@@ -196,10 +204,11 @@ class Answerer:
         kind = request.get("kind")
         host = request.get("host")
         if kind == "attach" and isinstance(host, int) and host > 1:
-            self.hosts.add(host)
+            start = request.get("start")
+            self.hosts[host] = start if isinstance(start, str) else None
             return {"attached": True}
         if kind == "detach" and isinstance(host, int):
-            self.hosts.discard(host)
+            self.hosts.pop(host, None)
             if not self.hosts:
                 self.why = "its session ended"
             return {"detached": True}
@@ -271,6 +280,13 @@ class Answerer:
         return [{"stdout": out, "stderr": err.getvalue()} for out in outs]
 
 
+def _expired(request: dict[str, Any], now: float) -> bool:
+    """A hook whose wait ran out before it was reached (the answerer was stopped or slow): it
+    has run in-process, and answering it again would only do its work twice."""
+    expires = request.get("expires")
+    return request.get("kind") == "hook" and isinstance(expires, int | float) and now > expires
+
+
 def _is_failure(request: dict[str, Any]) -> bool:
     argv = request.get("argv")
     return (
@@ -329,19 +345,25 @@ def _utc(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def _alive(pid: int) -> bool:
-    """Is the host still running? A zombie (exited, not yet reaped) is not."""
+def _alive(pid: int, start: str | None) -> bool:
+    """Is the host still running? Not when no process holds its pid, when another user's does
+    (the host was ours: it exited, and the pid was given again), when it exited and is not
+    reaped yet (a zombie), or when the process holding the pid started at another time than the
+    host did (the pid was reused). Without /proc, a process holding the pid is taken for it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # another user's process holds the pid: ours exited (no reuse check)
+        return False  # another user's process holds the pid: ours exited
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rpartition(b")")[2].split()[0] != b"Z"
-    except (OSError, IndexError):
+            fields = handle.read().rpartition(b")")[2].split()
+    except OSError:
         return True  # no /proc: alive as far as we can tell
+    if not fields or fields[0] == b"Z":
+        return False
+    return start is None or (len(fields) > 19 and fields[19].decode("ascii", "replace") == start)
 
 
 def _code_files() -> dict[str, tuple[int, int]]:
@@ -372,10 +394,11 @@ def _in_folder(path: str) -> Iterator[None]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not argv[1].isdigit():
-        sys.stderr.write("usage: python -m selfcorrect.hooks.warm_server DIR HOST_PID\n")
+    pid, _, start = argv[1].partition(":") if len(argv) == 2 else ("", "", "")
+    if not pid.isdigit() or not (start.isdigit() or not start):
+        sys.stderr.write("usage: python -m selfcorrect.hooks.warm_server DIR HOST_PID[:START]\n")
         return 2
-    folder, host = os.path.abspath(argv[0]), int(argv[1])
+    folder, host = os.path.abspath(argv[0]), int(pid)
     from selfcorrect.io.safe_paths import ensure_dir
 
     home = os.path.join(folder, warm_client.HOME)
@@ -390,7 +413,7 @@ def main(argv: list[str]) -> int:
     for name in PRELOAD:
         __import__(name)
     idle = float(os.environ.get("SELFCORRECT_WARM_IDLE_S", IDLE_S))
-    answerer = Answerer(folder, host, idle)
+    answerer = Answerer(folder, host, idle, start or None)
 
     def terminated(*_: object) -> None:
         answerer.why = "it was sent SIGTERM"

@@ -20,6 +20,12 @@ is refused, not written: after a top-level key that ends the list, or into a `fa
 not a block list. So is an append past `limits.max_bytes` (`run` would refuse the whole log),
 and one to a log with another hard link (it would write a file outside the folder, rules §17).
 An entry lands whole or not at all: a write the disk cuts short is truncated away.
+
+The log holds one entry per identity: an entry whose `tool_use_id` (else `event_id`, the hook's
+hash of an event without one) is in the log's last IDENTITY_TAIL bytes already is not appended
+again. So an event may be delivered more than once (the warm answerer took it and gave no
+answer in time, and the hook ran it in-process: docs/hooks.md) and be logged once; the check and
+the write are one step under the log's lock.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from selfcorrect.io.safe_paths import open_nofollow, refuse_shared
 
 HEAD = 4 * 1024
 TAIL = 64 * 1024
+IDENTITY_TAIL = 256 * 1024  # where an entry of the same identity is looked for (as batch's)
+IDENTITY_KEYS = ("tool_use_id", "event_id")
 MAX_VALUE = 2000  # characters of one value; the error text of a failed build can be megabytes
 KEEP_END = 1000  # of which the last: build tools print the decisive line last
 CANONICAL_HEADER = "# Tool failure log (docs/rules.md §2.1), appended by agent hooks.\nfailures:\n"
@@ -78,8 +86,9 @@ def render_entry(fields: Mapping[str, str], *, dialect: bool, indent: int) -> st
 
 def append_failure(
     log: Path, fields: Mapping[str, str], *, max_bytes: int = DEFAULT_MAX_BYTES
-) -> None:
-    """Append one entry (its keys in order) to the log, creating the log if needed.
+) -> bool:
+    """Append one entry (its keys in order) to the log, creating the log if needed; False
+    (nothing written) when an entry of the same identity is in the log's tail already.
 
     Raises LogRefused (nothing written) when the entry would not be read back, would take the
     log past `max_bytes`, or would be written to a file with another hard link; and the refusal
@@ -102,6 +111,8 @@ def append_failure(
             tail = _read_at(fd, max(size - TAIL, 0), TAIL)
             tail = tail.removeprefix("\ufeff") if size <= TAIL else tail
             dialect = head.startswith(FAILURE_HEADER)
+            if _logged(fd, size, tail, fields):
+                return False
             text = "" if not tail or tail.endswith("\n") else "\n"
             indent = 0 if dialect else _item_indent(fd, log, size, head)
             if indent is None:  # no `failures:` line at all: start the list
@@ -123,6 +134,24 @@ def append_failure(
             _write_whole(fd, log, data, size)
         finally:
             os.close(fd)
+    return True
+
+
+def _logged(fd: int, size: int, tail: str, fields: Mapping[str, str]) -> bool:
+    """Whether an entry of the log's last IDENTITY_TAIL bytes has this entry's identity: its
+    line as either form writes it (canonical quotes, the dialect's, or a plain scalar)."""
+    key = next((k for k in IDENTITY_KEYS if fields.get(k)), None)
+    if key is None:
+        return False
+    value = one_line(fields[key])
+    if size > TAIL:
+        tail = _read_at(fd, max(size - IDENTITY_TAIL, 0), IDENTITY_TAIL)
+    if value not in tail:
+        return False  # the common case, found without a pattern
+    forms = ("'" + value.replace("'", "''") + "'", '"' + value.replace('"', "'") + '"', value)
+    spelled = "|".join(re.escape(form) for form in forms)
+    line = rf"(?m)^[ \t]*(?:- )?{key}:[ \t]*(?:{spelled})[ \t]*\r?$"
+    return re.search(line, tail) is not None
 
 
 def _write_whole(fd: int, log: Path, data: bytes, size: int) -> None:
