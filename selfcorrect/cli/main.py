@@ -852,7 +852,7 @@ def _make_allow_command() -> click.Command:
 
         \b
         The policy's commands (validator.command, checks.commands, agent.command,
-        each fixer's command) run only when trusted: the shipped defaults', the
+        each fixer's command, the tools offered to agents) run only when trusted: the shipped defaults', the
         version of DIR/selfcorrect.yaml committed in git, or allowed here; the
         override templates in DIR/templates/ render only when committed or
         allowed here. Agents can write these files, so a change is refused (run,
