@@ -855,8 +855,9 @@ def _make_allow_command() -> click.Command:
         each fixer's command, the tools offered to agents) run only when
         trusted: the shipped defaults', the version of DIR/selfcorrect.yaml
         committed in git, or allowed here; the override templates in
-        DIR/templates/ render only when committed or allowed here. Agents can write these files, so a change is refused (run,
-        validate and check exit 2 and say which) until a person reads it and
+        DIR/templates/ render only when committed or allowed here. Agents can
+        write these files, so a change is refused (run, validate and check
+        exit 2 and say which) until a person reads it and
         allows it, the way direnv treats .envrc. Allowing journals the commands,
         the templates' digests and who allowed them.
         Exit codes: 0, or 2 when the policy is invalid.
