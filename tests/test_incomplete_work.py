@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.helpers import edits, folder_with, load
+from tests.helpers import allow, edits, folder_with, load
 
 
 def test_six_file_edits_and_a_test_suite_make_exactly_seven_micro_tasks(
@@ -108,6 +108,7 @@ def test_an_observe_task_is_offered_no_mutating_tool(tmp_path: Path, run_line) -
         "  ghost: {command: [surely-not-installed-anywhere], mutating: true}\n"
         "  grep: {command: [grep, -n], mutating: false}\n"
     )
+    allow(folder)  # the person's tools
     (folder / "validation_report.yaml").write_text(
         json.dumps(
             {
