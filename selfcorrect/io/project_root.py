@@ -20,8 +20,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from selfcorrect.errors import InputError
-
 CAGENTS_MEMORY = "cagents-memory"
 MARKERS = (".git", ".claude", "pyproject.toml", "package.json", CAGENTS_MEMORY)
 # Folders; the others may be files (a worktree's `.git` is one).
@@ -43,6 +41,8 @@ def refuse_undecodable(folder: Path) -> None:
     try:
         where.encode("utf-8")
     except UnicodeEncodeError:
+        from selfcorrect.errors import InputError  # not at import: the gate finds projects too
+
         shown = os.fsencode(where).decode("utf-8", "backslashreplace")
         raise InputError(
             f"{shown}: this path is not valid UTF-8, and selfcorrect writes the project's "
