@@ -356,6 +356,15 @@ def test_a_project_path_that_is_not_utf8_is_refused_with_a_message(tmp_path: Pat
     assert answered.returncode == 0 and answered.stdout == ""
     assert "this path is not valid UTF-8" in answered.stderr, answered.stderr
     assert "internal error" not in answered.stderr and "codec" not in answered.stderr
+    # And the gate: before, it allowed every call without a word (no state could be written).
+    gate = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "hook", "claude-code", "pre-tool-use"],
+        cwd=root, input=json.dumps(payload | {"hook_event_name": "PreToolUse"}),
+        capture_output=True, text=True, timeout=WAIT_S,
+        env={**os.environ, "CLAUDE_PROJECT_DIR": os.fsdecode(root)},
+    )  # fmt: skip
+    assert gate.returncode == 0 and gate.stdout == ""
+    assert "not valid UTF-8" in gate.stderr and "the gate checks nothing" in gate.stderr
 
 
 # --- the report's copy keeps what a decision reads, each text within limits.max_text ----------

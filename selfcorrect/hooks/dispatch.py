@@ -62,6 +62,14 @@ def run_hook(argv: list[str], forward: bool = True) -> int:
         if not os.path.isdir(folder):
             answers.note(f"{folder}: no workflow folder here; nothing checked (see docs/hooks.md)")
             return 0
+        if not _utf8(folder):  # every hook says so, the gate included, and does nothing
+            shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
+            answers.note(
+                f"{shown}: this path is not valid UTF-8, and selfcorrect writes the project's "
+                "paths into UTF-8 files, so it does nothing here (the gate checks nothing): "
+                "rename the folder whose name is not UTF-8"
+            )
+            return 0
         if argv[1] in SESSION:
             _session(argv[1], folder)
             return 0
@@ -82,6 +90,14 @@ def run_hook(argv: list[str], forward: bool = True) -> int:
     except Exception as exc:  # a hook must never break the agent
         answers.note(_describe(exc))
     return 0
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _answered_warm(argv: list[str], folder: str, raw: str) -> bool:
