@@ -197,3 +197,18 @@ def test_a_repair_tool_offered_to_agents_needs_trust_too(tmp_path: Path) -> None
     done = selfcorrect(root, "check", "workflow")
     assert done.returncode == 2
     assert "tools.fixall is" in done.stdout and "not trusted" in done.stdout
+
+
+def test_a_long_lived_process_sees_a_later_allow(tmp_path: Path) -> None:
+    """The warm answerer and a watcher render for hours: an override a person allows while
+    they run is rendered from then on, without a restart."""
+    from selfcorrect.io.prompts import render
+    from tests.helpers import allow
+    from tests.test_template_bounds import STATUS_CONTEXT as context
+
+    overrides = tmp_path / "workflow" / "templates"
+    overrides.mkdir(parents=True)
+    (overrides / "status.md.j2").write_text("STATUS: MINE {{ status }}\n", "utf-8")
+    assert not render("status.md.j2", context, overrides=overrides).startswith("STATUS: MINE")
+    allow(tmp_path / "workflow")
+    assert render("status.md.j2", context, overrides=overrides).startswith("STATUS: MINE ")

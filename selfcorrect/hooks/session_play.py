@@ -28,23 +28,17 @@ from io import StringIO
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from selfcorrect.hooks.dispatch import DEFAULT_FOLDER, handler_of
+from selfcorrect.commands.install import EVENTS as HOST_EVENTS
+from selfcorrect.hooks.dispatch import DEFAULT_FOLDER, SESSION, handler_of
 from selfcorrect.hooks.events import BadEvent, parse_event
 
 EVENTS = "events.jsonl"
 TRANSCRIPT = "transcript.jsonl"
 # The case's own files, never copied into the played workflow folder.
 _CASE_FILES = {EVENTS, TRANSCRIPT, "expected.yaml", "README.md", "SOURCE.md", "labels.md"}
-_NAMES = {
-    "PreToolUse": "pre-tool-use",
-    "PostToolUse": "post-tool-use",
-    "PostToolUseFailure": "post-tool-use-failure",
-    "PostToolBatch": "post-tool-batch",
-    "PreCompact": "pre-compact",
-    "SubagentStart": "subagent-start",
-    "SubagentStop": "subagent-stop",
-    "Stop": "stop",
-}
+# The host's event -> the hook install runs for it; not the session events: a replay starts no
+# warm answerer.
+_NAMES = {event: name for event, name, *_ in HOST_EVENTS if name not in SESSION}
 _MAX_LINE = 4 * 1024 * 1024  # a recorded line longer than this is skipped, not read
 
 

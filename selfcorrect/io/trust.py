@@ -109,16 +109,29 @@ def untrusted_templates(folder: Path, history: Iterable[Any] | None) -> list[Dia
 
 def trusted_template(path: str | Path) -> bool:
     """Whether override template `path` (in a workflow folder's templates/) may be rendered:
-    its bytes are the committed ones or those a person allowed. Remembered per file state."""
+    its bytes are the committed ones or those a person allowed. Remembered per state of the
+    file and of the journal (a long-lived process, the warm answerer or a watcher, sees a later
+    `selfcorrect allow`)."""
     target = Path(path)
+    folder = _workflow_of(target)
     try:
         info = target.stat()
     except OSError:
         return False
-    key = (str(target), info.st_ino, info.st_mtime_ns, info.st_size)
+    try:
+        said = os.stat(folder / ".selfcorrect" / "journal.jsonl") if folder else None
+    except OSError:
+        said = None  # no journal yet: nothing allowed
+    key = (
+        str(target),
+        info.st_ino,
+        info.st_mtime_ns,
+        info.st_size,
+        said.st_size if said else -1,
+        said.st_mtime_ns if said else -1,
+    )
     known = _TRUSTED.get(key)
     if known is None:
-        folder = _workflow_of(target)
         digest = _digest(target)
         name = target.relative_to(folder / TEMPLATES).as_posix() if folder else ""
         known = digest is not None and (
@@ -170,7 +183,7 @@ def allow(folder: Path, policy: Policy, at: str) -> CommandsEvent | None:
 
 
 TEMPLATES = layout.TEMPLATES
-_TRUSTED: dict[tuple[str, int, int, int], bool] = {}
+_TRUSTED: dict[tuple[str, int, int, int, int, int], bool] = {}
 _MAX_TEMPLATES = 200  # override files looked at; more is not a folder of prompt templates
 
 

@@ -24,7 +24,7 @@ from selfcorrect.core.frozen import thaw
 from selfcorrect.core.inputs import Inputs, LogFold, ProjectView
 from selfcorrect.core.issue_owners import owned
 from selfcorrect.core.ledger import Ledger, attributed, read_only_tools, subject_of, task_owners
-from selfcorrect.core.model import Issue, Outcome, Report, Severity, Verdict
+from selfcorrect.core.model import Failure, Issue, Outcome, Report, Severity, Verdict
 from selfcorrect.core.normalise import (
     normalise_coordination,
     normalise_escalations,
@@ -244,12 +244,18 @@ def counted_failures(folder: Path, policy: Policy) -> int:
     probes, repeated, counted = Probes.of(policy), RepeatedCalls(policy.stuck.edit_tools), 0
     for raw in documents.read_failure_log(log, [], max_bytes=policy.limits.max_bytes):
         failure = normalise_failure(raw.data, raw.index)
-        if failure.outcome is not Outcome.FAILURE or not probes.counted(failure):
-            continue
-        if failure.extra and "tool_use_id" in failure.extra and not repeated.first_sight(failure):
-            continue
-        counted += 1
+        counted += failure.outcome is Outcome.FAILURE and _counts(failure, probes, repeated)
     return counted
+
+
+def _counts(failure: Failure, probes: Probes, repeated: RepeatedCalls) -> bool:
+    """Whether an entry feeds anything (rules §7): not a probe, an interrupted call or one that
+    never ran; and one call logged twice counts once (docs/hooks.md)."""
+    if not probes.counted(failure):
+        return False
+    return not (
+        failure.extra and "tool_use_id" in failure.extra and not repeated.first_sight(failure)
+    )
 
 
 def fresh_fold(policy: Policy) -> tuple[Taxonomy, Ledger, StuckDetector]:
@@ -278,10 +284,8 @@ def _feed(
     for raw in raws:
         entries += 1
         failure = attributed(normalise_failure(raw.data, raw.index), owners)
-        if not probes.counted(failure):
+        if not _counts(failure, probes, repeated):
             continue
-        if failure.extra and "tool_use_id" in failure.extra and not repeated.first_sight(failure):
-            continue  # one call logged twice counts once (docs/hooks.md)
         failure_type = taxonomy.classify(failure).failure_type
         subject = subject_of(failure, failure_type)
         ledger.feed(failure, failure_type, subject)
