@@ -194,16 +194,8 @@ def test_a_stopped_holder_of_the_folder_lock_is_not_waited_for(tmp_path: Path) -
     Ctrl-Z): the failure hook logs the failure and leaves the decision to the next run, at
     once, not after the 10 s it waits for a working holder."""
     project = _project(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom pathlib import Path\nfrom selfcorrect.io import folder_lock\n"
-         "with folder_lock.hold(Path(sys.argv[1]), 5.0, 'test'):\n"
-         "    print('held', flush=True)\n    time.sleep(600)\n",
-         str(project / "workflow")],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    holder = _holder("folder_lock.hold(path, 5.0, 'test')", project / "workflow")
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with _stopped(holder.pid):
             began = time.monotonic()
             done = hook(project, "post-tool-use-failure", _failure(1))
@@ -211,23 +203,36 @@ def test_a_stopped_holder_of_the_folder_lock_is_not_waited_for(tmp_path: Path) -
         assert "another run holds the folder" in done.stderr
         assert _counts(project, ["toolu_0001"]) == {"toolu_0001": 1}
     finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
+        _end(holder)
+
+
+def _holder(lock: str, path: Path) -> subprocess.Popen[str]:
+    """A process holding `lock` (an expression of `path` and selfcorrect.io's modules) until
+    it is killed."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom pathlib import Path\n"
+         "from selfcorrect.io import atomic, folder_lock\n"
+         f"path = Path(sys.argv[1])\nwith {lock}:\n"
+         "    print('held', flush=True)\n    time.sleep(600)\n",
+         str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def _end(holder: subprocess.Popen[str]) -> None:
+    holder.kill()
+    holder.wait()
+    assert holder.stdout is not None
+    holder.stdout.close()
 
 
 def _stopped_log_holder(project: Path) -> subprocess.Popen[str]:
     """A process that holds the failure log's own lock (an answerer mid-append) and is then
     stopped (SIGSTOP): it will not let go by itself."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom pathlib import Path\nfrom selfcorrect.io import atomic\n"
-         "with atomic.sidecar_lock(Path(sys.argv[1])):\n"
-         "    print('held', flush=True)\n    time.sleep(600)\n",
-         str(project / "workflow/tool_failures.yaml")],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder = _holder("atomic.sidecar_lock(path)", project / "workflow/tool_failures.yaml")
     os.kill(holder.pid, signal.SIGSTOP)
     return holder
 
@@ -248,10 +253,7 @@ def test_a_stopped_holder_of_the_logs_lock_holds_no_hook_and_loses_nothing(
             assert "not logged" not in done.stderr, done.stderr
         assert _counts(project, ["toolu_0000"]) == {"toolu_0000": 0}  # not yet: the lock
     finally:
-        holder.kill()
-        holder.wait()
-        assert holder.stdout is not None
-        holder.stdout.close()
+        _end(holder)
     hook(project, "post-tool-use-failure", _failure(3))  # the next appender logs them all
     hook(project, "post-tool-use-failure", _failure(1))  # delivered again: still once
     ids = [f"toolu_{number:04d}" for number in range(4)]
@@ -268,10 +270,7 @@ def test_a_run_logs_what_waited_beside_the_log(tmp_path: Path) -> None:
         for number in range(2):
             hook(project, "post-tool-use-failure", _failure(number))
     finally:
-        holder.kill()
-        holder.wait()
-        assert holder.stdout is not None
-        holder.stdout.close()
+        _end(holder)
     done = subprocess.run(
         [sys.executable, "-m", "selfcorrect", "status", "workflow", "--format", "json"],
         capture_output=True, text=True, cwd=project, timeout=WAIT_S,
