@@ -5,7 +5,8 @@ are the person's: selfcorrect runs the policy's commands and renders the templat
 prompts. The gate refuses agents' writes to them by the edit tools and by the shell writes it
 can recognise, matched by real path (a symlink or a hard link to one of them is one of them),
 whether or not a run has written the gate's state yet. Reads stay open, and so do a live task's
-own files and `coordination_log.yaml`, whoever else failed on them.
+own files (to it, not to the blocked item's agent) and `coordination_log.yaml`, whoever else
+failed on them.
 
 Each test runs the real hook, `selfcorrect hook claude-code pre-tool-use`, as the host does.
 """
@@ -165,9 +166,15 @@ def test_a_blocked_items_files_spare_the_coordination_log_and_a_live_tasks_own(
     for agent in ("agent-1", "agent-2", "agent-3"):
         assert hook(project, "pre-tool-use", call(agent, "Edit", log_edit)).json is None
     assert bash(project, "echo '# note' >> workflow/coordination_log.yaml") is None
-    # WI-1 is live and src/shared.py is one of its files: open to it.
+    # WI-1 is live and src/shared.py is one of its files: open to it, and to the lead (whose
+    # hooks name no agent), but not to the blocked item's own agent.
     shared = {"file_path": "src/shared.py", "old_string": "y = 1", "new_string": "y = 2"}
     assert hook(project, "pre-tool-use", call("agent-1", "Edit", shared)).json is None
+    lead = call("agent-1", "Edit", shared)
+    del lead["agent_id"]
+    assert hook(project, "pre-tool-use", lead).json is None
+    denied = hook(project, "pre-tool-use", call("agent-2", "Edit", shared)).denied
+    assert denied is not None and "WI-2" in denied and "WI-1" in denied, denied
 
 
 @pytest.mark.parametrize("whole", [False, True], ids=["opens-with-the-tag", "wholly-the-tag"])

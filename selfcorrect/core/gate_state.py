@@ -4,8 +4,9 @@ Every run writes it from its decisions and plan, and the hooks read it alone, ne
 so the gate answers in the time Python takes to start. It holds:
 - `blocked`: each project file whose work item is blocked on a person, with the item, its
   escalation and why; the gate refuses edits of these. Never a file of the workflow folder
-  (`coordination_log.yaml` is every agent's; the person's files are guarded on their own),
-  never a live task's own file.
+  (`coordination_log.yaml` is every agent's; the person's files are guarded on their own).
+  A live task's own file stays open to it: `open_to` lists the live tasks whose agents (and the
+  lead) may edit it.
 - `repeats`: each identical call (tool, input digest) that has failed `repeat_threshold` times
   since its last success, with the prompt to read instead; the gate refuses it.
 - `tasks`: each task's agents, whether the lead owns it, its open directive (the prompt to
@@ -157,11 +158,14 @@ def _blocked(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, dict[
         if ident in settled or plan.item_of(subject) in live:
             continue
         own([*files, *_path_like(subject)], subject, ident, reason)
-    # A live task is never denied its own files, whoever else once failed on them.
+    # A live task is never denied its own files, whoever else once failed on them: they stay
+    # open to its agents (and the lead, whose calls name no agent), not to the blocked item's.
     for task in decisions.coordination.tasks if decisions.coordination is not None else ():
         if task.task_id in live:
             for raw in task.files:
-                owners.pop(place(raw) or "", None)
+                owner = owners.get(place(raw) or "")
+                if owner is not None:
+                    owner["open_to"] = sorted({*owner.get("open_to", ()), task.task_id})
     # Nor is any agent a file of the workflow folder: the coordination log is every agent's.
     inside = workflow.rstrip("/") + "/" if workflow not in ("", ".") else None
     return {

@@ -51,7 +51,7 @@ def decide(event: HookEvent, state: GateState | None, folder: str = "") -> str |
     reason = _protected(event, state, tool, folder)
     if reason is not None or state is None:
         return reason
-    reason = _blocked_file(event, state, tool)
+    reason = _blocked_file(event, state, tool, folder)
     return reason if reason is not None else _repeated(event, state, tool)
 
 
@@ -150,7 +150,7 @@ def _files_in(path: str) -> list[str]:
     return found[:_MAX_LINKED]
 
 
-def _blocked_file(event: HookEvent, state: GateState, tool: str) -> str | None:
+def _blocked_file(event: HookEvent, state: GateState, tool: str, folder: str) -> str | None:
     blocked = state.blocked
     path = event.file_path
     if path is None or not blocked or not state.edits(tool):
@@ -159,6 +159,9 @@ def _blocked_file(event: HookEvent, state: GateState, tool: str) -> str | None:
     for root in roots:
         owner = blocked.get(placed(path, root))
         if isinstance(owner, dict):
+            shared_with = _open_to(owner, event, state, folder)
+            if shared_with is None:
+                return None
             item = _text(owner.get("item"))
             escalation = _text(owner.get("escalation"))
             where = _text(owner.get("where"))
@@ -166,10 +169,32 @@ def _blocked_file(event: HookEvent, state: GateState, tool: str) -> str | None:
             read = f"{escalation} in {where}" if escalation else where
             return (
                 f"selfcorrect: {placed(path, root)} belongs to work item {item}, which is "
-                f"blocked on a person ({why or 'see the escalation'}). Do not edit it; read "
-                f"{read} and work on something else until a person hands it back."
+                f"blocked on a person ({why or 'see the escalation'}){shared_with}. Do not edit "
+                f"it; read {read} and work on something else until a person hands it back."
             )
     return None
+
+
+def _open_to(owner: dict[str, Any], event: HookEvent, state: GateState, folder: str) -> str | None:
+    """None when this agent may edit the blocked item's file all the same: it is also a live
+    task's own file, and the agent is not known to work on other tasks only (it is that task's,
+    bound to it or recorded for it; or the lead, whose calls name no agent; or a subagent bound
+    to nothing, given the benefit of the doubt). Else what to add to the refusal: "" or the
+    live tasks that keep the file."""
+    tasks = owner.get("open_to")
+    if not isinstance(tasks, list) or not tasks:
+        return ""
+    agent = event.agent_id
+    if not agent:
+        return None
+    from selfcorrect.hooks.binding import bound_task
+
+    own = bound_task(agent, folder)
+    mine = [own] if own else state.tasks_of(agent)
+    if not mine or any(task in tasks for task in mine):
+        return None
+    named = ", ".join(_text(task) for task in tasks[:5])
+    return f"; it is also live task {named}'s, and only that task's agents may edit it"
 
 
 def _repeated(event: HookEvent, state: GateState, tool: str) -> str | None:
