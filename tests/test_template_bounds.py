@@ -109,14 +109,26 @@ STATUS_CONTEXT = {
         ("{{ 10 ** 1000000000 }}", "would make a value past the output cap"),
         ("{{ 'x'|center(1000000000) }}", "past the output cap"),
         ("{{ 'x'.ljust(1000000000) }}", "past the output cap"),
+        # One C step each (a format's width, a replacement's growth): the time limit sees them
+        # only when they return, a gigabyte and most of a minute later.
+        ("{{ '%0999999999d' % 1 }}", "past the output cap"),
+        ("{{ '%*d' % (999999999, 1) }}", "past the output cap"),
+        ("{{ '%0999999999d'|format(1) }}", "past the output cap"),
+        ("{{ '{:>999999999}'.format(1) }}", "past the output cap"),
+        ("{{ ('a' * 40000)|replace('a', 'a' * 40000) }}", "past the output cap"),
+        ("{{ ('a' * 40000).replace('a', 'a' * 40000) }}", "past the output cap"),
         (
             "{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(60) %}"
             "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
             "",  # in time or in memory, whichever the machine runs out of first
         ),
     ],
-    ids=["nested", "huge", "times", "concat", "power", "center", "ljust", "doubling"],
-)
+    ids=[
+        "nested", "huge", "times", "concat", "power", "center", "ljust", "percent",
+        "percent-star", "format-filter", "format-method", "replace-filter", "replace-method",
+        "doubling",
+    ],
+)  # fmt: skip
 def test_every_bound_gives_the_built_in_template_within_seconds(
     tmp_path: Path, body: str, why: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -134,6 +146,21 @@ def test_every_bound_gives_the_built_in_template_within_seconds(
     # Asked again (a watcher, the warm answerer): the same prompt, and said again.
     assert prompts.render("status.md.j2", STATUS_CONTEXT, overrides=overrides) == text
     assert "built-in template was rendered instead" in capsys.readouterr().err
+
+
+def test_an_untrusted_override_is_never_compiled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent's template is not even parsed: its syntax error breaks nothing, and a constant
+    Jinja would fold while compiling (`'%0999999999d' % 1`: a gigabyte, most of a minute)
+    costs nothing."""
+    overrides = tmp_path / "templates"
+    overrides.mkdir()
+    for body in ("{% for %}", "{{ '%0999999999d' % 1 }}"):
+        (overrides / "status.md.j2").write_text(body, "utf-8")
+        text = prompts.render("status.md.j2", STATUS_CONTEXT, overrides=overrides)
+        assert text.startswith("STATUS: blocked — a person must look")
+        assert "this override template is not trusted" in capsys.readouterr().err
 
 
 TRICKS = [

@@ -66,27 +66,30 @@ def render(name: str, context: Mapping[str, Any], *, overrides: Path | None = No
     from jinja2 import TemplateError
 
     env = _environment(_override_dir(overrides))
+    built_in = _environment(None)
     try:
-        template: Template = env.get_template(name)
-        shipped = not _is_override(template)
-        if not shipped and not _trusted(template):
+        # Which file it is, and whether it is trusted, before Jinja compiles it: compiling
+        # folds constants (`'%09999d' % 1`), and an agent's template is never worth that.
+        filename = _source_file(env, name)
+        shipped = not _is_override(filename)
+        if not shipped and not _trusted(filename):
             _warn(
-                f"{template.filename}:1:1: warning: this override template is not trusted (not "
+                f"{filename}:1:1: warning: this override template is not trusted (not "
                 "the committed version, and no person allowed it: agents can write templates/); "
                 "selfcorrect's built-in template was rendered instead. Check it, then run "
                 "`selfcorrect allow` on its workflow folder"
             )
-            return _bounded(_environment(None).get_template(name), dict(context))
-        version = "" if shipped else _version(template)
+            return _bounded(built_in, name, dict(context))
+        version = "" if shipped else _version(filename)
         if shipped or version not in _EXCEEDED:
             try:
-                return _bounded(template, dict(context))
+                return _bounded(env, name, dict(context))
             except Exceeded as exc:
                 if shipped:
                     raise
                 _EXCEEDED[version] = str(exc)
-        _warn(f"{template.filename}:1:1: warning: {_EXCEEDED[version]}")
-        return _bounded(_environment(None).get_template(name), dict(context))
+        _warn(f"{filename}:1:1: warning: {_EXCEEDED[version]}")
+        return _bounded(built_in, name, dict(context))
     except (
         TemplateError,
         TypeError,
@@ -109,25 +112,31 @@ class _Stopped(BaseException):
     """Raised inside a render's thread that ran out of time (never caught by template code)."""
 
 
-def _version(template: Template) -> str:
+def _source_file(env: Environment, name: str) -> str:
+    """The file `name` is loaded from (an override, else the shipped one), read but not
+    compiled."""
+    assert env.loader is not None
+    return env.loader.get_source(env, name)[1] or name
+
+
+def _version(filename: str) -> str:
     """The override file as it is now: an edited one is tried again."""
     try:
-        return f"{template.filename}@{os.stat(template.filename or '').st_mtime_ns}"
+        return f"{filename}@{os.stat(filename).st_mtime_ns}"
     except OSError:
-        return str(template.filename)
+        return filename
 
 
-def _trusted(template: Template) -> bool:
+def _trusted(filename: str) -> bool:
     """An override renders only as committed or allowed (io/trust.py, docs/containment.md)."""
     from selfcorrect.io.trust import trusted_template
 
-    return template.filename is not None and trusted_template(template.filename)
+    return trusted_template(filename)
 
 
-def _is_override(template: Template) -> bool:
+def _is_override(filename: str) -> bool:
     shipped = os.path.realpath(data_dir("templates"))
-    where = os.path.realpath(template.filename or shipped)
-    return not where.startswith(shipped + os.sep)
+    return not os.path.realpath(filename).startswith(shipped + os.sep)
 
 
 def _warn(line: str) -> None:
@@ -137,11 +146,12 @@ def _warn(line: str) -> None:
     sys.stderr.flush()
 
 
-def _bounded(template: Template, context: dict[str, Any]) -> str:
-    """`template` rendered within RENDER_S seconds, MAX_RENDER_CHARS characters and
-    MAX_RENDER_GROWTH bytes of growth, else Exceeded. The render runs in a thread of its own
-    (chunk by chunk, through `generate`): a loop that yields nothing for seconds is stopped from
-    outside, by an exception raised in that thread, which the template's code cannot catch."""
+def _bounded(env: Environment, name: str, context: dict[str, Any]) -> str:
+    """Template `name` compiled and rendered within RENDER_S seconds, MAX_RENDER_CHARS
+    characters and MAX_RENDER_GROWTH bytes of growth, else Exceeded. It runs in a thread of its
+    own (the render chunk by chunk, through `generate`): a loop that yields nothing for seconds
+    is stopped from outside, by an exception raised in that thread, which the template's code
+    cannot catch."""
     box: dict[str, Any] = {}
     deadline = time.monotonic() + RENDER_S
 
@@ -149,6 +159,7 @@ def _bounded(template: Template, context: dict[str, Any]) -> str:
         try:
             chunks: list[str] = []
             size = 0
+            template: Template = env.get_template(name)
             stream = template.generate(context)
             try:
                 for chunk in stream:
@@ -245,7 +256,9 @@ def _environment(override_dir: str | None) -> Environment:
         """No single operator, filter or call makes a value past the output cap: the output
         cap alone would see it only once it was made (docs/containment.md)."""
 
-        intercepted_binops = frozenset({"*", "**", "+"})
+        # `%` too: a format's width is a size (and Jinja folds no intercepted operator while
+        # it compiles, so no constant is made outside the render's bounds).
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             _check_binop(operator, left, right)
@@ -253,6 +266,10 @@ def _environment(override_dir: str | None) -> Environment:
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
             _check_sizes(args, kwargs)
+            # The sandbox hands str.format out wrapped: the method is its __wrapped__.
+            owner = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
+            if isinstance(owner, str):
+                _check_str_method(getattr(__obj, "__name__", ""), owner, args)
             return super().call(__context, __obj, *args, **kwargs)
 
     # Immutable: an override template cannot mutate the caller's lists and dicts either.
@@ -266,7 +283,7 @@ def _environment(override_dir: str | None) -> Environment:
         bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(oneline=_oneline, listing=_listing, quote=_quote, without=_without)
-    env.filters.update({name: _sized(f) for name, f in env.filters.items()})
+    env.filters.update({name: _sized(name, f) for name, f in env.filters.items()})
     return env
 
 
@@ -276,16 +293,48 @@ def _check_sizes(args: Iterable[Any], kwargs: Mapping[str, Any]) -> None:
             raise Exceeded(f"the template asked for a size of {value:,}, past the output cap")
 
 
-def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A filter that refuses a size past the output cap (`center(10**9)`)."""
+def _sized(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that refuses a size past the output cap (`center(10**9)`, a format's width, a
+    replacement's growth)."""
     import functools
 
     @functools.wraps(function)
     def sized(*args: Any, **kwargs: Any) -> Any:
         _check_sizes(args[1:], kwargs)
+        # The filtered value: the first argument, or the second after an eval context.
+        at = next((i for i, arg in enumerate(args[:2]) if isinstance(arg, str)), None)
+        if at is not None:
+            _check_str_method(name, args[at], args[at + 1 :])
         return function(*args, **kwargs)
 
     return sized
+
+
+# A width or precision in a format, printf's or str.format's: `%0999d`, `{:>999}`, `{0:.999}`.
+_FORMAT_SIZES = re.compile(r"(?:%(?:\([^)]*\))?|:)[^%:{}a-zA-Z]*?(\d{7,})")
+
+
+def _check_format(text: str) -> None:
+    for digits in _FORMAT_SIZES.findall(text):
+        if int(digits) > MAX_RENDER_CHARS:
+            raise Exceeded(
+                f"the template's format asks for a width of {int(digits):,}, past the output cap"
+            )
+
+
+def _check_str_method(name: str, text: str, args: tuple[Any, ...]) -> None:
+    """Refuse a string method or filter whose result would pass the output cap, before the
+    one C step that would make it (the time limit sees a C step only when it returns)."""
+    if name in ("format", "format_map"):
+        _check_format(text)
+    elif name == "replace" and len(args) >= 2:
+        old, new = str(args[0]), str(args[1])
+        if (
+            len(new) > len(old)
+            and (text.count(old) if old else len(text) + 1) * (len(new) - len(old)) + len(text)
+            > MAX_RENDER_CHARS
+        ):
+            raise Exceeded("the template's replace would make a value past the output cap")
 
 
 def _check_binop(operator: str, left: Any, right: Any) -> None:
@@ -296,6 +345,9 @@ def _check_binop(operator: str, left: Any, right: Any) -> None:
             return value.bit_length() // 8
         return 0
 
+    if operator == "%" and isinstance(left, str):
+        _check_format(left)
+        _check_sizes(right if isinstance(right, tuple) else (right,), {})
     if operator == "**" and isinstance(left, int) and isinstance(right, int):
         made = max(left.bit_length(), 1) * max(right, 0) // 8
     elif operator == "*" and isinstance(right, int) and not isinstance(left, int):
