@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import click.shell_completion
 
 from selfcorrect.cli.options import common_options, make_common
 from selfcorrect.errors import ExitCode
@@ -20,9 +21,21 @@ from selfcorrect.hooks.gemini import EVENTS as GEMINI_EVENTS
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _host_events(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of EVENT: the events of the HOST given before it, each once."""
+    events = GEMINI_EVENTS if ctx.params.get("host") == "gemini" else EVENTS
+    return [click.shell_completion.CompletionItem(e) for e in events if e.startswith(incomplete)]
+
+
 @click.command(name="hook")
 @click.argument("host", type=click.Choice(HOSTS))
-@click.argument("event", type=click.Choice([*EVENTS, *GEMINI_EVENTS]))
+@click.argument(
+    "event",
+    type=click.Choice(list(dict.fromkeys([*EVENTS, *GEMINI_EVENTS]))),
+    shell_complete=_host_events,
+)
 @click.argument("folder", metavar="[DIR]", required=False)
 def hook_command(host: str, event: str, folder: str | None) -> int:
     """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
