@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+# The workflow folder an agent hook uses when its command names none (hooks/dispatch.py spells
+# it again, so the gate imports nothing more).
+DEFAULT_FOLDER = "workflow"
+
 # Decision documents and hook logs at the top of DIR.
 POLICY = "selfcorrect.yaml"
 REPORT = "validation_report.yaml"

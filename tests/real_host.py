@@ -249,12 +249,22 @@ def _first_user_text(body: dict[str, Any]) -> str:
 
 
 def run_session(
-    claude: Path, project: Path, prompt: str, server: ModelServer, home: Path
+    claude: Path,
+    project: Path,
+    prompt: str,
+    server: ModelServer,
+    home: Path,
+    *,
+    plugin_dir: Path | None = None,
+    path_first: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`claude -p PROMPT` in `project` against `server`, within SESSION_S; its whole process
-    group (the CLI, its hooks, their children) is killed afterwards, whatever happened."""
+    group (the CLI, its hooks, their children) is killed afterwards, whatever happened. With
+    `plugin_dir`, the CLI loads that plugin for the session (`--plugin-dir`); `path_first` goes
+    first on the session's PATH (where a plugin's bare `selfcorrect` is found)."""
+    path = os.environ.get("PATH", "/usr/bin:/bin")
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": path if path_first is None else f"{path_first}{os.pathsep}{path}",
         "HOME": str(home),
         "IS_SANDBOX": "1",  # lets the CLI skip permission prompts as root
         "ANTHROPIC_BASE_URL": server.url,
@@ -266,6 +276,8 @@ def run_session(
         "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
     }
     argv = [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--output-format", "json"]
+    if plugin_dir is not None:
+        argv += ["--plugin-dir", str(plugin_dir)]
     process = subprocess.Popen(
         argv,
         cwd=project,

@@ -407,7 +407,8 @@ def test_the_hook_commands_install_writes_run_as_claude_code_would(tmp_path: Pat
     subprocess.run(
         ["selfcorrect", "run", "workflow", "-q"], cwd=root, env=env, timeout=WAIT_S, check=False
     )
-    settings = json.loads((root / ".claude/settings.json").read_text(encoding="utf-8"))
+    # selfcorrect is outside the project: its absolute path, in the personal settings file.
+    settings = json.loads((root / ".claude/settings.local.json").read_text(encoding="utf-8"))
 
     def command(event: str) -> str:
         [entry] = settings["hooks"][event]

@@ -484,6 +484,7 @@ def test_gemini_cli_edits_of_the_persons_files_are_denied_and_its_agent_held_onc
 def test_install_gemini_writes_its_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
     root = tmp_path / "p"
     (root / ".gemini").mkdir(parents=True)
+    (root / "work flow").mkdir()  # install refuses a workflow folder that is not there
     mine = '{\n  "theme": "dark",\n  "hooks": {"AfterAgent": []}\n}\n'
     (root / ".gemini/settings.json").write_text(mine, "utf-8")
 

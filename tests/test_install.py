@@ -38,7 +38,11 @@ EVENTS = {  # Claude Code's event: (selfcorrect's hook name, has a matcher, time
     "SessionStart": ("session-start", False, 10),
     "SessionEnd": ("session-end", False, 10),
 }
-SETTINGS = Path(".claude") / "settings.json"
+# Install runs a selfcorrect outside the project here: its absolute path goes to the personal
+# settings file (docs/hooks.md, "Where install writes"); the user's and the committed file are
+# settings.json.
+SETTINGS = Path(".claude") / "settings.local.json"
+SHARED = Path(".claude") / "settings.json"
 
 
 def cli(root: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -59,7 +63,7 @@ def cli(root: Path, *args: str, home: Path | None = None) -> subprocess.Complete
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    root.mkdir()
+    (root / "workflow").mkdir(parents=True)  # install refuses a project without one
     (tmp_path / "home").mkdir()
     return root
 
@@ -128,10 +132,10 @@ def test_an_empty_project_gets_a_neat_two_space_settings_file(project: Path) -> 
     assert_claude_code_shape(settings)
     assert settings == with_our_groups({})
     assert path.read_text(encoding="utf-8") == json.dumps(settings, indent=2) + "\n"
-    assert os.listdir(project / ".claude") == ["settings.json"]  # no lock file, no temp file
+    assert os.listdir(project / ".claude") == [SETTINGS.name]  # no lock file, no temp file
     lines = done.stdout.splitlines()
     assert [line.split()[:2] for line in lines[:-1]] == [["added", e] for e in EVENTS]
-    assert lines[-1] == "created .claude/settings.json"
+    assert lines[-1] == "created .claude/settings.local.json"
 
 
 def test_install_lists_the_host_in_its_help(project: Path) -> None:
@@ -219,6 +223,7 @@ ROUND_TRIP = {k: v for k, v in ODD_FILES.items() if "empty event list" not in k}
 @pytest.mark.parametrize("text", ROUND_TRIP.values(), ids=ROUND_TRIP.keys())
 def test_uninstall_gives_the_original_bytes_back(project: Path, text: str) -> None:
     original = write_settings(project, text)
+    (project / "wf").mkdir()
     assert cli(project, "install", "claude-code", "--folder", "wf").returncode == 0
     done = cli(project, "install", "claude-code", "--uninstall")
     assert done.returncode == 0, done.stderr
@@ -308,6 +313,7 @@ def test_an_empty_hooks_object_install_did_not_make_stays(project: Path) -> None
 
 def test_install_with_another_folder_updates_our_commands_in_place(project: Path) -> None:
     cli(project, "install", "claude-code")
+    (project / "wf").mkdir()
     done = cli(project, "install", "claude-code", "--folder", "wf")
     assert done.returncode == 0, done.stderr
     assert [line.split()[:2] for line in done.stdout.splitlines()[:-1]] == [
@@ -324,16 +330,16 @@ def test_dry_run_prints_a_diff_and_writes_nothing(project: Path) -> None:
     done = cli(project, "install", "claude-code", "--dry-run")
     assert done.returncode == 0, done.stderr
     assert not (project / ".claude").exists()
-    assert done.stdout.startswith("--- /dev/null\n+++ .claude/settings.json\n@@ -0,0 +1,")
+    assert done.stdout.startswith("--- /dev/null\n+++ .claude/settings.local.json\n@@ -0,0 +1,")
     assert f'+            "command": "{command("Stop")}"' in done.stdout
 
     original = write_settings(project, ODD_FILES["one line, no spaces"])
     done = cli(project, "install", "claude-code", "--dry-run")
     assert done.returncode == 0
     assert (project / SETTINGS).read_bytes() == original
-    assert "--- .claude/settings.json\n+++ .claude/settings.json\n" in done.stdout
+    assert "--- .claude/settings.local.json\n+++ .claude/settings.local.json\n" in done.stdout
     assert "\\ No newline at end of file" in done.stdout
-    assert "dry run: .claude/settings.json not written" in done.stdout
+    assert "dry run: .claude/settings.local.json not written" in done.stdout
 
     cli(project, "install", "claude-code")
     installed = (project / SETTINGS).read_bytes()
@@ -377,10 +383,10 @@ def test_malformed_settings_exit_2_with_the_position_and_write_nothing(
     original = path.read_bytes()
     done = cli(project, "install", "claude-code", *(["--uninstall"] if uninstall else []))
     assert done.returncode == 2, done.stdout
-    assert done.stderr.startswith(f".claude/settings.json:{where}: "), done.stderr
+    assert done.stderr.startswith(f".claude/settings.local.json:{where}: "), done.stderr
     assert what in done.stderr and "run again" in done.stderr
     assert path.read_bytes() == original
-    assert os.listdir(path.parent) == ["settings.json"]
+    assert os.listdir(path.parent) == [SETTINGS.name]
 
 
 def test_a_symlinked_settings_file_is_refused_naming_its_target(project: Path) -> None:
@@ -391,7 +397,7 @@ def test_a_symlinked_settings_file_is_refused_naming_its_target(project: Path) -
     for extra in ([], ["--uninstall"], ["--dry-run"]):
         done = cli(project, "install", "claude-code", *extra)
         assert done.returncode == 2
-        assert ".claude/settings.json" in done.stderr and str(target) in done.stderr
+        assert ".claude/settings.local.json" in done.stderr and str(target) in done.stderr
         assert "symbolic link" in done.stderr
     assert target.read_text(encoding="utf-8") == "{}\n"
     assert (project / SETTINGS).is_symlink()
@@ -420,6 +426,7 @@ def test_a_symlinked_claude_folder_is_refused(project: Path) -> None:
 def test_folder_is_the_last_argument_quoted_for_the_shell(
     project: Path, folder: str, word: str
 ) -> None:
+    (project / folder).mkdir(parents=True, exist_ok=True)
     done = cli(project, "install", "claude-code", "--folder", folder)
     assert done.returncode == 0, done.stderr
     settings = json.loads((project / SETTINGS).read_text(encoding="utf-8"))
@@ -499,7 +506,7 @@ def test_an_enabled_cagents_plugin_is_named_with_what_it_means(
     logger runs and that selfcorrect will decide without logging, each failure counted once."""
     home = project.parent / "home"
     install_plugin(home, CAGENTS, CAGENTS_FILES, v1=enabled_in == "project")
-    settings = home / SETTINGS if enabled_in == "user" else project / SETTINGS
+    settings = home / SHARED if enabled_in == "user" else project / SHARED
     enable(settings, {CAGENTS: True})
     shown = "~/.claude/settings.json" if enabled_in == "user" else ".claude/settings.json"
     for args in (["--dry-run"], [], ["-q"]):
@@ -521,13 +528,13 @@ def test_no_companion_note_without_an_enabled_cagents_plugin(project: Path, case
     if case in ("installed, not enabled", "disabled locally"):
         install_plugin(home, CAGENTS, CAGENTS_FILES)
     if case in ("disabled locally", "enabled, not installed"):
-        enable(home / SETTINGS, {CAGENTS: True})
+        enable(home / SHARED, {CAGENTS: True})
     if case == "disabled locally":  # a later file's false turns the user's true off
         enable(project / ".claude/settings.local.json", {CAGENTS: False})
     if case == "other":  # an enabled plugin whose hooks log nothing
         hooks = {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "guard"}]}]}}
         install_plugin(home, "guard@team", {"hooks/hooks.json": hooks})
-        enable(home / SETTINGS, {"guard@team": True})
+        enable(home / SHARED, {"guard@team": True})
     done = cli(project, "install", "claude-code")
     assert done.returncode == 0, done.stderr
     assert "cAgents" not in done.stderr
@@ -541,7 +548,7 @@ def test_the_cagents_logger_is_found_in_every_settings_file_the_hook_reads(proje
     local.parent.mkdir()
     local.write_text(json.dumps(CAGENTS_HOOKS), "utf-8")
     install_plugin(home, CAGENTS, CAGENTS_FILES)
-    enable(home / SETTINGS, {CAGENTS: True})
+    enable(home / SHARED, {CAGENTS: True})
     done = cli(project, "install", "claude-code")
     assert done.returncode == 0, done.stderr
     [note] = companion_notes(done.stderr)
@@ -553,7 +560,7 @@ def test_uninstall_says_nothing_of_the_cagents_logger(project: Path) -> None:
     """Without selfcorrect's hooks there is no companion mode to announce: cAgents logs alone."""
     home = project.parent / "home"
     install_plugin(home, CAGENTS, CAGENTS_FILES)
-    enable(home / SETTINGS, {CAGENTS: True})
+    enable(home / SHARED, {CAGENTS: True})
     assert companion_notes(cli(project, "install", "claude-code").stderr)
     for args in (["--dry-run"], []):
         done = cli(project, "install", "claude-code", "--uninstall", *args)
@@ -574,14 +581,14 @@ def test_user_installs_in_the_home_folder(project: Path, tmp_path: Path) -> None
     home.mkdir()
     done = cli(project, "install", "claude-code", "--user", home=home)
     assert done.returncode == 0, done.stderr
-    assert_claude_code_shape(json.loads((home / SETTINGS).read_text(encoding="utf-8")))
+    assert_claude_code_shape(json.loads((home / SHARED).read_text(encoding="utf-8")))
     assert not (project / ".claude").exists()
-    assert str(home / SETTINGS) in done.stdout
+    assert str(home / SHARED) in done.stdout
 
 
 def test_project_option_names_the_root(project: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
-    other.mkdir()
+    (other / "workflow").mkdir(parents=True)
     done = cli(project, "install", "claude-code", "--project", str(other))
     assert done.returncode == 0, done.stderr
     assert (other / SETTINGS).is_file() and not (project / ".claude").exists()
@@ -592,7 +599,7 @@ def test_the_write_keeps_the_file_mode_and_leaves_no_temp_file(project: Path) ->
     os.chmod(project / SETTINGS, 0o600)
     assert cli(project, "install", "claude-code").returncode == 0
     assert stat.S_IMODE(os.stat(project / SETTINGS).st_mode) == 0o600
-    assert os.listdir(project / ".claude") == ["settings.json"]
+    assert os.listdir(project / ".claude") == [SETTINGS.name]
 
 
 # --- any formatting: a property of the span edits themselves (in process, for speed) ---------

@@ -221,7 +221,8 @@ def test_a_rejected_edit_is_logged_as_stale_context_and_settings_are_restored(
     mine = '{\n    "model": "opus",\n    "hooks": {"Stop": []}, "env": {"A": "1"}\n}\n'
     (root / ".claude/settings.json").write_text(mine, encoding="utf-8")
     before = (root / ".claude/settings.json").read_bytes()
-    selfcorrect(root, "install", "claude-code", "-q")
+    # --shared: into the person's committed settings, which uninstall gives back whole.
+    selfcorrect(root, "install", "claude-code", "--shared", "-q")
     assert (root / ".claude/settings.json").read_bytes() != before
     script = {
         LEAD: [

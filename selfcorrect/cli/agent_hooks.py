@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import click.shell_completion
 
 from selfcorrect.cli.options import common_options, make_common
 from selfcorrect.errors import ExitCode
@@ -20,9 +21,21 @@ from selfcorrect.hooks.gemini import EVENTS as GEMINI_EVENTS
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _host_events(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion of EVENT: the events of the HOST given before it, each once."""
+    events = GEMINI_EVENTS if ctx.params.get("host") == "gemini" else EVENTS
+    return [click.shell_completion.CompletionItem(e) for e in events if e.startswith(incomplete)]
+
+
 @click.command(name="hook")
 @click.argument("host", type=click.Choice(HOSTS))
-@click.argument("event", type=click.Choice([*EVENTS, *GEMINI_EVENTS]))
+@click.argument(
+    "event",
+    type=click.Choice(list(dict.fromkeys([*EVENTS, *GEMINI_EVENTS]))),
+    shell_complete=_host_events,
+)
 @click.argument("folder", metavar="[DIR]", required=False)
 def hook_command(host: str, event: str, folder: str | None) -> int:
     """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
@@ -82,7 +95,9 @@ def install_group(ctx: click.Context) -> None:
 
     \b
     Hosts:
-      claude-code  Claude Code: .claude/settings.json (or ~/.claude/ with --user)
+      claude-code  Claude Code: .claude/settings.json when selfcorrect is inside
+                   the project (its .venv), else .claude/settings.local.json
+                   (or ~/.claude/ with --user)
       gemini       Gemini CLI: .gemini/settings.json (or ~/.gemini/ with --user)
     """
     # `selfcorrect -q install claude-code`: the global options reach the host's command too.
@@ -100,22 +115,21 @@ def _install_options(settings: str, variable: str) -> Callable[[F], F]:
                     "--user",
                     is_flag=True,
                     help=f"Install in ~/{settings}/settings.json (every project of this "
-                    f"user) instead of the project's {settings}/settings.json.",
+                    "user) instead of the project's settings.",
                 ),
                 click.option(
                     "--project",
                     type=click.Path(path_type=Path, file_okay=False, exists=True),
                     default=Path("."),
                     show_default=True,
-                    help=f"The project's root folder: its {settings}/settings.json is the "
-                    "one changed.",
+                    help=f"The project's root folder, whose {settings}/ settings are changed.",
                 ),
                 click.option(
                     "--folder",
                     metavar="DIR",
                     help="The workflow folder, relative to the project root; each hook gets "
-                    f'"${variable}"/DIR as its last argument. Default: none (the hooks use '
-                    f"workflow/ under ${variable}).",
+                    f'"${variable}"/DIR as its last argument. It must exist (`selfcorrect '
+                    f"init DIR`). Default: none (the hooks use workflow/ under ${variable}).",
                 ),
                 click.option(
                     "--dry-run",
@@ -125,7 +139,8 @@ def _install_options(settings: str, variable: str) -> Callable[[F], F]:
                 click.option(
                     "--uninstall",
                     is_flag=True,
-                    help="Remove selfcorrect's hooks (whatever their --folder), and nothing else.",
+                    help="Remove selfcorrect's hooks (whatever their --folder) from every "
+                    "settings file of the project (or the user), and nothing else.",
                 ),
                 common_options,
             ]
@@ -136,8 +151,14 @@ def _install_options(settings: str, variable: str) -> Callable[[F], F]:
     return decorate
 
 
-@install_group.command(name="claude-code", short_help="Claude Code's .claude/settings.json.")
+@install_group.command(name="claude-code", short_help="Claude Code's .claude/ settings.")
 @_install_options(".claude", "CLAUDE_PROJECT_DIR")
+@click.option(
+    "--shared",
+    is_flag=True,
+    help="Write .claude/settings.json (committed) even when the command is this machine's "
+    "path; install says so.",
+)
 def install_claude_code(**options: Any) -> int:
     """Add selfcorrect's hooks to Claude Code's settings (or remove them).
 
@@ -154,22 +175,34 @@ def install_claude_code(**options: Any) -> int:
       Stop                stop
       SessionStart        session-start
       SessionEnd          session-end
-    SELFCORRECT is the absolute path of the selfcorrect running install (Claude
-    Code's PATH may lack it). A hook is selfcorrect's when its command runs
-    `selfcorrect hook claude-code` by any path. Other settings and hooks are
-    kept byte for byte, formatting included: the file is edited in place, never
-    rewritten from scratch, and written atomically with its mode kept. A
-    missing file (and .claude/) is created. Installing twice writes nothing the
-    second time; --uninstall removes exactly what install added. When `claude
-    --version` answers, install notes the version the hooks were tested with.
-    When cAgents' own failure logger runs for the project (in its settings,
-    the local or the user's, or in a plugin they enable), install says where:
-    selfcorrect's failure hook then decides from cAgents' entries and logs
-    none (companion mode), so each failure is counted once.
+    \b
+    A command that works in every clone of the project: when the selfcorrect
+    running install is inside the project (e.g. its .venv), SELFCORRECT is
+    "$CLAUDE_PROJECT_DIR"/.venv/bin/selfcorrect, written to .claude/settings.json;
+    else it is its absolute path (Claude Code's PATH may lack it), written to
+    the personal .claude/settings.local.json, or with --shared to settings.json
+    (install says so). Hooks of selfcorrect in the project's other file move.
+    The workflow folder (workflow/, or --folder DIR) must exist: without it
+    install refuses, naming `selfcorrect init`.
+
+    A hook is selfcorrect's when its command runs `selfcorrect hook claude-code`
+    by any path. Other settings and hooks are kept byte for byte, formatting
+    included: the file is edited in place, never rewritten from scratch, and
+    written atomically with its mode kept. A missing file (and .claude/) is
+    created. Installing twice writes nothing the second time; --uninstall
+    removes exactly what install added, from both files, and the file and the
+    .claude/ folder when install had created them. When `claude --version`
+    answers, install notes the version the hooks were tested with. When
+    cAgents' own failure logger runs for the project (in its settings, the
+    local or the user's, or in a plugin they enable), install says where:
+    selfcorrect's failure hook then decides from cAgents' entries and logs none
+    (companion mode), so each failure is counted once. The repository is also
+    a Claude Code plugin with the same hooks (docs/hooks.md).
 
     \b
-    Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
-    a symlinked settings file or .claude/, or a bad --folder: nothing written.
+    Exit codes: 0 done (or nothing to do), 2 no workflow folder, invalid
+    settings (file:line:col), a symlinked settings file or .claude/, or a bad
+    --folder: nothing written.
     """
     return _install_host("claude-code", **options)
 
@@ -189,15 +222,18 @@ def install_gemini(**options: Any) -> int:
       PreCompress   pre-compress
       SessionStart  session-start
       SessionEnd    session-end
-    Everything else is as for claude-code: the absolute command, other settings
-    kept byte for byte, --uninstall removing exactly what install added. The
-    folder's last argument, with --folder, is "$GEMINI_PROJECT_DIR"/DIR.
+    Everything else is as for claude-code, but Gemini CLI has no personal
+    settings file: SELFCORRECT is "$GEMINI_PROJECT_DIR"/… when selfcorrect is
+    inside the project, else its absolute path in .gemini/settings.json, and
+    install says so. The folder's last argument, with --folder, is
+    "$GEMINI_PROJECT_DIR"/DIR.
 
     \b
-    Exit codes: 0 done (or nothing to do), 2 invalid settings (file:line:col),
-    a symlinked settings file or .gemini/, or a bad --folder: nothing written.
+    Exit codes: 0 done (or nothing to do), 2 no workflow folder, invalid
+    settings (file:line:col), a symlinked settings file or .gemini/, or a bad
+    --folder: nothing written.
     """
-    return _install_host("gemini", **options)
+    return _install_host("gemini", shared=False, **options)
 
 
 def _install_host(
@@ -208,31 +244,58 @@ def _install_host(
     folder: str | None,
     dry_run: bool,
     uninstall: bool,
+    shared: bool,
     policy: Path | None,
     color: str,
     verbose: int,
     quiet: bool,
 ) -> int:
-    from selfcorrect.cli.install_report import show_install
+    """docs/hooks.md, "Where install writes": the file whose command works in every clone."""
+    from selfcorrect.cli.install_report import show_installs
     from selfcorrect.commands.install import (
         companion_notes,
         hook_commands,
         host_notes,
         install,
+        local_notes,
+        machine_path_notes,
+        require_workflow_folder,
+        self_command,
         settings_path,
+        settings_paths,
     )
 
     common = make_common(policy, color, verbose, quiet)
 
     if user and project != Path("."):
         raise click.UsageError("give --user or --project, not both")
+    if user and shared:
+        raise click.UsageError("give --user or --shared, not both")
+    program, travels = self_command(None if user else project, host)
     try:
-        commands = hook_commands(None if uninstall else folder, host=host)
+        commands = hook_commands(None if uninstall else folder, program, host=host)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--folder") from exc
-    path = settings_path(project, user, host)
-    result = install(path, commands, uninstall=uninstall, dry_run=dry_run)
-    if not uninstall and host == "claude-code":
-        result.warnings += companion_notes(project) + host_notes()
-    show_install(result, common)
+    paths = settings_paths(project, user, host)
+    if uninstall:
+        results = [install(path, commands, uninstall=True, dry_run=dry_run) for path in paths]
+        show_installs(results, common)
+        return ExitCode.PASS
+    if not user:
+        require_workflow_folder(project, folder)
+    local = host == "claude-code" and not (user or travels or shared)
+    target = settings_path(project, user, host, local=local)
+    # selfcorrect's hooks in the project's other file move to this one: each hook runs once.
+    others = [path for path in paths if path != target]
+    for path in [target, *others]:  # every file checked before any is written
+        install(path, commands, uninstall=path != target, dry_run=True)
+    results = [install(target, commands, dry_run=dry_run)]
+    results += [install(path, commands, uninstall=True, dry_run=dry_run) for path in others]
+    notes = []
+    if not (user or travels):
+        notes = local_notes(target, project) if local else machine_path_notes(target, program, host)
+    if host == "claude-code":
+        notes += companion_notes(project) + host_notes()
+    results[0].warnings += notes
+    show_installs(results, common)
     return ExitCode.PASS

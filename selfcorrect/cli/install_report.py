@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import posixpath
+
 import click
 
 from selfcorrect.cli.options import Common
 from selfcorrect.cli.words import printable
 from selfcorrect.commands.install import InstallResult
+
+
+def show_installs(results: list[InstallResult], common: Common) -> None:
+    """Each settings file install changed (the first, the one it writes, always), or, when an
+    uninstall found nothing in any, one line naming them all."""
+    changed = [r for r in results if r.changes]
+    if results[0].uninstall and not changed:
+        for result in results:
+            for warning in result.warnings:
+                click.echo(printable(warning), err=True)
+        if common.verbosity >= 0:
+            where = " or ".join(r.display for r in results)
+            click.echo(printable(f"no selfcorrect hooks in {where}: nothing to remove"))
+        return
+    for result in results:
+        if result.changes or (result is results[0] and not result.uninstall):
+            show_install(result, common)
 
 
 def show_install(result: InstallResult, common: Common) -> None:
@@ -29,8 +48,12 @@ def show_install(result: InstallResult, common: Common) -> None:
             click.echo(printable(f"already installed in {where}: nothing written"))
     elif result.dry_run:
         click.echo(printable(f"dry run: {where} not {'removed' if result.deleted else 'written'}"))
+        if result.folder_removed:
+            click.echo(printable(f"dry run: {posixpath.dirname(where)}/ not removed"))
     elif result.deleted:
         click.echo(printable(f"removed {where} (install had created it)"))
+    if result.folder_removed and not result.dry_run:
+        click.echo(printable(f"removed {posixpath.dirname(where)}/ (install had created it)"))
     elif result.written:
         click.echo(printable(f"{'created' if result.created else 'wrote'} {where}"))
     else:

@@ -1,11 +1,13 @@
-"""`selfcorrect install claude-code`: selfcorrect's agent hooks in Claude Code's settings.json.
+"""`selfcorrect install claude-code`: selfcorrect's agent hooks in Claude Code's settings.
 
-Claude Code reads hooks from `.claude/settings.json` in the project (`~/.claude/settings.json`
-for every project of a user): `{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type":
-"command", "command": ...}]}]}}`. Install adds one matcher group per event; uninstall takes
-out exactly what install added. The file is another program's, and a person's: it is edited by
-span (io/json_spans.py), so every byte outside selfcorrect's entries stays as it was, and a
-hook is selfcorrect's when its command starts with `PREFIX`.
+Claude Code reads hooks from `.claude/settings.json` in the project (committed),
+`.claude/settings.local.json` (personal) and `~/.claude/settings.json` (every project of a
+user): `{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type": "command", "command": ...}]}]}}`.
+Install adds one matcher group per event to the file that keeps the command working in every
+clone (docs/hooks.md, "Where install writes"); uninstall takes out exactly what install added.
+The file is another program's, and a person's: it is edited by span (io/json_spans.py), so
+every byte outside selfcorrect's entries stays as it was, and a hook is selfcorrect's when its
+command runs `selfcorrect hook claude-code …` (`is_ours`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from selfcorrect.io.cagents_logger import cagents_loggers
 from selfcorrect.io.documents import display_path
 from selfcorrect.io.json_spans import Node, Style
 from selfcorrect.io.safe_paths import ensure_dir, environment, refuse_link
+from selfcorrect.layout import DEFAULT_FOLDER
 
 PREFIX = "selfcorrect hook claude-code "  # what every command selfcorrect installs runs
 # A command is selfcorrect's when it runs `selfcorrect hook claude-code …` by any path (the
@@ -62,6 +65,13 @@ GEMINI_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
 )
 HOST_EVENTS = {"claude-code": EVENTS, "gemini": GEMINI_EVENTS}
 SETTINGS_FOLDER = {"claude-code": ".claude", "gemini": ".gemini"}
+PROJECT_VARIABLE = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
+# The project's settings files of each host, the committed one first: Claude Code also reads a
+# personal `settings.local.json`; Gemini CLI has no such file (docs/hooks.md).
+PROJECT_SETTINGS = {
+    "claude-code": ("settings.json", "settings.local.json"),
+    "gemini": ("settings.json",),
+}
 _ALL_EVENTS = EVENTS + GEMINI_EVENTS
 # Every event in the order install adds them. Both hosts name their session events SessionStart
 # and SessionEnd, last in each table: each is kept at its last place, so each host's events
@@ -93,6 +103,7 @@ class InstallResult(Struct):
     written: bool = False
     created: bool = False  # the settings file did not exist
     deleted: bool = False  # uninstall removes the file install created
+    folder_removed: bool = False  # ... and the settings folder it leaves empty
     diff: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -122,19 +133,51 @@ def hook_commands(
 ) -> dict[str, str]:
     """Each event's command; `folder` (checked by `folder_word`) becomes the last argument,
     `program` (default: the selfcorrect running now, by absolute path) the first."""
-    variable = "GEMINI_PROJECT_DIR" if host == "gemini" else "CLAUDE_PROJECT_DIR"
+    variable = PROJECT_VARIABLE[host]
     tail = f" {folder_word(folder, variable)}" if folder is not None else ""
-    head = self_command() if program is None else program
+    head = self_command()[0] if program is None else program
     return {event: f"{head} hook {host} {name}{tail}" for event, name, _, _ in HOST_EVENTS[host]}
 
 
-def self_command() -> str:
-    """The selfcorrect running now, by absolute path: Claude Code runs hooks with its own PATH,
-    where a bare `selfcorrect` may be missing (exit 127 on every call: a silent gate)."""
+def self_command(project: Path | None = None, host: str = "claude-code") -> tuple[str, bool]:
+    """The selfcorrect running now as a hook's first words, and whether they travel: inside
+    `project` (its .venv) they are `"$CLAUDE_PROJECT_DIR"/…`, which every clone that installs
+    selfcorrect at the same place runs; elsewhere the absolute path, one machine's (Claude Code
+    runs hooks with its own PATH, where a bare `selfcorrect` may be missing: exit 127 on every
+    call, a silent gate). docs/hooks.md, "Where install writes"."""
     script = sys.argv[0] if sys.argv else ""
     if os.path.basename(script) == "selfcorrect" and os.path.isfile(script):
-        return shlex.quote(os.path.abspath(script))
-    return f"{shlex.quote(sys.executable)} -m selfcorrect"
+        program, tail = os.path.abspath(script), ""
+    else:
+        program, tail = sys.executable, " -m selfcorrect"
+    inside = _inside(program, project) if project is not None else None
+    word = None if inside is None else _folder_word_or_none(inside, PROJECT_VARIABLE[host])
+    if word is not None:
+        return word + tail, True
+    return shlex.quote(program) + tail, False
+
+
+def _inside(program: str, project: Path) -> str | None:
+    """`program`'s path relative to `project` when it is inside it (its folder compared by real
+    path, its own name kept: a venv's `python` is a link out of the project), else None."""
+    folder, root = os.path.realpath(os.path.dirname(program)), os.path.realpath(project)
+    if os.path.commonpath([folder, root]) != root:
+        return None
+    return Path(os.path.relpath(folder, root), os.path.basename(program)).as_posix()
+
+
+def require_workflow_folder(project: Path, folder: str | None) -> None:
+    """Refuse (InputError, exit 2) to install hooks for a workflow folder that is not there:
+    every hook would then say "no workflow folder here" where nobody reads it."""
+    name = folder or DEFAULT_FOLDER
+    path = project / name
+    if not path.is_dir():
+        given = "--folder names" if folder else "the hooks use"
+        raise InputError(
+            f"{display_path(path)}: no such workflow folder ({given} {name}/), so every hook "
+            f"would do nothing: create it with `selfcorrect init {shlex.quote(name)}`"
+            f"{'' if folder else ' (or give yours with --folder DIR)'}, then install again"
+        )
 
 
 def is_ours(command: str) -> bool:
@@ -170,10 +213,53 @@ def _claude_version() -> str | None:
     return match.group(1) if done.returncode == 0 and match else None
 
 
-def settings_path(project: Path, user: bool, host: str = "claude-code") -> Path:
+def settings_path(
+    project: Path, user: bool, host: str = "claude-code", *, local: bool = False
+) -> Path:
+    """The settings file install writes: the user's, the project's committed one, or (`local`)
+    Claude Code's personal `settings.local.json`."""
     if user:
         return Path.home() / SETTINGS_FOLDER[host] / "settings.json"
-    return project / SETTINGS_FOLDER[host] / "settings.json"
+    return project / SETTINGS_FOLDER[host] / PROJECT_SETTINGS[host][1 if local else 0]
+
+
+def settings_paths(project: Path, user: bool, host: str = "claude-code") -> list[Path]:
+    """Every settings file of one scope that may hold selfcorrect's hooks: uninstall's."""
+    if user:
+        return [settings_path(project, user, host)]
+    return [project / SETTINGS_FOLDER[host] / name for name in PROJECT_SETTINGS[host]]
+
+
+def machine_path_notes(path: Path, program: str, host: str) -> list[str]:
+    """What install says when a shared settings file gets this machine's path."""
+    variable = PROJECT_VARIABLE[host]
+    return [
+        f"note: {display_path(path)} is shared with the project, and its hooks now run "
+        f"selfcorrect by this machine's path ({program}): a clone without selfcorrect there "
+        "gets a failing hook on every call. Install selfcorrect inside the project (e.g. its "
+        f'.venv) and install again for a command every clone runs ("${variable}"/…)'
+        + ("" if host == "gemini" else ", or install without --shared (settings.local.json)")
+    ]
+
+
+def local_notes(path: Path, project: Path) -> list[str]:
+    """A note when the personal settings file is one git would commit: Claude Code asks git
+    to ignore the file only when it creates it itself."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "-q", str(path)],
+            cwd=project, capture_output=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 1:  # 0: ignored; 128: no git repository (or no git)
+        return []
+    return [
+        f"note: {display_path(path)} holds this machine's path and is personal, but git does "
+        f"not ignore it: add {path.relative_to(project).as_posix()} to .gitignore"
+    ]
 
 
 def install(
@@ -205,6 +291,7 @@ def install(
         result.diff = _diff(before, None, display)
         if not dry_run:
             result.written = _delete_unchanged(path, before)
+        result.folder_removed = _remove_if_empty(path.parent, path.name, dry_run)
         return result
     result.diff = _diff(before, after, display)
     if dry_run:
@@ -235,6 +322,21 @@ def _delete_unchanged(path: Path, data: bytes) -> bool:
         if atomic.read_or_none(path) != data:
             raise WriteConflict(f"{path} changed while selfcorrect read it; nothing removed")
         os.unlink(path)
+    return True
+
+
+def _remove_if_empty(folder: Path, removed: str, dry_run: bool) -> bool:
+    """Remove `folder` when the settings file install had created was all it held: install
+    made it, and uninstall leaves no empty folder behind."""
+    with environment(folder):
+        try:
+            left = [name for name in os.listdir(folder) if not (dry_run and name == removed)]
+            if left:
+                return False
+            if not dry_run:
+                os.rmdir(folder)
+        except OSError:
+            return False  # a file appeared meanwhile, or the folder is not ours to remove
     return True
 
 
@@ -441,7 +543,7 @@ def _installed_entry(entry: Node, command: str | None, text: str, name: str, tim
     rest = found.group(3).strip()
     if not rest:
         return True
-    variable = "GEMINI_PROJECT_DIR" if found.group(1) == "gemini" else "CLAUDE_PROJECT_DIR"
+    variable = PROJECT_VARIABLE[found.group(1)]
     prefix = f'"${variable}"/'
     if not rest.startswith(prefix):
         return False
@@ -641,5 +743,10 @@ __all__ = [
     "host_notes",
     "install",
     "is_ours",
+    "local_notes",
+    "machine_path_notes",
+    "require_workflow_folder",
+    "self_command",
     "settings_path",
+    "settings_paths",
 ]

@@ -40,7 +40,7 @@ WARM = frozenset(
     {"post-tool-use-failure", "post-tool-batch", "pre-compact", "subagent-stop", "stop"}
 )
 SESSION = ("session-start", "session-end")
-DEFAULT_FOLDER = "workflow"
+DEFAULT_FOLDER = "workflow"  # layout.DEFAULT_FOLDER, spelled here: the gate imports no more
 LOCK_WAIT_S = 10.0  # the longest a hook waits for any lock (docs/hooks.md)
 
 
