@@ -44,6 +44,9 @@ LAST_REPORT = PurePath(STATE) / "last_report.yaml"
 LAST_REPORT_ID = PurePath(STATE) / "last_report.json"
 # The directives a stop hook already held an agent back for: each holds it back once.
 STOP_HOLDS = PurePath(STATE) / "stop_holds.json"
+# Failures a hook could not append because the log's lock was held by a stopped process: each
+# waits here, one file per identity, until the next appender logs it (io/failure_spool.py).
+SPOOL = PurePath(STATE) / "spool"
 # Copies of the shipped schemas that `init` writes, for editors' `$schema=` modelines.
 SCHEMAS = PurePath(STATE) / "schemas"
 # The locks held while a file selfcorrect shares with people is rewritten (coordination_log.yaml,

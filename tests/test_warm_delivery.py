@@ -194,16 +194,8 @@ def test_a_stopped_holder_of_the_folder_lock_is_not_waited_for(tmp_path: Path) -
     Ctrl-Z): the failure hook logs the failure and leaves the decision to the next run, at
     once, not after the 10 s it waits for a working holder."""
     project = _project(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom pathlib import Path\nfrom selfcorrect.io import folder_lock\n"
-         "with folder_lock.hold(Path(sys.argv[1]), 5.0, 'test'):\n"
-         "    print('held', flush=True)\n    time.sleep(600)\n",
-         str(project / "workflow")],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    holder = _holder("folder_lock.hold(path, 5.0, 'test')", project / "workflow")
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with _stopped(holder.pid):
             began = time.monotonic()
             done = hook(project, "post-tool-use-failure", _failure(1))
@@ -211,9 +203,87 @@ def test_a_stopped_holder_of_the_folder_lock_is_not_waited_for(tmp_path: Path) -
         assert "another run holds the folder" in done.stderr
         assert _counts(project, ["toolu_0001"]) == {"toolu_0001": 1}
     finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
+        _end(holder)
+
+
+def _holder(lock: str, path: Path) -> subprocess.Popen[str]:
+    """A process holding `lock` (an expression of `path` and selfcorrect.io's modules) until
+    it is killed."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom pathlib import Path\n"
+         "from selfcorrect.io import atomic, folder_lock\n"
+         f"path = Path(sys.argv[1])\nwith {lock}:\n"
+         "    print('held', flush=True)\n    time.sleep(600)\n",
+         str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def _end(holder: subprocess.Popen[str]) -> None:
+    holder.kill()
+    holder.wait()
+    assert holder.stdout is not None
+    holder.stdout.close()
+
+
+def _stopped_log_holder(project: Path) -> subprocess.Popen[str]:
+    """A process that holds the failure log's own lock (an answerer mid-append) and is then
+    stopped (SIGSTOP): it will not let go by itself."""
+    holder = _holder("atomic.sidecar_lock(path)", project / "workflow/tool_failures.yaml")
+    os.kill(holder.pid, signal.SIGSTOP)
+    return holder
+
+
+def test_a_stopped_holder_of_the_logs_lock_holds_no_hook_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """Stopped while it holds the log's lock, mid-append: the failure hooks do not wait for it
+    (they waited 10 s, then dropped the failure). Each failure is kept beside the log and
+    logged, once, by the first appender after the holder lets go."""
+    project = _project(tmp_path)
+    holder = _stopped_log_holder(project)
+    try:
+        for number in range(3):
+            began = time.monotonic()
+            done = hook(project, "post-tool-use-failure", _failure(number))
+            assert time.monotonic() - began < BOUND_S
+            assert "not logged" not in done.stderr, done.stderr
+        assert _counts(project, ["toolu_0000"]) == {"toolu_0000": 0}  # not yet: the lock
+    finally:
+        _end(holder)
+    hook(project, "post-tool-use-failure", _failure(3))  # the next appender logs them all
+    hook(project, "post-tool-use-failure", _failure(1))  # delivered again: still once
+    ids = [f"toolu_{number:04d}" for number in range(4)]
+    assert _counts(project, ids) == dict.fromkeys(ids, 1)
+    assert not list((project / "workflow/.selfcorrect").glob("spool/*"))
+
+
+def test_a_run_logs_what_waited_beside_the_log(tmp_path: Path) -> None:
+    """After the stopped holder is gone, a run (no hook since) reads the failures that waited:
+    it logs them first, so its decision counts them."""
+    project = _project(tmp_path)
+    holder = _stopped_log_holder(project)
+    try:
+        for number in range(2):
+            hook(project, "post-tool-use-failure", _failure(number))
+    finally:
+        _end(holder)
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "status", "workflow", "--format", "json"],
+        capture_output=True, text=True, cwd=project, timeout=WAIT_S,
+    )  # fmt: skip
+    assert done.returncode in (1, 3), done.stderr
+    ids = ["toolu_0000", "toolu_0001"]
+    assert _counts(project, ids) == dict.fromkeys(ids, 0)  # status reads; it writes nothing
+    run = subprocess.run(
+        [sys.executable, "-m", "selfcorrect", "run", "workflow"],
+        capture_output=True, text=True, cwd=project, timeout=WAIT_S,
+    )  # fmt: skip
+    assert run.returncode in (1, 3), run.stderr
+    assert _counts(project, ids) == dict.fromkeys(ids, 1)
 
 
 def test_an_event_without_a_tool_use_id_is_logged_once_by_its_hash(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ from selfcorrect.effects.policy_commands_file import remember as remember_comman
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
 from selfcorrect.effects.work_files import write_work
-from selfcorrect.errors import Diagnostic
+from selfcorrect.errors import Diagnostic, SelfcorrectError
 from selfcorrect.io import atomic, documents, folder_lock, journal, last_report, safe_paths
 from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.output_memo import OutputMemo
@@ -122,6 +122,7 @@ def correction_run(
     # (a linked .selfcorrect/ would put it outside DIR), and the temp-file sweep, which deletes.
     safe_paths.preflight(folder)
     with folder_lock.hold(folder, wait, "run"):
+        _log_waiting_failures(folder, policy_path)
         if cache is None:
             cache = load_log_cache(folder, policy_path)
         outcome = _locked_run(folder, *options, cache)
@@ -135,6 +136,20 @@ def correction_run(
             journal_stamp(outcome.decisions),
         )
         return outcome
+
+
+def _log_waiting_failures(folder: Path, policy_path: Path | None) -> None:
+    """Failures a hook kept beside the log while a stopped process held its lock are logged
+    before the run reads the log, so its decision counts them (docs/hooks.md, "The warm
+    answerer"). One the log's limits refuse is dropped: the run then refuses the log, saying so."""
+    from selfcorrect.io.failure_append import log_waiting
+    from selfcorrect.io.policy_file import max_bytes_of
+
+    try:
+        limit = max_bytes_of(policy_path or folder / layout.POLICY)
+    except (SelfcorrectError, OSError):
+        return  # the run reports the policy; the failures keep waiting
+    log_waiting(folder / layout.FAILURE_LOG, max_bytes=limit)
 
 
 class _Run:

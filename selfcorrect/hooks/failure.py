@@ -46,7 +46,7 @@ def append(folder: Path, fields: dict[str, str]) -> bool:
     from selfcorrect.io.failure_append import LogRefused, append_failure
 
     try:
-        append_failure(folder / layout.FAILURE_LOG, fields, max_bytes=_max_bytes(folder))
+        append_failure(folder / layout.FAILURE_LOG, fields, max_bytes=_max_bytes(folder), said=note)
     except LogRefused as exc:
         note(f"{exc}; the agent was not stopped")
         return False
@@ -266,7 +266,6 @@ def _holder_stopped(folder: Path) -> bool:
     agent for nothing (docs/hooks.md, "The warm answerer")."""
     import os
 
-    from selfcorrect.hooks.warm_client import stopped
     from selfcorrect.io import folder_lock, platform
 
     try:
@@ -279,7 +278,7 @@ def _holder_stopped(folder: Path) -> bool:
         pid = platform.read_pid(fd)
     finally:
         os.close(fd)
-    return pid.isdigit() and stopped(int(pid))
+    return pid.isdigit() and platform.process_stopped(int(pid))
 
 
 def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:

@@ -175,16 +175,6 @@ def start_time(pid: int) -> str | None:
         return None
 
 
-def stopped(pid: int) -> bool:
-    """Whether the process is stopped (SIGSTOP, Ctrl-Z, a debugger): it will not go on by
-    itself. False where /proc does not tell."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rpartition(b")")[2].split()[0] in (b"T", b"t")
-    except (OSError, IndexError):
-        return False
-
-
 def _exchange(folder: str, request: dict[str, Any], wait: float) -> dict[str, Any] | str | None:
     """Send one request, read one reply, all within `wait` seconds. None when no answerer took
     it (none listens, or what is there is not ours); a sentence saying what happened when one

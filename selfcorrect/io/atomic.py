@@ -82,6 +82,11 @@ class LockBusy(SelfcorrectError):
     exit_code = ExitCode.INVALID
 
 
+class HolderStopped(LockBusy):
+    """The lock's holder is stopped (SIGSTOP, Ctrl-Z): it will not let go by itself, so it is
+    not waited for."""
+
+
 @contextlib.contextmanager
 def lock_waits(seconds: float) -> Iterator[None]:
     """Within the block, give up on a sidecar lock after `seconds` (LockBusy)."""
@@ -121,10 +126,18 @@ def sidecar_lock(path: Path) -> Iterator[None]:
 def _wait_for(fd: int, lock_path: Path, wait: float) -> None:
     deadline = time.monotonic() + wait
     while not platform.lock(fd, blocking=False):
+        holder = platform.read_pid(fd)
+        if holder.isdigit() and platform.process_stopped(int(holder)):
+            from selfcorrect.io.display import display_path
+
+            raise HolderStopped(
+                f"{display_path(lock_path)}: pid {holder} holds this lock and is stopped "
+                f"(it will not go on by itself), so nothing was written: let it go on "
+                f"(kill -CONT {holder}) or end it, then run again"
+            )
         if time.monotonic() >= deadline:
             from selfcorrect.io.display import display_path
 
-            holder = platform.read_pid(fd)
             who = f"pid {holder}" if holder.isdigit() else "another program (no pid written)"
             raise LockBusy(
                 f"{display_path(lock_path)}: {who} held this lock for "

@@ -34,11 +34,11 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from selfcorrect.errors import InputError
-from selfcorrect.io import atomic, platform
+from selfcorrect.io import atomic, failure_spool, platform
 from selfcorrect.io.documents import DEFAULT_MAX_BYTES, display_path
 from selfcorrect.io.failure_log import ends_list, find_layout
 from selfcorrect.io.hook_dialect import FAILURE_HEADER
@@ -85,55 +85,100 @@ def render_entry(fields: Mapping[str, str], *, dialect: bool, indent: int) -> st
 
 
 def append_failure(
-    log: Path, fields: Mapping[str, str], *, max_bytes: int = DEFAULT_MAX_BYTES
+    log: Path,
+    fields: Mapping[str, str],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    said: Callable[[str], None] | None = None,
 ) -> bool:
     """Append one entry (its keys in order) to the log, creating the log if needed; False
     (nothing written) when an entry of the same identity is in the log's tail already.
+
+    Entries kept while the log's lock was held by a stopped process are logged first
+    (io/failure_spool.py); when the lock's holder is stopped now, this entry is kept in turn
+    (True: it will be logged). `said` hears why a kept entry could not be logged.
 
     Raises LogRefused (nothing written) when the entry would not be read back, would take the
     log past `max_bytes`, or would be written to a file with another hard link; and the refusal
     every written file gets for a symlink or what is not a regular file.
     """
-    with atomic.sidecar_lock(log):
-        _prepare(log)
-        fd = open_nofollow(log, os.O_RDWR | os.O_APPEND | platform.O_CLOEXEC)
+    try:
+        with atomic.sidecar_lock(log):
+            log_waiting_locked(log, max_bytes=max_bytes, said=said)
+            return _append_locked(log, fields, max_bytes)
+    except atomic.HolderStopped:
         try:
-            info = os.fstat(fd)
+            failure_spool.keep(log, fields)
+        except failure_spool.SpoolFull as exc:
+            raise LogRefused(f"{exc}; the failure was not logged") from None
+        return True
+
+
+def log_waiting(
+    log: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, said: Callable[[str], None] | None = None
+) -> None:
+    """Log the entries kept beside the log (a run does, before it reads the log), unless the
+    lock's holder is still stopped: then they keep waiting."""
+    if not failure_spool.any_waiting(log):
+        return
+    with contextlib.suppress(atomic.HolderStopped), atomic.sidecar_lock(log):
+        log_waiting_locked(log, max_bytes=max_bytes, said=said)
+
+
+def log_waiting_locked(log: Path, *, max_bytes: int, said: Callable[[str], None] | None) -> None:
+    if not failure_spool.any_waiting(log):
+        return
+    for path, kept in failure_spool.waiting(log):
+        if kept is not None:
             try:
-                refuse_shared(fd, log)  # a regular file with no other name, as the journal
-            except InputError as exc:
-                if stat.S_ISREG(info.st_mode):  # a hard link: refused, but the log still reads
-                    raise LogRefused(str(exc)) from None
-                raise
-            size = info.st_size
-            # A byte-order mark is no part of the log's text, as its readers see it.
-            head = _read_at(fd, 0, HEAD).removeprefix("\ufeff")
-            tail = _read_at(fd, max(size - TAIL, 0), TAIL)
-            tail = tail.removeprefix("\ufeff") if size <= TAIL else tail
-            dialect = head.startswith(FAILURE_HEADER)
-            if _logged(fd, size, tail, fields):
-                return False
-            text = "" if not tail or tail.endswith("\n") else "\n"
-            indent = 0 if dialect else _item_indent(fd, log, size, head)
-            if indent is None:  # no `failures:` line at all: start the list
-                text += "failures:\n"
-                indent = 2
-            elif not dialect:
-                _refuse_ended_list(log, tail, indent, size <= TAIL)
-            if dialect and _ITEM.search(tail):
-                text += "\n"  # the hook's template leaves a blank line between entries
-            text += render_entry(fields, dialect=dialect, indent=indent)
-            data = text.encode("utf-8")
-            if size + len(data) > max_bytes:
-                raise LogRefused(
-                    f"{display_path(log)}: this entry would take the log past limits.max_bytes "
-                    f"({max_bytes:,} bytes; it holds {size:,}), and `run` refuses a log that "
-                    "big; the failure was not logged: move the log away (archive it; the next "
-                    "failure starts a new one) or raise limits.max_bytes in selfcorrect.yaml"
-                )
-            _write_whole(fd, log, data, size)
-        finally:
-            os.close(fd)
+                _append_locked(log, kept, max_bytes)
+            except LogRefused as exc:
+                if said is not None:
+                    said(f"{exc} (it waited in {display_path(path.parent)})")
+        failure_spool.done(path)
+
+
+def _append_locked(log: Path, fields: Mapping[str, str], max_bytes: int) -> bool:
+    """The append itself, under the log's lock (see `append_failure`)."""
+    _prepare(log)
+    fd = open_nofollow(log, os.O_RDWR | os.O_APPEND | platform.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        try:
+            refuse_shared(fd, log)  # a regular file with no other name, as the journal
+        except InputError as exc:
+            if stat.S_ISREG(info.st_mode):  # a hard link: refused, but the log still reads
+                raise LogRefused(str(exc)) from None
+            raise
+        size = info.st_size
+        # A byte-order mark is no part of the log's text, as its readers see it.
+        head = _read_at(fd, 0, HEAD).removeprefix("\ufeff")
+        tail = _read_at(fd, max(size - TAIL, 0), TAIL)
+        tail = tail.removeprefix("\ufeff") if size <= TAIL else tail
+        dialect = head.startswith(FAILURE_HEADER)
+        if _logged(fd, size, tail, fields):
+            return False
+        text = "" if not tail or tail.endswith("\n") else "\n"
+        indent = 0 if dialect else _item_indent(fd, log, size, head)
+        if indent is None:  # no `failures:` line at all: start the list
+            text += "failures:\n"
+            indent = 2
+        elif not dialect:
+            _refuse_ended_list(log, tail, indent, size <= TAIL)
+        if dialect and _ITEM.search(tail):
+            text += "\n"  # the hook's template leaves a blank line between entries
+        text += render_entry(fields, dialect=dialect, indent=indent)
+        data = text.encode("utf-8")
+        if size + len(data) > max_bytes:
+            raise LogRefused(
+                f"{display_path(log)}: this entry would take the log past limits.max_bytes "
+                f"({max_bytes:,} bytes; it holds {size:,}), and `run` refuses a log that "
+                "big; the failure was not logged: move the log away (archive it; the next "
+                "failure starts a new one) or raise limits.max_bytes in selfcorrect.yaml"
+            )
+        _write_whole(fd, log, data, size)
+    finally:
+        os.close(fd)
     return True
 
 

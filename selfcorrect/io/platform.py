@@ -69,6 +69,16 @@ def _portable_lock(fd: int, *, blocking: bool) -> bool:
     return True
 
 
+def process_stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP, Ctrl-Z, a debugger): it will not go on by
+    itself. False where /proc does not tell."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rpartition(b")")[2].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
+
+
 def write_pid(fd: int, pid: int | None = None) -> None:
     """Make the lock file hold `pid` (default: ours) alone, for a waiter to name the holder."""
     os.ftruncate(fd, 0)
