@@ -669,12 +669,14 @@ def test_the_quick_start_lists_its_commands_in_the_order_a_user_runs_them() -> N
 
 CALC = {
     # one unused import ruff removes (F401), one undefined name it cannot fix (F821), a bug
-    "src/calc/__init__.py": (
+    "src/calc/__init__.py": "",
+    # not in __init__.py, where ruff's fix of an unused import is unsafe (a re-export?)
+    "src/calc/core.py": (
         "import os\n\n\ndef add(a, b):\n    return a - b\n\n\n"
         "def total(values):\n    return sum(valuez)\n"
     ),
     "tests/test_calc.py": (
-        "from calc import add, total\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "from calc.core import add, total\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
         "def test_total():\n    assert total([1, 2]) == 3\n"
     ),
     "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n'
@@ -737,8 +739,10 @@ def test_quick_start_walks_as_written(tmp_path: Path) -> None:
     assert codes["selfcorrect status workflow/"] == first
     assert (root / "workflow" / "report.html").is_file()
     verdict = yaml.safe_load((root / "workflow/validation_report.yaml").read_text(encoding="utf-8"))
-    assert verdict["status"] != "UNKNOWN", "run --validate-first took init's stub for a report"
-    source = (root / "src/calc/__init__.py").read_text(encoding="utf-8")
+    assert verdict.get("status") in {"PASS", "FIXABLE", "BLOCKED"}, (
+        f"run --validate-first left no verdict (init's stub taken for a report?): {verdict}"
+    )
+    source = (root / "src/calc/core.py").read_text(encoding="utf-8")
     assert "import os" not in source, "ruff's partial fix (the unused import) was undone"
     assert "valuez" in source  # what ruff cannot fix is left for the agent
     prompts = {
@@ -751,7 +755,7 @@ def test_quick_start_walks_as_written(tmp_path: Path) -> None:
     ]
     assert handed, f"no agent directive names what ruff left (F821):\n{prompts}"
     # the agent's fix, then the quick start's run again: PASS
-    (root / "src/calc/__init__.py").write_text(FIXED_CALC, encoding="utf-8")
+    (root / "src/calc/core.py").write_text(FIXED_CALC, encoding="utf-8")
     again, output = run(Step(0, command="selfcorrect run workflow/ --validate-first"), root)
     assert again == 0, output
 
