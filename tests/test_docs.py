@@ -55,7 +55,7 @@ SESSION = "cagents-memory/sessions/act_fix-auth-token-refresh_260805_001"
 EXIT = re.compile(r"(?:^|\s)#\s*exit\s+(\d+)\b")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<info>.*)$")
 WAIT_S = 60  # a bound on a hung command, never a timing assertion
-RUNNABLE_DOCS = {"walkthrough.md", "integration.md", "ci.md", "report.md"}
+RUNNABLE_DOCS = {"walkthrough.md", "integration.md", "ci.md", "report.md", "commands.md"}
 
 
 @dataclass(frozen=True)
