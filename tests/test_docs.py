@@ -842,3 +842,14 @@ def test_the_replay_figures_in_the_docs_are_what_replay_prints() -> None:
     for name in ("consecutive_failures", "repeated_error", "agent_retry", "tool_loop"):
         assert scores[f"signal:{name}"]["precision"] == scores[f"signal:{name}"]["recall"] == 1
     assert scores.get("verdict:BLOCKED", {"fp": 0})["fp"] == 0  # no false BLOCKED
+
+
+def test_the_bench_figures_say_when_and_on_what_they_were_measured() -> None:
+    """The Performance table is a measurement, not the tool's output: its date, machine and code
+    stand beside it (bench/README.md), and no user doc repeats its figures."""
+    bench = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
+    measured = " ".join(section(bench, "The last measured run").split())
+    assert re.search(r"on \d{4}-\d{2}-\d{2}, on the 2-core development machine", measured)
+    assert re.search(r"of the code of commit [0-9a-f]{7,40} \(version [\w.]+\)", measured)
+    for doc in user_docs()[:1] + user_docs()[2:]:
+        assert "| ours | anchor | ratio | target |" not in doc.read_text(encoding="utf-8"), doc
