@@ -91,9 +91,9 @@ def test_after_a_reset_the_run_names_only_what_it_handed_out_and_why_signals_are
 
 
 def test_shell_completion_is_documented_and_works(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
     for shell in ("bash", "zsh", "fish"):
-        assert f"_SELFCORRECT_COMPLETE={shell}_source selfcorrect" in readme
+        assert f"_SELFCORRECT_COMPLETE={shell}_source selfcorrect" in commands
         script = subprocess.run(
             [sys.executable, "-m", "selfcorrect"],
             env={**os.environ, "_SELFCORRECT_COMPLETE": f"{shell}_source"},
