@@ -1060,7 +1060,7 @@ def _json_failure(errors: list[dict[str, object]], *, invalid: bool = True) -> N
 def _internal(exc: Exception, debug: bool, as_json: bool = False) -> int:
     """Never exit 0, never a bare traceback without --debug."""
     if debug:
-        import traceback  # only here: its import costs start-up time (README "Performance")
+        import traceback  # only here: its import costs start-up time (bench/README.md)
 
         click.echo(traceback.format_exc(), err=True)
     else:

@@ -173,8 +173,9 @@ def prompt_path(outcome: RunOutcome, work_item: str) -> str | None:
 
 
 def run_json(outcome: RunOutcome, folder: Path | None = None) -> dict[str, Any]:
-    """The documented, stable `--format json` object (rules §16; README "JSON output"). With
-    the workflow `folder`, rows also say where they stand in their files (add_positions)."""
+    """The documented, stable `--format json` object (rules §16; docs/commands.md, "JSON
+    output"). With the workflow `folder`, rows also say where they stand in their files
+    (add_positions)."""
     plan = outcome.plan
     issues = issue_rows(outcome.decisions, plan)
     subjects = subject_rows(outcome.decisions, plan)

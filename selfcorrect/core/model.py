@@ -155,7 +155,7 @@ class Failure(Struct, frozen=True):
 
     @property
     def subject(self) -> str:
-        """What "the same work item" means: task_id, else file_path, else tool (README);
+        """What "the same work item" means: task_id, else file_path, else tool (docs/rules.md §2);
         bounded in length (core/text_caps.bounded_key)."""
         subject = self.task_id or self.file_path or self.tool
         return subject if len(subject) <= MAX_KEY else bounded_key(subject)
