@@ -330,6 +330,96 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
     return "\n".join(lines) + "\n"
 
 
+# --- the job summary: what a person reads on the run's page ($GITHUB_STEP_SUMMARY) -----------
+
+VERDICTS = {
+    "PASS": "nothing needs anyone",
+    "PENDING": "work handed to agents through their recovery prompts",
+    "BLOCKED": "a person is needed: each open escalation below says what, and how to hand it back",
+}
+# What can start markup inside a line (emphasis, code, links, tables, HTML, entities, math);
+# agent text never starts a line here, so block markers (#, -, 1.) need no escape.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~<>&$])")
+
+
+def markdown(text: str) -> str:
+    """Agent text as one line of inert Markdown: every character GitHub's renderer could read
+    as markup (links, emphasis, tables, HTML) is escaped, breaks become spaces."""
+    return _MARKDOWN.sub(r"\\\1", _oneline(visible(text).replace("\r", " ").replace("\n", " ")))
+
+
+def _code(text: str) -> str:
+    """Text inside a code span: one printable line whose backticks cannot close it."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {_oneline(visible(text))} {fence}"
+
+
+def _next(item: Mapping[str, Any], home: str) -> str:
+    """What to read for the item: its escalation, else its recovery prompt."""
+    if item.get("escalation"):
+        return f"escalation {_code(_text(item['escalation']))}"
+    if item.get("prompt"):
+        return f"prompt {_code(home + '/' + _text(item['prompt']))}"
+    return ""
+
+
+def render_summary(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
+    """The run as Markdown for a CI job's summary page: the verdict, one row per issue and per
+    subject, and each open escalation with the `selfcorrect reset` that hands it back
+    (docs/ci.md, "Job summary"). Every text from a file is escaped: it may be an agent's."""
+    from selfcorrect.commands.status import reset_command
+
+    home = _home(workflow_dir, run) or "workflow"
+    result = _text(run.get("result"), "UNKNOWN")
+    code = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}.get(result)
+    shadow = " (shadow: nothing written)" if run.get("shadow") else ""
+    lines = [f"## selfcorrect: {markdown(result)}{shadow}", ""]
+    ran = _code(f"selfcorrect run {home}")
+    lines.append(
+        f"{ran} exited {code}: {VERDICTS[result]}."
+        if code is not None
+        else f"{ran}: {markdown(result)}."
+    )
+    rows = [("issue", issue) for issue in run.get("issues") or []]
+    rows += [("subject", subject) for subject in run.get("subjects") or []]
+    if rows:
+        lines += [
+            "",
+            "| item | kind | type | status | attempts | next |",
+            "|---|---|---|---|---|---|",
+        ]
+    for kind, row in rows:
+        name = _text(row.get("id"), _text(row.get("fingerprint"))) if kind == "issue" else ""
+        name = name or _text(row.get("subject"), "?")
+        kind_of = _text(row.get("type") if kind == "issue" else row.get("failure_type"), "?")
+        cells = [
+            markdown(name),
+            kind,
+            markdown(kind_of),
+            markdown(_state(row, "unknown")),
+            markdown(attempts_text(row.get("attempts"), row.get("retries"))),
+            _next(row, home).replace("|", "\\|"),  # a table's cell ends at any bare |
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    escalations = run.get("escalations") or []
+    lines += ["", f"### {count(len(escalations), 'open escalation')}"]
+    for entry in escalations:
+        ident = _text(entry.get("id"), "?")
+        lines += [
+            "",
+            f"- **{markdown(ident)}** {markdown(_text(entry.get('subject')))}: "
+            f"{markdown(_text(entry.get('reason')))}",
+            f"  (in {_code(home + '/' + layout.ESCALATIONS)}). After acting on it:",
+            "",
+            "  ```sh",
+            f"  {_oneline(visible(reset_command(home, ident)))}",
+            "  ```",
+        ]
+    if why := [markdown(_text(reason)) for reason in run.get("why") or []]:
+        lines += ["", "Why: " + "; ".join(why)]
+    return "\n".join(lines) + "\n"
+
+
 def _location(path: str, line: int | None) -> dict[str, Any]:
     # Percent-encode all but "/": no segment can read as a scheme, a query or a fragment.
     location: dict[str, Any] = {"artifactLocation": {"uri": quote(path, safe="/")}}

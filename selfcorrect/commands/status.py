@@ -28,6 +28,15 @@ def folder_status(folder: Path, policy_path: Path | None) -> FolderStatus:
     return FolderStatus(outcome, escalations)
 
 
+def reset_command(folder: str, escalation: str) -> str:
+    """The `selfcorrect reset` a person runs for one open escalation after doing what it asks,
+    shell-quoted (the id comes from a file an agent may edit)."""
+    return (
+        f"selfcorrect reset {shlex.quote(folder)} --escalation {shlex.quote(escalation)} "
+        '--evidence "what you changed"'
+    )
+
+
 def next_steps(
     folder: str, open_escalations: list[dict[str, Any]], open_rules: list[str]
 ) -> list[str]:
@@ -35,14 +44,10 @@ def next_steps(
     doing what it asks: `selfcorrect reset` with evidence, or the same by hand in
     escalations.yaml (docs/policy.md, "Human control"). Ids and rule names come from files an
     agent may edit: every one is shell-quoted, so a line copied into a shell runs as shown."""
-    where, steps = shlex.quote(folder), []
-    for entry in open_escalations:
-        ident = str(entry.get("id") or "")
-        if ident:
-            steps.append(
-                f"selfcorrect reset {where} --escalation {shlex.quote(ident)} "
-                '--evidence "what you changed"'
-            )
+    where = shlex.quote(folder)
+    steps = [
+        reset_command(folder, str(entry["id"])) for entry in open_escalations if entry.get("id")
+    ]
     if steps:
         steps.append(
             f"or edit {folder}/escalations.yaml: on each entry set status: resolved, "
