@@ -9,7 +9,8 @@ from typing import Any
 from msgspec import Struct
 
 from selfcorrect.commands.run import RunOutcome, correction_run
-from selfcorrect.core.model import EscalationStatus
+from selfcorrect.core.frozen import thaw
+from selfcorrect.core.model import Escalation, EscalationStatus
 
 
 class FolderStatus(Struct):
@@ -21,11 +22,31 @@ def folder_status(folder: Path, policy_path: Path | None) -> FolderStatus:
     outcome = correction_run(folder, policy_path=policy_path, shadow=True)
     # escalations.yaml as the run loaded it: normalised, size-limited, read once.
     escalations = [
-        {"id": e.id, "subject": e.subject, "reason": e.reason, "kind": e.extra.get("kind")}
-        for e in outcome.decisions.escalations
-        if e.status is EscalationStatus.OPEN
+        open_entry(e) for e in outcome.decisions.escalations if e.status is EscalationStatus.OPEN
     ]
     return FolderStatus(outcome, escalations)
+
+
+def open_entry(escalation: Escalation) -> dict[str, Any]:
+    """An open entry with all escalations.yaml says of it (docs/report.md, "Open escalations"):
+    the report's card shows the error chain, what was tried, the files, the type, the attempts
+    and the rule after the run wrote the entry as before, not only its id and reason."""
+    return {
+        **thaw(escalation.extra),  # kind, fingerprint, and what else the file's entry holds
+        "id": escalation.id,
+        "subject": escalation.subject,
+        "reason": escalation.reason,
+        "failure_type": escalation.failure_type,
+        "attempts": escalation.attempts,
+        "ladder_step": escalation.ladder_step,
+        "error_chain": thaw(escalation.error_chain),
+        "tried": list(escalation.tried),
+        "files": list(escalation.files),
+        "checkpoints": list(escalation.checkpoints),
+        "rule": escalation.rule,
+        "rule_version": escalation.rule_version,
+        "created_at": escalation.created_at,
+    }
 
 
 def reset_command(folder: str, escalation: str) -> str:
