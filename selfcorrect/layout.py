@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+# The workflow folder a project has when nothing names another: what the hooks, the Action and
+# pre-commit default to, and what a command without DIR looks for (docs/integration.md).
+DEFAULT_FOLDER = "workflow"
+
 # Decision documents and hook logs at the top of DIR.
 POLICY = "selfcorrect.yaml"
 REPORT = "validation_report.yaml"

@@ -19,6 +19,7 @@ from selfcorrect.cli.options import (
     folder_argument,
     format_option,
     make_common,
+    new_folder_argument,
     pending_exit,
     pending_ok_option,
     wait_option,
@@ -152,7 +153,7 @@ def _make_check() -> click.Command:
 @_lazy("init")
 def _make_init() -> click.Command:
     @click.command()
-    @folder_argument
+    @new_folder_argument
     @common_options
     def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
         """Create DIR with a commented policy and empty but valid inputs.
