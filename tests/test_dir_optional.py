@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import copy_example
+from tests.test_session_report import cli
 
 # Each command that takes DIR, with arguments that write nothing and say what they read.
 READERS = [
@@ -25,17 +25,6 @@ READERS = [
     ["validate"],
     ["reset", "--subject", "nope", "--evidence", "checked"],  # refused: no such subject
 ]
-
-
-def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "selfcorrect", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def project(tmp_path: Path) -> Path:
