@@ -75,3 +75,30 @@ def test_invalid_input_says_so_in_the_summary(tmp_path: Path) -> None:
     assert "global\\_cycles" in summary
     (log,) = [text for name, _, text in ran if name == "Correction run"]
     assert re.search(r"^::error file=workflow/selfcorrect\.yaml,line=1,", log, re.M), log
+
+
+def test_an_escalation_no_item_names_gets_its_own_annotation_and_summary_entry() -> None:
+    """A circuit's escalation stops a rule, not one issue or subject: no row carries it, yet
+    the log and the summary still name it and how to hand it back."""
+    from selfcorrect.cli.ci_formats import render_github, render_summary
+
+    run = {
+        "workflow_dir": "agents/wf",
+        "result": "BLOCKED",
+        "issues": [],
+        "subjects": [],
+        "escalations": [
+            {"id": "ESC-1", "subject": "linting_errors", "reason": "circuit open: <b>3</b> undone"}
+        ],
+        "why": ["blocked: circuit linting_errors"],
+    }
+    log = render_github(run)
+    assert (
+        "::error file=agents/wf/escalations.yaml,title=selfcorrect escalation::ESC-1: "
+        "linting_errors: circuit open: <b>3</b> undone. A person decides; after acting on it: "
+        'selfcorrect reset agents/wf --escalation ESC-1 --evidence "what you changed"'
+    ) in log.splitlines()
+    assert "selfcorrect: BLOCKED: 1 error," in log
+    summary = render_summary(run)
+    assert "**ESC-1** linting\\_errors: circuit open: \\<b\\>3\\</b\\> undone" in summary
+    assert 'selfcorrect reset agents/wf --escalation ESC-1 --evidence "what you changed"' in summary

@@ -20,6 +20,7 @@ from msgspec.structs import replace
 
 from selfcorrect import __version__, layout
 from selfcorrect.cli.words import attempts_text, count, printable
+from selfcorrect.core.person_commands import reset_escalation
 
 # The repository (pyproject's project.urls; tests/test_ci_rules.py keeps them the same): the
 # package is not on an index yet, and rules' help points at its docs/.
@@ -289,6 +290,13 @@ def _home(workflow_dir: str | None, run: Mapping[str, Any] | None = None) -> str
     return home or "workflow"
 
 
+def _uncited_escalations(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The run's escalations that no issue or subject row names."""
+    rows = [*(run.get("issues") or []), *(run.get("subjects") or [])]
+    cited = {str(row["escalation"]) for row in rows if row.get("escalation")}
+    return [e for e in run.get("escalations") or [] if str(e.get("id")) not in cited]
+
+
 def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
     """Workflow commands: one annotation per issue and per subject that is not ok, pinned to
     the file (and line) its target names."""
@@ -303,6 +311,18 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
             where = [("file", f"{home}/{item.source}"), ("line", str(item.source_line))]
         lines.append(
             _command(GITHUB[item.level or "note"], [*where, ("title", item.title)], item.message)
+        )
+    uncited = _uncited_escalations(run)
+    for entry in uncited:  # a circuit's, say: no issue or subject row carries it
+        ident = _text(entry.get("id"), "?")
+        where = [("file", f"{home}/{layout.ESCALATIONS}")] if home else []
+        lines.append(
+            _command(
+                "error",
+                [*where, ("title", "selfcorrect escalation")],
+                f"{ident}: {_text(entry.get('subject'))}: {_text(entry.get('reason'))}. A person "
+                f"decides; after acting on it: {reset_escalation(home or 'workflow', ident)}",
+            )
         )
     for warning in run.get("warnings") or []:  # input problems, pinned to the file when we can
         props = []
@@ -320,6 +340,7 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
         lines += [f"why: {_oneline(reason)}" for reason in why]
         lines.append(f"::{token}::")
     levels = {level: sum(item.level == level for item in found) for level in GITHUB}
+    levels["error"] += len(uncited)
     lines.append(
         f"selfcorrect: {_oneline(_text(run.get('result'), 'UNKNOWN'))}: "
         f"{count(levels['error'], 'error')}, {count(levels['warning'], 'warning')}, "
@@ -367,8 +388,6 @@ def render_summary(run: Mapping[str, Any], *, workflow_dir: str | None = None) -
     """The run as Markdown for a CI job's summary page: the verdict, one row per issue and per
     subject, and each open escalation with the `selfcorrect reset` that hands it back
     (docs/ci.md, "Job summary"). Every text from a file is escaped: it may be an agent's."""
-    from selfcorrect.commands.status import reset_command
-
     home = _home(workflow_dir, run) or "workflow"
     result = _text(run.get("result"), "UNKNOWN")
     code = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}.get(result)
@@ -412,7 +431,7 @@ def render_summary(run: Mapping[str, Any], *, workflow_dir: str | None = None) -
             f"  (in {_code(home + '/' + layout.ESCALATIONS)}). After acting on it:",
             "",
             "  ```sh",
-            f"  {_oneline(visible(reset_command(home, ident)))}",
+            f"  {_oneline(visible(reset_escalation(home, ident)))}",
             "  ```",
         ]
     if why := [markdown(_text(reason)) for reason in run.get("why") or []]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from msgspec import Struct
 from selfcorrect.commands.run import RunOutcome, correction_run
 from selfcorrect.core.frozen import thaw
 from selfcorrect.core.model import Escalation, EscalationStatus
+from selfcorrect.core.person_commands import reset_escalation, reset_rule
 
 
 class FolderStatus(Struct):
@@ -49,15 +49,6 @@ def open_entry(escalation: Escalation) -> dict[str, Any]:
     }
 
 
-def reset_command(folder: str, escalation: str) -> str:
-    """The `selfcorrect reset` a person runs for one open escalation after doing what it asks,
-    shell-quoted (the id comes from a file an agent may edit)."""
-    return (
-        f"selfcorrect reset {shlex.quote(folder)} --escalation {shlex.quote(escalation)} "
-        '--evidence "what you changed"'
-    )
-
-
 def next_steps(
     folder: str, open_escalations: list[dict[str, Any]], open_rules: list[str]
 ) -> list[str]:
@@ -65,9 +56,8 @@ def next_steps(
     doing what it asks: `selfcorrect reset` with evidence, or the same by hand in
     escalations.yaml (docs/policy.md, "Human control"). Ids and rule names come from files an
     agent may edit: every one is shell-quoted, so a line copied into a shell runs as shown."""
-    where = shlex.quote(folder)
     steps = [
-        reset_command(folder, str(entry["id"])) for entry in open_escalations if entry.get("id")
+        reset_escalation(folder, str(entry["id"])) for entry in open_escalations if entry.get("id")
     ]
     if steps:
         steps.append(
@@ -76,7 +66,5 @@ def next_steps(
             "the next run acts on it"
         )
     for rule in dict.fromkeys(open_rules):
-        steps.append(
-            f'selfcorrect reset {where} --rule {shlex.quote(rule)} --evidence "why it is safe"'
-        )
+        steps.append(reset_rule(folder, rule))
     return steps

@@ -35,6 +35,7 @@ def reports_turns(project: Path) -> bool:
 
 # The hook commands `install` writes: `… selfcorrect hook claude-code EVENT DIR`, DIR usually
 # `"$CLAUDE_PROJECT_DIR"/workflow` (the shell expands it to the project's root).
+_SELFCORRECT = re.compile(r"(?:^|[/\\])selfcorrect(?:\.exe)?$")  # by any path, or `-m selfcorrect`
 _PROJECT_VARIABLE = re.compile(r"^\$\{?(?:CLAUDE|GEMINI)_PROJECT_DIR\}?(?:/|$)")
 
 
@@ -75,7 +76,7 @@ def _hook_folder(command: str) -> str | None:
         return None
     for index, word in enumerate(words[1:], 1):
         previous = words[index - 1]
-        if word == "hook" and (previous == "selfcorrect" or previous.endswith("/selfcorrect")):
+        if word == "hook" and _SELFCORRECT.search(previous):
             rest = words[index + 1 :]
             if rest[:1] in (["claude-code"], ["gemini"]):
                 return rest[2] if len(rest) > 2 else layout.DEFAULT_FOLDER
