@@ -428,7 +428,8 @@ def render_summary(run: Mapping[str, Any], *, workflow_dir: str | None = None) -
             "",
             f"- **{markdown(ident)}** {markdown(_text(entry.get('subject')))}: "
             f"{markdown(_text(entry.get('reason')))}",
-            f"  (in {_code(home + '/' + layout.ESCALATIONS)}). After acting on it:",
+            f"  ({'a run would add it to' if run.get('shadow') else 'in'} "
+            f"{_code(home + '/' + layout.ESCALATIONS)}). After acting on it:",
             "",
             "  ```sh",
             f"  {_oneline(visible(reset_escalation(home, ident)))}",
