@@ -371,8 +371,10 @@ def markdown(text: str) -> str:
 
 def _code(text: str) -> str:
     """Text inside a code span: one printable line whose backticks cannot close it."""
+    text = _oneline(visible(text))
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    return f"{fence} {_oneline(visible(text))} {fence}"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""  # the renderer strips it
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _next(item: Mapping[str, Any], home: str) -> str:
