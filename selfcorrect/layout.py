@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-# The workflow folder an agent hook uses when its command names none (hooks/dispatch.py spells
-# it again, so the gate imports nothing more).
+# The workflow folder a project has when nothing names another: what the hooks, the Action and
+# pre-commit default to, and what a command without DIR looks for (docs/integration.md;
+# hooks/dispatch.py spells it again, so the gate imports nothing more).
 DEFAULT_FOLDER = "workflow"
 
 # Decision documents and hook logs at the top of DIR.

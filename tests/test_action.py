@@ -96,6 +96,7 @@ def play_action(
         env = environment() | (install if installing else {})
         env |= {"GITHUB_OUTPUT": str(github_output), "GITHUB_ACTION_PATH": str(REPO)}
         env |= {"GITHUB_PATH": str(temp / "github_path"), "GITHUB_ENV": str(temp / "github_env")}
+        env |= {"GITHUB_STEP_SUMMARY": str(temp / "step_summary.md")}  # the job's summary page
         env |= {"RUNNER_TEMP": str(temp), "RUNNER_OS": "Linux"}
         for key, raw in step.get("env", {}).items():
             env[key] = expand(str(raw), inputs, outputs, temp)
@@ -211,7 +212,7 @@ def test_ci_md_uses_the_action_with_inputs_it_has() -> None:
 
 def test_the_action_runs_selfcorrect_run_with_sarif() -> None:
     scripts = " ".join(step.get("run", "") for step in action()["runs"]["steps"])
-    assert '"$BIN/selfcorrect" run "$FOLDER" --format sarif' in scripts
+    assert '"$BIN/selfcorrect" run "$FOLDER" --format github --sarif "$SARIF"' in scripts
     assert action()["runs"]["using"] == "composite"
     uses: list[Any] = [step.get("uses", "") for step in action()["runs"]["steps"]]
     assert any(u.startswith("github/codeql-action/upload-sarif@") for u in uses)

@@ -215,8 +215,9 @@ def test_github_hostile_text_never_starts_a_command() -> None:
     run = hostile_run()
     output = render_github(run)
     commands, plain = parse_github(output)
-    # One per issue, per non-ok subject, per warning; ok subjects are silent.
-    assert len(commands) == len(run["issues"]) + len(run["subjects"]) - 1 + len(run["warnings"])
+    # One per issue, per non-ok subject, per warning, and per escalation no row names (ESC-1
+    # here, as a circuit's); ok subjects are silent.
+    assert len(commands) == len(run["issues"]) + len(run["subjects"]) - 1 + len(run["warnings"]) + 1
     messages = [message for _, _, message in commands]
     for text in HOSTILE:  # decoding our escaping gives back the original agent text
         assert any(f"detail {text}" in message for message in messages)
@@ -231,7 +232,7 @@ def test_github_hostile_text_never_starts_a_command() -> None:
     assert "a,b:c.py" in files  # a subject that is a file, with property escaping undone
     assert all(f is None or (not f.startswith("/") and ".." not in f) for f in files)
     assert "/abs/secret.yaml" not in output
-    assert [c for c, _, _ in commands].count("error") == len(HOSTILE) + 1
+    assert [c for c, _, _ in commands].count("error") == len(HOSTILE) + 2
     assert [c for c, _, _ in commands].count("notice") == 1
     assert plain[-1].startswith("selfcorrect: BLOCKED: ")
     assert [line for line in plain if line.startswith("why: ")] == [
@@ -291,7 +292,7 @@ def test_github_any_agent_text_stays_inside_its_line(text: str) -> None:
     run["subjects"] = [subject(text, "blocked")]
     run["why"] = [text]
     commands, _ = parse_github(render_github(run))
-    assert len(commands) == 2 + len(run["warnings"])
+    assert len(commands) == 2 + len(run["warnings"]) + 1  # + ESC-1, which no row names
 
 
 # --- SARIF --------------------------------------------------------------------------------------

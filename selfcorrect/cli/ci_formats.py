@@ -20,6 +20,7 @@ from msgspec.structs import replace
 
 from selfcorrect import __version__, layout
 from selfcorrect.cli.words import attempts_text, count, printable
+from selfcorrect.core.person_commands import reset_escalation
 
 # The repository (pyproject's project.urls; tests/test_ci_rules.py keeps them the same): the
 # package is not on an index yet, and rules' help points at its docs/.
@@ -289,6 +290,13 @@ def _home(workflow_dir: str | None, run: Mapping[str, Any] | None = None) -> str
     return home or "workflow"
 
 
+def _uncited_escalations(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The run's escalations that no issue or subject row names."""
+    rows = [*(run.get("issues") or []), *(run.get("subjects") or [])]
+    cited = {str(row["escalation"]) for row in rows if row.get("escalation")}
+    return [e for e in run.get("escalations") or [] if str(e.get("id")) not in cited]
+
+
 def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
     """Workflow commands: one annotation per issue and per subject that is not ok, pinned to
     the file (and line) its target names."""
@@ -303,6 +311,18 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
             where = [("file", f"{home}/{item.source}"), ("line", str(item.source_line))]
         lines.append(
             _command(GITHUB[item.level or "note"], [*where, ("title", item.title)], item.message)
+        )
+    uncited = _uncited_escalations(run)
+    for entry in uncited:  # a circuit's, say: no issue or subject row carries it
+        ident = _text(entry.get("id"), "?")
+        where = [("file", f"{home}/{layout.ESCALATIONS}")] if home else []
+        lines.append(
+            _command(
+                "error",
+                [*where, ("title", "selfcorrect escalation")],
+                f"{ident}: {_text(entry.get('subject'))}: {_text(entry.get('reason'))}. A person "
+                f"decides; after acting on it: {reset_escalation(home or 'workflow', ident)}",
+            )
         )
     for warning in run.get("warnings") or []:  # input problems, pinned to the file when we can
         props = []
@@ -320,6 +340,7 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
         lines += [f"why: {_oneline(reason)}" for reason in why]
         lines.append(f"::{token}::")
     levels = {level: sum(item.level == level for item in found) for level in GITHUB}
+    levels["error"] += len(uncited)
     lines.append(
         f"selfcorrect: {_oneline(_text(run.get('result'), 'UNKNOWN'))}: "
         f"{count(levels['error'], 'error')}, {count(levels['warning'], 'warning')}, "
@@ -327,6 +348,97 @@ def render_github(run: Mapping[str, Any], *, workflow_dir: str | None = None) ->
         f"and {count(len(run.get('subjects') or []), 'subject')}; "
         f"{count(len(run.get('escalations') or []), 'escalation')}"
     )
+    return "\n".join(lines) + "\n"
+
+
+# --- the job summary: what a person reads on the run's page ($GITHUB_STEP_SUMMARY) -----------
+
+VERDICTS = {
+    "PASS": "nothing needs anyone",
+    "PENDING": "work handed to agents through their recovery prompts",
+    "BLOCKED": "a person is needed: each open escalation below says what, and how to hand it back",
+}
+# What can start markup inside a line (emphasis, code, links, tables, HTML, entities, math);
+# agent text never starts a line here, so block markers (#, -, 1.) need no escape.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~<>&$])")
+
+
+def markdown(text: str) -> str:
+    """Agent text as one line of inert Markdown: every character GitHub's renderer could read
+    as markup (links, emphasis, tables, HTML) is escaped, breaks become spaces."""
+    return _MARKDOWN.sub(r"\\\1", _oneline(visible(text).replace("\r", " ").replace("\n", " ")))
+
+
+def _code(text: str) -> str:
+    """Text inside a code span: one printable line whose backticks cannot close it."""
+    text = _oneline(visible(text))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""  # the renderer strips it
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _next(item: Mapping[str, Any], home: str) -> str:
+    """What to read for the item: its escalation, else its recovery prompt."""
+    if item.get("escalation"):
+        return f"escalation {_code(_text(item['escalation']))}"
+    if item.get("prompt"):
+        return f"prompt {_code(home + '/' + _text(item['prompt']))}"
+    return ""
+
+
+def render_summary(run: Mapping[str, Any], *, workflow_dir: str | None = None) -> str:
+    """The run as Markdown for a CI job's summary page: the verdict, one row per issue and per
+    subject, and each open escalation with the `selfcorrect reset` that hands it back
+    (docs/ci.md, "Job summary"). Every text from a file is escaped: it may be an agent's."""
+    home = _home(workflow_dir, run) or "workflow"
+    result = _text(run.get("result"), "UNKNOWN")
+    code = {"PASS": 0, "BLOCKED": 1, "PENDING": 3}.get(result)
+    shadow = " (shadow: nothing written)" if run.get("shadow") else ""
+    lines = [f"## selfcorrect: {markdown(result)}{shadow}", ""]
+    ran = _code(f"selfcorrect run {home}")
+    lines.append(
+        f"{ran} exited {code}: {VERDICTS[result]}."
+        if code is not None
+        else f"{ran}: {markdown(result)}."
+    )
+    rows = [("issue", issue) for issue in run.get("issues") or []]
+    rows += [("subject", subject) for subject in run.get("subjects") or []]
+    if rows:
+        lines += [
+            "",
+            "| item | kind | type | status | attempts | next |",
+            "|---|---|---|---|---|---|",
+        ]
+    for kind, row in rows:
+        name = _text(row.get("id"), _text(row.get("fingerprint"))) if kind == "issue" else ""
+        name = name or _text(row.get("subject"), "?")
+        kind_of = _text(row.get("type") if kind == "issue" else row.get("failure_type"), "?")
+        cells = [
+            markdown(name),
+            kind,
+            markdown(kind_of),
+            markdown(_state(row, "unknown")),
+            markdown(attempts_text(row.get("attempts"), row.get("retries"))),
+            _next(row, home).replace("|", "\\|"),  # a table's cell ends at any bare |
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    escalations = run.get("escalations") or []
+    lines += ["", f"### {count(len(escalations), 'open escalation')}"]
+    for entry in escalations:
+        ident = _text(entry.get("id"), "?")
+        lines += [
+            "",
+            f"- **{markdown(ident)}** {markdown(_text(entry.get('subject')))}: "
+            f"{markdown(_text(entry.get('reason')))}",
+            f"  ({'a run would add it to' if run.get('shadow') else 'in'} "
+            f"{_code(home + '/' + layout.ESCALATIONS)}). After acting on it:",
+            "",
+            "  ```sh",
+            f"  {_oneline(visible(reset_escalation(home, ident)))}",
+            "  ```",
+        ]
+    if why := [markdown(_text(reason)) for reason in run.get("why") or []]:
+        lines += ["", "Why: " + "; ".join(why)]
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from selfcorrect.cli.options import (
     folder_argument,
     format_option,
     make_common,
+    new_folder_argument,
     pending_exit,
     pending_ok_option,
     wait_option,
@@ -152,7 +153,7 @@ def _make_check() -> click.Command:
 @_lazy("init")
 def _make_init() -> click.Command:
     @click.command()
-    @folder_argument
+    @new_folder_argument
     @common_options
     def init(folder: Path, policy: Path | None, color: str, verbose: int, quiet: bool) -> int:
         """Create DIR with a commented policy and empty but valid inputs.
@@ -196,6 +197,14 @@ def _make_run() -> click.Command:
         is_flag=True,
         help="Run the validator once first, so the run starts from a fresh report.",
     )
+    @click.option(
+        "--sarif",
+        "sarif_file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        metavar="FILE",
+        help="Also write the SARIF 2.1.0 log to FILE, whatever --format prints (the Action "
+        "prints annotations and uploads this file from one run).",
+    )
     @pending_ok_option
     @wait_option
     @common_options
@@ -205,6 +214,7 @@ def _make_run() -> click.Command:
         shadow: bool,
         max_cycles: int | None,
         validate_first: bool,
+        sarif_file: Path | None,
         pending_ok: bool,
         wait: float,
         policy: Path | None,
@@ -233,8 +243,11 @@ def _make_run() -> click.Command:
 
         \b
         --format github|sarif|junit print CI output to stdout (SARIF 2.1.0 for
-        GitHub code scanning). Exit codes: 0 PASS, 1 BLOCKED (see escalations.yaml),
-        2 invalid input, 3 PENDING (work handed to agents through recovery/).
+        GitHub code scanning); github also appends a Markdown job summary (the
+        verdict, each item, each open escalation with its reset command) to the
+        file $GITHUB_STEP_SUMMARY names. Exit codes: 0 PASS, 1 BLOCKED (see
+        escalations.yaml), 2 invalid input, 3 PENDING (work handed to agents
+        through recovery/).
 
         \b
         One writer per folder: a run holds DIR/.selfcorrect/folder.lock while it
@@ -257,7 +270,7 @@ def _make_run() -> click.Command:
                 validate_first=validate_first,
                 wait=wait,
             )
-        show_run(outcome, fmt, common, documents_display(folder), folder)
+        show_run(outcome, fmt, common, documents_display(folder), folder, sarif_file)
         return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
 
     return run
@@ -1033,13 +1046,18 @@ def _github_failure(exc: SelfcorrectError) -> None:
     """What stopped the command, as annotations on stdout: a CI log shows an invalid policy
     at its line as it shows any other problem (docs/ci.md)."""
     from selfcorrect.cli.check_report import ci_diagnostics
+    from selfcorrect.cli.ci_formats import markdown
+    from selfcorrect.cli.run_report import append_job_summary
 
+    lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
+    shown = "\n".join(f"- {markdown(line)}" for line in lines)
+    what = "invalid input" if exc.exit_code == ExitCode.INVALID else "stopped"
+    append_job_summary(f"## selfcorrect: {what} (exit {int(exc.exit_code)})\n\n{shown}\n")
     if isinstance(exc, InputError) and exc.diagnostics:
         click.echo(ci_diagnostics(exc.diagnostics, "github"), nl=False)
         return
     from selfcorrect.cli.ci_formats import escape_data
 
-    lines = exc.lines if isinstance(exc, InputError) else [str(exc)]
     click.echo(f"::error title=selfcorrect::{escape_data(chr(10).join(lines))}")
 
 

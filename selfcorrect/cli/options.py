@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -83,7 +84,33 @@ def format_option(*choices: str) -> Callable[[F], F]:
     )
 
 
-folder_argument = click.argument(
+def _found_when_omitted(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    """DIR as given, else the workflow folder found from the current folder upward."""
+    if value is not None:
+        return value
+    from selfcorrect.cli.workflow_folder import find_workflow_folder
+
+    found = find_workflow_folder(Path.cwd())
+    return Path(os.path.relpath(found)) if found.is_relative_to(Path.cwd()) else found
+
+
+def folder_argument(func: F) -> F:
+    """DIR, the workflow folder: optional, found as git finds .git when omitted (said in the
+    command's --help)."""
+    from selfcorrect.cli.workflow_folder import OMITTED
+
+    if func.__doc__:
+        func.__doc__ = f"{inspect.cleandoc(func.__doc__)}\n\n{OMITTED}"
+    return click.argument(
+        "folder",
+        metavar="[DIR]",
+        required=False,
+        type=click.Path(path_type=Path, file_okay=False),
+        callback=_found_when_omitted,
+    )(func)
+
+
+new_folder_argument = click.argument(
     "folder", metavar="DIR", type=click.Path(path_type=Path, file_okay=False)
 )
 

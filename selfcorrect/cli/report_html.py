@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
+from selfcorrect.core.plural import count
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io.resources import data_dir
 
@@ -170,7 +171,14 @@ def _environment() -> Environment:
     env.filters["why"] = part_why
     env.filters["ago"] = _ago
     env.filters["local"] = _local
+    env.filters["count"] = count  # "1 open escalation", "2 open escalations" (core/plural.py)
+    env.filters["noun"] = noun
     return env
+
+
+def noun(n: object, one: str, many: str | None = None) -> str:
+    """The noun that agrees with `n`, for a card that shows the number apart."""
+    return count(n if isinstance(n, int) else 0, one, many).split(" ", 1)[1]
 
 
 def _page_order(items: list[ItemTimeline]) -> list[ItemTimeline]:

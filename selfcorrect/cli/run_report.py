@@ -245,19 +245,25 @@ def _steps(step: int | None) -> str:
 
 
 def show_run(
-    outcome: RunOutcome, fmt: str, common: Common, folder: str, path: Path | None = None
+    outcome: RunOutcome,
+    fmt: str,
+    common: Common,
+    folder: str,
+    path: Path | None = None,
+    sarif_file: Path | None = None,
 ) -> None:
     """`folder` as the user typed it; `path` the folder itself, for the machine formats'
-    positions (without it, they carry none)."""
+    positions (without it, they carry none); `sarif_file` where the SARIF log goes too."""
     for warning in outcome.decisions.warnings:
         click.echo(printable(str(warning)), err=True)
+    data = run_json(outcome, path) if fmt != "text" or sarif_file is not None else {}
+    write_ci_files(data, fmt, folder, sarif_file)
     if fmt == "json":
-        click.echo(json.dumps(run_json(outcome, path), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     if fmt in ("github", "sarif", "junit"):
         from selfcorrect.cli import ci_formats
 
-        data = run_json(outcome, path)
         text = {
             "github": lambda: ci_formats.render_github(data, workflow_dir=folder),
             "sarif": lambda: ci_formats.render_sarif(data, workflow_dir=folder),
@@ -304,6 +310,30 @@ def show_run(
     if common.verbosity < 0:
         lines = lines[:1]
     click.echo("\n".join(lines), color=common.color)
+
+
+def write_ci_files(data: dict[str, Any], fmt: str, folder: str, sarif_file: Path | None) -> None:
+    """Beside what stdout shows, one run's other CI outputs (docs/ci.md): the SARIF log to
+    `--sarif FILE`, and under `--format github` the job summary, appended to the file GitHub
+    names in $GITHUB_STEP_SUMMARY, so a log without code scanning still says what is blocked."""
+    from selfcorrect.cli import ci_formats
+    from selfcorrect.io.atomic import replace_file
+
+    if sarif_file is not None:
+        text = ci_formats.render_sarif(data, workflow_dir=folder)
+        replace_file(sarif_file, text.encode("utf-8"), always=True)
+    if fmt == "github":
+        append_job_summary(ci_formats.render_summary(data, workflow_dir=folder))
+
+
+def append_job_summary(markdown: str) -> None:
+    """Append to the job summary file GitHub Actions gives each step; nothing elsewhere."""
+    import os
+
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(markdown)
 
 
 def _escalation_changes(outcome: RunOutcome) -> str:

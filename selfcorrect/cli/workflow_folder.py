@@ -29,7 +29,14 @@ MARKERS = (
     layout.HANDOFFS,
     layout.STATE,
 )
-NEAR_NAME = "workflow"
+NEAR_NAME = layout.DEFAULT_FOLDER
+# Where the upward search stops: the project's root, as git stops at its repository's.
+PROJECT_MARK = ".git"
+OMITTED = (
+    "DIR, when omitted, is found from the current folder upward, as git finds .git: the "
+    "folder the project's hook settings name (.claude/settings.json, settings.local.json), "
+    "else a workflow/ folder holding a workflow file."
+)
 
 
 def has_workflow_file(folder: Path) -> bool:
@@ -81,3 +88,26 @@ def _spelled(near: Path, folder: Path, shown: str) -> str:
     """The nearby folder, spelled from what the user typed (`workflow`, `../workflow`)."""
     up = () if near.parent == folder else (os.pardir,)
     return os.path.normpath(os.path.join(shown, *up, near.name))
+
+
+def find_workflow_folder(start: Path) -> Path:
+    """The workflow folder of the project `start` is in (a command run without DIR): in
+    `start` and each folder above it up to the project's root (the one holding .git), the
+    folder the hook settings name there, else its `workflow/` if it holds a workflow file
+    (docs/integration.md, "Finding DIR"). InputError (exit 2) naming `init` when none."""
+    from selfcorrect.io.host_settings import hooked_folder
+
+    for place in (start, *start.parents):
+        named = hooked_folder(place)
+        if named is not None:
+            return named
+        candidate = place / NEAR_NAME
+        if candidate.is_dir() and has_workflow_file(candidate):
+            return candidate
+        if (place / PROJECT_MARK).exists():
+            break
+    raise InputError(
+        f"no workflow folder found from {start} up to the project's root: no {NEAR_NAME}/ "
+        "folder with a workflow file, and no hook settings naming one; pass DIR, or start one "
+        f"with `selfcorrect init {NEAR_NAME}/`"
+    )

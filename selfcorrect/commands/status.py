@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
 from msgspec import Struct
 
 from selfcorrect.commands.run import RunOutcome, correction_run
-from selfcorrect.core.model import EscalationStatus
+from selfcorrect.core.frozen import thaw
+from selfcorrect.core.model import Escalation, EscalationStatus
+from selfcorrect.core.person_commands import reset_escalation, reset_rule
 
 
 class FolderStatus(Struct):
@@ -21,11 +22,31 @@ def folder_status(folder: Path, policy_path: Path | None) -> FolderStatus:
     outcome = correction_run(folder, policy_path=policy_path, shadow=True)
     # escalations.yaml as the run loaded it: normalised, size-limited, read once.
     escalations = [
-        {"id": e.id, "subject": e.subject, "reason": e.reason, "kind": e.extra.get("kind")}
-        for e in outcome.decisions.escalations
-        if e.status is EscalationStatus.OPEN
+        open_entry(e) for e in outcome.decisions.escalations if e.status is EscalationStatus.OPEN
     ]
     return FolderStatus(outcome, escalations)
+
+
+def open_entry(escalation: Escalation) -> dict[str, Any]:
+    """An open entry with all escalations.yaml says of it (docs/report.md, "Open escalations"):
+    the report's card shows the error chain, what was tried, the files, the type, the attempts
+    and the rule after the run wrote the entry as before, not only its id and reason."""
+    return {
+        **thaw(escalation.extra),  # kind, fingerprint, and what else the file's entry holds
+        "id": escalation.id,
+        "subject": escalation.subject,
+        "reason": escalation.reason,
+        "failure_type": escalation.failure_type,
+        "attempts": escalation.attempts,
+        "ladder_step": escalation.ladder_step,
+        "error_chain": thaw(escalation.error_chain),
+        "tried": list(escalation.tried),
+        "files": list(escalation.files),
+        "checkpoints": list(escalation.checkpoints),
+        "rule": escalation.rule,
+        "rule_version": escalation.rule_version,
+        "created_at": escalation.created_at,
+    }
 
 
 def next_steps(
@@ -35,14 +56,9 @@ def next_steps(
     doing what it asks: `selfcorrect reset` with evidence, or the same by hand in
     escalations.yaml (docs/policy.md, "Human control"). Ids and rule names come from files an
     agent may edit: every one is shell-quoted, so a line copied into a shell runs as shown."""
-    where, steps = shlex.quote(folder), []
-    for entry in open_escalations:
-        ident = str(entry.get("id") or "")
-        if ident:
-            steps.append(
-                f"selfcorrect reset {where} --escalation {shlex.quote(ident)} "
-                '--evidence "what you changed"'
-            )
+    steps = [
+        reset_escalation(folder, str(entry["id"])) for entry in open_escalations if entry.get("id")
+    ]
     if steps:
         steps.append(
             f"or edit {folder}/escalations.yaml: on each entry set status: resolved, "
@@ -50,7 +66,5 @@ def next_steps(
             "the next run acts on it"
         )
     for rule in dict.fromkeys(open_rules):
-        steps.append(
-            f'selfcorrect reset {where} --rule {shlex.quote(rule)} --evidence "why it is safe"'
-        )
+        steps.append(reset_rule(folder, rule))
     return steps
