@@ -262,6 +262,6 @@ def test_every_action_the_action_uses_is_pinned_by_commit() -> None:
 def test_ci_md_installs_from_the_repository_not_a_package_index() -> None:
     ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
     source = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Source"]
-    assert f'"selfcorrect @ git+{source}@v' in ci
+    assert f'"selfcorrect @ git+{source}@REF"' in ci
     assert "not published on a package index" in ci
     assert not re.search(r"pip install (-\S+ )*selfcorrect\b(?! @)", ci)  # never from PyPI

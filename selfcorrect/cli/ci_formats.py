@@ -24,7 +24,7 @@ from selfcorrect.core.person_commands import reset_escalation
 
 # The repository (pyproject's project.urls; tests/test_ci_rules.py keeps them the same): the
 # package is not on an index yet, and rules' help points at its docs/.
-INFORMATION_URI = "https://github.com/selfcorrect/selfcorrect"
+INFORMATION_URI = "https://github.com/OWNER/selfcorrect"
 DOCS_URI = f"{INFORMATION_URI}/blob/main/docs"
 # What each kind of rule is, how selfcorrect handles it, and where the rule is stated.
 ISSUE_RULE = (
