@@ -1,0 +1,72 @@
+"""A new user's own project: `init`, then `validate`, then `run --validate-first`, each a real
+process of the CLI, as the quick start writes them (docs/rules.md §14, docs/integration.md).
+
+The report `init` writes says no validator has run: it is no one's report, so the built-in
+validator replaces it, while a report another validator wrote stays protected."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import git, load
+
+UNKNOWN_STUB = Path(__file__).parent / "examples" / "validation_report" / "positive"
+
+
+def selfcorrect(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "selfcorrect", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def new_project(tmp_path: Path) -> Path:
+    """A git repository with a small package and nothing of selfcorrect's yet."""
+    repo = tmp_path / "calc"
+    (repo / "calc").mkdir(parents=True)
+    (repo / "calc" / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    return repo
+
+
+def test_validate_on_a_fresh_folder_writes_its_report(tmp_path: Path) -> None:
+    repo = new_project(tmp_path)
+    assert selfcorrect(repo, "init", "wf").returncode == 0
+    validated = selfcorrect(repo, "validate", "wf")
+    assert validated.returncode == 0, validated.stderr
+    assert "another validator" not in validated.stderr
+    report = load(repo / "wf" / "validation_report.yaml")
+    assert report["status"] == "PASS" and report["validator"] == "selfcorrect"
+
+    ran = selfcorrect(repo, "run", "wf")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.startswith("PASS")
+
+
+def test_run_validate_first_on_a_fresh_folder_reaches_a_verdict(tmp_path: Path) -> None:
+    repo = new_project(tmp_path)
+    assert selfcorrect(repo, "init", "wf").returncode == 0
+    ran = selfcorrect(repo, "run", "wf", "--validate-first")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.startswith("PASS") and "No verdict yet" not in ran.stdout
+    assert load(repo / "wf" / "validation_report.yaml")["validator"] == "selfcorrect"
+
+
+def test_a_stub_another_writer_names_stays_protected(tmp_path: Path) -> None:
+    """The verify-completion hook's stub names its writer: it is that pipeline's report."""
+    repo = new_project(tmp_path)
+    assert selfcorrect(repo, "init", "wf").returncode == 0
+    report = repo / "wf" / "validation_report.yaml"
+    report.write_bytes((UNKNOWN_STUB / "unknown_stub.yaml").read_bytes())
+    before = report.read_bytes()
+    refused = selfcorrect(repo, "validate", "wf")
+    assert refused.returncode == 2 and "verify-completion-hook" in refused.stderr
+    assert report.read_bytes() == before
