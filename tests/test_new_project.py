@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import git, load
+from tests.helpers import USAGE_MISSING, fixable_report, git, load
 
 UNKNOWN_STUB = Path(__file__).parent / "examples" / "validation_report" / "positive"
 
@@ -70,3 +70,34 @@ def test_a_stub_another_writer_names_stays_protected(tmp_path: Path) -> None:
     refused = selfcorrect(repo, "validate", "wf")
     assert refused.returncode == 2 and "verify-completion-hook" in refused.stderr
     assert report.read_bytes() == before
+
+
+def test_a_pass_has_no_empty_why_line(tmp_path: Path) -> None:
+    repo = new_project(tmp_path)
+    assert selfcorrect(repo, "init", "wf").returncode == 0
+    ran = selfcorrect(repo, "run", "wf", "--validate-first")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Why:" not in ran.stdout, ran.stdout
+
+
+def test_the_header_shows_the_exit_code_pending_ok_returns(tmp_path: Path) -> None:
+    """The pre-commit hook's run: work handed to an agent is PENDING, and exits 0."""
+    repo = new_project(tmp_path)
+    assert selfcorrect(repo, "init", "wf").returncode == 0
+    fixable_report(repo / "wf", USAGE_MISSING)
+    ran = selfcorrect(repo, "run", "wf", "--pending-ok")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.splitlines()[0] == "PENDING  selfcorrect run wf  (exit 0)"
+    plain = selfcorrect(repo, "run", "wf")
+    assert plain.returncode == 3
+    assert plain.stdout.splitlines()[0] == "PENDING  selfcorrect run wf  (exit 3)"
+
+
+def test_a_reset_of_an_unknown_subject_lists_the_known_ones(tmp_path: Path) -> None:
+    repo = new_project(tmp_path)
+    assert selfcorrect(repo, "init", "wf").returncode == 0
+    fixable_report(repo / "wf", USAGE_MISSING)
+    assert selfcorrect(repo, "run", "wf").returncode == 3
+    reset = selfcorrect(repo, "reset", "wf", "--subject", "WI-5", "--evidence", "checked")
+    assert reset.returncode == 2
+    assert "known: WI-4" in reset.stderr, reset.stderr

@@ -270,8 +270,12 @@ def _make_run() -> click.Command:
                 validate_first=validate_first,
                 wait=wait,
             )
-        show_run(outcome, fmt, common, documents_display(folder), folder, sarif_file)
-        return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
+        # A validator that could not start is no agent at work: --pending-ok never passes it.
+        passes = pending_ok and outcome.unstarted is None
+        code = pending_exit(result_exit_code(outcome.plan.result.value), passes)
+        display = documents_display(folder)
+        show_run(outcome, fmt, common, display, folder, sarif_file, exit_code=code)
+        return code
 
     return run
 
