@@ -32,6 +32,13 @@ def project(tmp_path: Path, policy: str, *, trusted: bool = True) -> Path:
     return folder
 
 
+def agent_script(root: Path) -> None:
+    """The project's agent command, scripts/agent.sh, a program that does nothing."""
+    (root / "scripts").mkdir()
+    (root / "scripts" / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
+    (root / "scripts" / "agent.sh").chmod(0o755)
+
+
 def errors_of(said: Result, display: str) -> list[str]:
     """The diagnostics at `display` a command printed (check prints them on stdout)."""
     lines = (said.stdout + said.stderr).splitlines()
@@ -51,9 +58,10 @@ def test_a_misspelt_validator_fails_check_and_run_under_pending_ok(
     assert "'my-validatr'" in error
 
     before = (folder / REPORT).read_bytes()
-    ran = run_line(["run", folder, "--pending-ok"])  # the pre-commit hook's run
-    assert ran.exit_code == 2, ran.stdout + ran.stderr
-    assert f"{policy}:2:13:" in ran.stderr
+    for hook in (["--pending-ok"], ["--pending-ok", "--shadow"]):  # pre-commit's is --shadow
+        ran = run_line(["run", folder, *hook])
+        assert ran.exit_code == 2, ran.stdout + ran.stderr
+        assert f"{policy}:2:13:" in ran.stderr
     assert (folder / REPORT).read_bytes() == before
 
 
@@ -98,10 +106,7 @@ def test_a_misspelt_strategy_fixer_tool_agent_and_template_each_get_a_position(
         "checks:\n"
         "  templates: [{glob: 'docs/*.md', template: docs/TEMPLAT.md}]\n",
     )
-    scripts = folder.parent / "scripts"
-    scripts.mkdir()
-    (scripts / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
-    (scripts / "agent.sh").chmod(0o755)
+    agent_script(folder.parent)
     policy = folder / "selfcorrect.yaml"
 
     checked = run_line(["check", folder])
@@ -126,10 +131,7 @@ def test_names_that_exist_pass_wherever_check_is_run_from(tmp_path: Path, run_li
         "issue_types:\n  missing_documentation:\n    strategy: generate_docs\n"
         "caps:\n  global_cycles: 2\n",
     )
-    scripts = folder.parent / "scripts"
-    scripts.mkdir()
-    (scripts / "agent.sh").write_text("#!/bin/sh\nexit 0\n")
-    (scripts / "agent.sh").chmod(0o755)
+    agent_script(folder.parent)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     here = Path.cwd()

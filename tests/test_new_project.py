@@ -6,24 +6,11 @@ validator replaces it, while a report another validator wrote stays protected.""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers import USAGE_MISSING, fixable_report, git, load
+from tests.helpers import USAGE_MISSING, cli_process, fixable_report, git, load
 
 UNKNOWN_STUB = Path(__file__).parent / "examples" / "validation_report" / "positive"
-
-
-def selfcorrect(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "selfcorrect", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def new_project(tmp_path: Path) -> Path:
@@ -39,22 +26,22 @@ def new_project(tmp_path: Path) -> Path:
 
 def test_validate_on_a_fresh_folder_writes_its_report(tmp_path: Path) -> None:
     repo = new_project(tmp_path)
-    assert selfcorrect(repo, "init", "wf").returncode == 0
-    validated = selfcorrect(repo, "validate", "wf")
+    assert cli_process(repo, "init", "wf").returncode == 0
+    validated = cli_process(repo, "validate", "wf")
     assert validated.returncode == 0, validated.stderr
     assert "another validator" not in validated.stderr
     report = load(repo / "wf" / "validation_report.yaml")
     assert report["status"] == "PASS" and report["validator"] == "selfcorrect"
 
-    ran = selfcorrect(repo, "run", "wf")
+    ran = cli_process(repo, "run", "wf")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.startswith("PASS")
 
 
 def test_run_validate_first_on_a_fresh_folder_reaches_a_verdict(tmp_path: Path) -> None:
     repo = new_project(tmp_path)
-    assert selfcorrect(repo, "init", "wf").returncode == 0
-    ran = selfcorrect(repo, "run", "wf", "--validate-first")
+    assert cli_process(repo, "init", "wf").returncode == 0
+    ran = cli_process(repo, "run", "wf", "--validate-first")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.startswith("PASS") and "No verdict yet" not in ran.stdout
     assert load(repo / "wf" / "validation_report.yaml")["validator"] == "selfcorrect"
@@ -63,19 +50,19 @@ def test_run_validate_first_on_a_fresh_folder_reaches_a_verdict(tmp_path: Path) 
 def test_a_stub_another_writer_names_stays_protected(tmp_path: Path) -> None:
     """The verify-completion hook's stub names its writer: it is that pipeline's report."""
     repo = new_project(tmp_path)
-    assert selfcorrect(repo, "init", "wf").returncode == 0
+    assert cli_process(repo, "init", "wf").returncode == 0
     report = repo / "wf" / "validation_report.yaml"
     report.write_bytes((UNKNOWN_STUB / "unknown_stub.yaml").read_bytes())
     before = report.read_bytes()
-    refused = selfcorrect(repo, "validate", "wf")
+    refused = cli_process(repo, "validate", "wf")
     assert refused.returncode == 2 and "verify-completion-hook" in refused.stderr
     assert report.read_bytes() == before
 
 
 def test_a_pass_has_no_empty_why_line(tmp_path: Path) -> None:
     repo = new_project(tmp_path)
-    assert selfcorrect(repo, "init", "wf").returncode == 0
-    ran = selfcorrect(repo, "run", "wf", "--validate-first")
+    assert cli_process(repo, "init", "wf").returncode == 0
+    ran = cli_process(repo, "run", "wf", "--validate-first")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Why:" not in ran.stdout, ran.stdout
 
@@ -83,21 +70,21 @@ def test_a_pass_has_no_empty_why_line(tmp_path: Path) -> None:
 def test_the_header_shows_the_exit_code_pending_ok_returns(tmp_path: Path) -> None:
     """The pre-commit hook's run: work handed to an agent is PENDING, and exits 0."""
     repo = new_project(tmp_path)
-    assert selfcorrect(repo, "init", "wf").returncode == 0
+    assert cli_process(repo, "init", "wf").returncode == 0
     fixable_report(repo / "wf", USAGE_MISSING)
-    ran = selfcorrect(repo, "run", "wf", "--pending-ok")
+    ran = cli_process(repo, "run", "wf", "--pending-ok")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.splitlines()[0] == "PENDING  selfcorrect run wf  (exit 0)"
-    plain = selfcorrect(repo, "run", "wf")
+    plain = cli_process(repo, "run", "wf")
     assert plain.returncode == 3
     assert plain.stdout.splitlines()[0] == "PENDING  selfcorrect run wf  (exit 3)"
 
 
 def test_a_reset_of_an_unknown_subject_lists_the_known_ones(tmp_path: Path) -> None:
     repo = new_project(tmp_path)
-    assert selfcorrect(repo, "init", "wf").returncode == 0
+    assert cli_process(repo, "init", "wf").returncode == 0
     fixable_report(repo / "wf", USAGE_MISSING)
-    assert selfcorrect(repo, "run", "wf").returncode == 3
-    reset = selfcorrect(repo, "reset", "wf", "--subject", "WI-5", "--evidence", "checked")
+    assert cli_process(repo, "run", "wf").returncode == 3
+    reset = cli_process(repo, "reset", "wf", "--subject", "WI-5", "--evidence", "checked")
     assert reset.returncode == 2
     assert "known: WI-4" in reset.stderr, reset.stderr

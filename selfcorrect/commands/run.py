@@ -103,8 +103,13 @@ def correction_run(
     validate_first: bool = False,
     cache: LogCache | None = None,
     wait: float = folder_lock.DEFAULT_WAIT_S,
+    programs: bool = False,
 ) -> RunOutcome:
     """Load → decide → plan → fix → re-validate, cycle by cycle, then write what stands.
+
+    `programs`: refuse a validator or check command whose program is not installed even in a
+    shadow run (`selfcorrect run --shadow`, the pre-commit hook's), as a run that validates
+    always does; `status` and `report` only read.
 
     Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
     shadow run writes nothing at all, not even a lock file: it reads without the lock.
@@ -114,11 +119,12 @@ def correction_run(
     A watcher passes its own `cache`, kept in memory. A shadow run reads the saved fold and
     saves nothing."""
     options = (policy_path, shadow, clock, is_installed or installed, max_cycles, validate_first)
+    policy_file = policy_path or folder / layout.POLICY
     if not shadow or validate_first:  # it may run the policy's commands: only trusted ones
-        policy_file = policy_path or folder / layout.POLICY
         refuse_untrusted(folder, load_policy(policy_file), policy_file)
+    if not shadow or validate_first or programs:
         # A validator that cannot start is a policy error, never a run that waits for a report
-        # nothing writes (docs/rules.md §3).
+        # nothing writes, nor a green pre-commit hook (docs/rules.md §3).
         refuse_unstartable_validation(folder, load_policy(policy_file), policy_file)
     saved = cache is None
     if shadow:

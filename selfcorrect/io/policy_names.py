@@ -92,8 +92,9 @@ def _first_word(key: str, policy: Policy) -> str:
     if key.startswith("checks.commands["):
         return f"{key}.command[0]"
     if ".fix[" in key:  # `fix:` is a list of fixers, or one fixer
-        name = key.split(".")[1]
-        rule = next((r for r in policy.rules() if r.name == name), None)
+        section, name = key.split(".")[:2]  # `issue_types.<name>.fix[i]`
+        kind = section.removesuffix("s")
+        rule = next((r for r in policy.rules() if (r.kind, r.name) == (kind, name)), None)
         fix = rule.definition.get("fix") if rule is not None else None
         return f"{key}.command[0]" if not isinstance(fix, Mapping) else f"{key[:-3]}.command[0]"
     if key.startswith("tools."):
