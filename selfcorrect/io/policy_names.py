@@ -32,7 +32,7 @@ Position = Callable[[str], tuple[int, int]]
 
 def wrong_names(folder: Path, policy: Policy, policy_file: Path) -> list[Diagnostic]:
     """Every wrong name the user's policy uses, in file order (`check`)."""
-    where = key_positions(policy_file)
+    where = _lazy_positions(policy_file)
     display = documents.display_path(policy_file)
     root = project_root(folder)
     found = _missing_programs(policy, root, where, display, lambda _key: True)
@@ -52,12 +52,24 @@ def refuse_unstartable_validation(
     found = _missing_programs(
         policy,
         project_root(folder),
-        key_positions(policy_file),
+        _lazy_positions(policy_file),
         documents.display_path(policy_file),
         lambda key: (validator and key == "validator.command") or key.startswith("checks.com"),
     )
     if found:
         raise InputError(found)
+
+
+def _lazy_positions(policy_file: Path) -> Position:
+    """Positions in the policy file, which is parsed again only once a name is wrong."""
+    found: list[Position] = []
+
+    def position(key: str) -> tuple[int, int]:
+        if not found:
+            found.append(key_positions(policy_file))
+        return found[0](key)
+
+    return position
 
 
 def _missing_programs(
