@@ -78,6 +78,18 @@ def policy_with(**user: Any) -> Policy:
 # --------------------------------------------------------------------------- git projects
 
 
+def cli_process(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`selfcorrect ARGS` in `cwd` as a user runs it: a real process of this checkout's CLI."""
+    return subprocess.run(
+        [sys.executable, "-m", "selfcorrect", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run git in `cwd`; its standard output. A failing git command fails the test."""
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)

@@ -151,7 +151,7 @@ def test_a_tab_deeper_in_a_canonical_entry_is_named(tmp_path: Path) -> None:
     )
     entries, warnings = read(log)
     assert [e.data["tool"] for e in entries] == ["T1", "T3"]
-    assert "a tab character ('\\t')" in warnings[0].message, warnings
+    assert "a tab ('\\t') indents this line" in warnings[0].message, warnings
 
 
 def test_a_tab_in_a_block_scalar_is_text(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ docs/ci.md "Editor schemas"). Every command runs as a real process."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -83,7 +84,21 @@ def test_uncommenting_the_short_policy_gives_a_valid_policy_that_runs(tmp_path: 
     refused = cli("check", folder)
     assert refused.returncode == 2 and refused.stdout.count("not trusted") == 3, refused.stdout
     assert cli("allow", folder).returncode == 0
-    checked = cli("check", folder)
+    # And its example programs the person's to install (docs/rules.md §3): check names the
+    # agent script this project does not have, where the policy names it.
+    named = cli("check", folder)
+    assert named.returncode == 2 and "'./scripts/run-agent.sh'" in named.stdout, named.stdout
+    agent = tmp_path / "scripts" / "run-agent.sh"
+    agent.parent.mkdir()
+    agent.write_text("#!/bin/sh\nexit 0\n")
+    agent.chmod(0o755)
+    installed = tmp_path / "bin"  # the examples' npx and ruff, on any machine
+    installed.mkdir()
+    for program in ("npx", "ruff"):
+        (installed / program).write_text("#!/bin/sh\nexit 0\n")
+        (installed / program).chmod(0o755)
+    path = {**os.environ, "PATH": f"{installed}{os.pathsep}{os.environ.get('PATH', '')}"}
+    checked = cli("check", folder, env=path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     syntax_errors(folder, error="FLAKY-DB-7")
     run = cli("run", folder, "--shadow", "--format", "json")

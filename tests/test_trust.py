@@ -10,24 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import tree_digest
+from tests.helpers import cli_process as selfcorrect
 from tests.helpers import git
 
 TEMPLATE_POLICY = "caps:\n  global_cycles: 3\n"
-
-
-def selfcorrect(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "selfcorrect", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def project(tmp_path: Path, committed: bool = True) -> tuple[Path, Path]:

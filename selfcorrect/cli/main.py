@@ -132,7 +132,11 @@ def _make_check() -> click.Command:
         (selfcorrect.yaml, validation_report.yaml, coordination_log.yaml,
         escalations.yaml, microtasks/*.yaml) must be valid: any error exits 2. Hook logs
         (tool_failures.yaml, waypoints) are append-only records: an unreadable entry
-        is a warning, and the rest is read. Exits 0 when there is no error.
+        is a warning, and the rest is read. Every name the policy uses is held
+        against this machine: each command's program (on PATH, or a path from the
+        project root), each strategy and each checks.templates file; a wrong one is an
+        error with a did-you-mean (the shipped defaults' own fixers, e.g. eslint, are
+        not required). Exits 0 when there is no error.
         --format github prints GitHub annotations, --format sarif a SARIF log; under
         GitHub Actions (GITHUB_ACTIONS=true) the default is github.
         """
@@ -160,7 +164,8 @@ def _make_init() -> click.Command:
 
         Writes a short selfcorrect.yaml (what users usually change, commented out:
         the built-in defaults apply until you uncomment a key), tool_failures.yaml,
-        coordination_log.yaml, validation_report.yaml (no verdict yet),
+        coordination_log.yaml, validation_report.yaml (no verdict yet, and no
+        validator's: `validate` replaces it),
         escalations.yaml, a .gitignore for the folder's outputs, and the editor
         schemas in .selfcorrect/schemas/. Never overwrites an existing file: it says
         which it skipped. -q prints nothing but errors.
@@ -247,7 +252,8 @@ def _make_run() -> click.Command:
         verdict, each item, each open escalation with its reset command) to the
         file $GITHUB_STEP_SUMMARY names. Exit codes: 0 PASS, 1 BLOCKED (see
         escalations.yaml), 2 invalid input, 3 PENDING (work handed to agents
-        through recovery/).
+        through recovery/). A validator or check command whose program is not
+        installed is invalid input (exit 2, nothing run), --shadow included.
 
         \b
         One writer per folder: a run holds DIR/.selfcorrect/folder.lock while it
@@ -269,9 +275,14 @@ def _make_run() -> click.Command:
                 max_cycles=max_cycles,
                 validate_first=validate_first,
                 wait=wait,
+                programs=True,
             )
-        show_run(outcome, fmt, common, documents_display(folder), folder, sarif_file)
-        return pending_exit(result_exit_code(outcome.plan.result.value), pending_ok)
+        # A validator that could not start is no agent at work: --pending-ok never passes it.
+        passes = pending_ok and outcome.unstarted is None
+        code = pending_exit(result_exit_code(outcome.plan.result.value), passes)
+        display = documents_display(folder)
+        show_run(outcome, fmt, common, display, folder, sarif_file, exit_code=code)
+        return code
 
     return run
 

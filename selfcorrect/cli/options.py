@@ -122,7 +122,8 @@ def pending_ok_option(func: F) -> F:
         is_flag=True,
         help="Exit 0, not 3, when the run is PENDING (work handed to agents, the folder's "
         "normal state while they work): a pre-commit hook or CI step then fails only on "
-        "BLOCKED (1) or invalid input (2).",
+        "BLOCKED (1) or invalid input (2). A run whose validator could not start still "
+        "exits 3.",
     )(func)
 
 

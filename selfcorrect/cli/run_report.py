@@ -251,9 +251,13 @@ def show_run(
     folder: str,
     path: Path | None = None,
     sarif_file: Path | None = None,
+    *,
+    exit_code: int | None = None,
 ) -> None:
     """`folder` as the user typed it; `path` the folder itself, for the machine formats'
-    positions (without it, they carry none); `sarif_file` where the SARIF log goes too."""
+    positions (without it, they carry none); `sarif_file` where the SARIF log goes too.
+    `exit_code`: what the process returns (under --pending-ok a PENDING run exits 0), the
+    result's own when not given."""
     for warning in outcome.decisions.warnings:
         click.echo(printable(str(warning)), err=True)
     data = run_json(outcome, path) if fmt != "text" or sarif_file is not None else {}
@@ -274,9 +278,10 @@ def show_run(
     plan, decisions = outcome.plan, outcome.decisions
     colour = {"PASS": "green", "PENDING": "yellow", "BLOCKED": "red"}[plan.result.value]
     mode = " (shadow: nothing written)" if outcome.shadow else ""
+    code = result_exit_code(plan.result.value) if exit_code is None else exit_code
     lines = [
         click.style(f"{plan.result.value}", fg=colour, bold=True)
-        + f"  selfcorrect run {folder}{mode}  (exit {int(result_exit_code(plan.result.value))})"
+        + f"  selfcorrect run {folder}{mode}  (exit {int(code)})"
     ]
     found = advisories(outcome.decisions, outcome.plan)
     lines += _body(
@@ -306,7 +311,8 @@ def show_run(
         lines += ["", "Written:"] + [f"  {path}" for path in outcome.written]
     else:
         lines += ["", "Nothing new to write."]
-    lines += ["", "Why: " + "; ".join(printable(r) for r in plan.reasons)]
+    why = "; ".join(shown for shown in (printable(r).strip() for r in plan.reasons) if shown)
+    lines += ["", "Why: " + why] if why else []  # a PASS may have nothing to explain
     if common.verbosity < 0:
         lines = lines[:1]
     click.echo("\n".join(lines), color=common.color)

@@ -56,7 +56,7 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
         except InputError as exc:
             result.diagnostics.extend(exc.diagnostics)
         else:
-            result.diagnostics.extend(_untrusted(folder, policy_path))
+            result.diagnostics.extend(_commands_and_names(folder, policy_path))
     elif (folder / layout.TEMPLATES).is_dir():
         from selfcorrect.io.trust import untrusted_templates
 
@@ -91,9 +91,10 @@ def check_folder(folder: Path, policy_path: Path | None = None) -> CheckResult:
     return result
 
 
-def _untrusted(folder: Path, policy_path: Path) -> list[Diagnostic]:
-    """Commands nobody trusts, which a run would refuse (docs/containment.md); none to look for
-    in the file `init` wrote, which says the defaults (its check costs no policy build)."""
+def _commands_and_names(folder: Path, policy_path: Path) -> list[Diagnostic]:
+    """Commands nobody trusts (docs/containment.md) and names this machine lacks (programs,
+    strategies, templates: docs/rules.md §3), which a run would refuse; none to look for in the
+    file `init` wrote, which says the defaults (its check costs no policy build)."""
     from selfcorrect.io.policy_file import load_policy, unedited
 
     if unedited(policy_path):  # the defaults' commands: only templates can be untrusted
@@ -102,9 +103,12 @@ def _untrusted(folder: Path, policy_path: Path) -> list[Diagnostic]:
         from selfcorrect.io.trust import untrusted_templates
 
         return untrusted_templates(folder, None)
+    from selfcorrect.io.policy_names import wrong_names
     from selfcorrect.io.trust import untrusted
 
-    return untrusted(folder, load_policy(policy_path), policy_path)
+    policy = load_policy(policy_path)
+    found = untrusted(folder, policy, policy_path) + wrong_names(folder, policy, policy_path)
+    return sorted(found, key=lambda d: (d.path, d.line, d.col))
 
 
 def _hand_resolutions(folder: Path, doc: documents.Document) -> list[Diagnostic]:

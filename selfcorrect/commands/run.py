@@ -54,6 +54,7 @@ from selfcorrect.io import atomic, documents, folder_lock, journal, last_report,
 from selfcorrect.io.log_state import load_log_cache, save_log_cache
 from selfcorrect.io.output_memo import OutputMemo
 from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io.policy_names import refuse_unstartable_validation
 from selfcorrect.io.programs import installed
 from selfcorrect.io.project_root import project_root
 from selfcorrect.io.trust import refuse_untrusted
@@ -86,6 +87,9 @@ class RunOutcome(Struct):
     uncertain: list[str] = field(default_factory=list)
     # Why a run that may not act (an agent hook's) wrote nothing: the next full run acts.
     deferred: str | None = None
+    # Why the validator could not start (its program would not run): a PENDING that
+    # --pending-ok never passes (docs/rules.md §3).
+    unstarted: str | None = None
 
 
 def correction_run(
@@ -99,8 +103,13 @@ def correction_run(
     validate_first: bool = False,
     cache: LogCache | None = None,
     wait: float = folder_lock.DEFAULT_WAIT_S,
+    programs: bool = False,
 ) -> RunOutcome:
     """Load → decide → plan → fix → re-validate, cycle by cycle, then write what stands.
+
+    `programs`: refuse a validator or check command whose program is not installed even in a
+    shadow run (`selfcorrect run --shadow`, the pre-commit hook's), as a run that validates
+    always does; `status` and `report` only read.
 
     Under the folder's lock, waiting up to `wait` seconds for it (FolderBusy past that). A
     shadow run writes nothing at all, not even a lock file: it reads without the lock.
@@ -110,9 +119,13 @@ def correction_run(
     A watcher passes its own `cache`, kept in memory. A shadow run reads the saved fold and
     saves nothing."""
     options = (policy_path, shadow, clock, is_installed or installed, max_cycles, validate_first)
+    policy_file = policy_path or folder / layout.POLICY
     if not shadow or validate_first:  # it may run the policy's commands: only trusted ones
-        policy_file = policy_path or folder / layout.POLICY
         refuse_untrusted(folder, load_policy(policy_file), policy_file)
+    if not shadow or validate_first or programs:
+        # A validator that cannot start is a policy error, never a run that waits for a report
+        # nothing writes, nor a green pre-commit hook (docs/rules.md §3).
+        refuse_unstartable_validation(folder, load_policy(policy_file), policy_file)
     saved = cache is None
     if shadow:
         return _locked_run(
@@ -169,6 +182,7 @@ class _Run:
         self.root = project_root(folder)
         self.written: list[str] = []
         self.uncertain: list[str] = []
+        self.unstarted: str | None = None
         begin_run()  # a slow policy pattern is reported, and dropped, per run
 
     def load(self) -> Inputs:
@@ -236,6 +250,9 @@ class _Run:
         checked = _validate(self.folder, policy, self.root, self.trace, self.clock, cycle=cycle)
         if not checked.fresh:
             self.uncertain.append(checked.detail)
+        done = checked.completed
+        if done is not None and (done.not_found or done.error):
+            self.unstarted = checked.detail
         return checked.fresh
 
     def fix(self, decisions: Decisions, plan: Plan) -> list[FixOutcome]:
@@ -289,7 +306,9 @@ class _Run:
         if write_gate(self.folder, decisions, plan):
             self.written.append(documents.display_path(gate_path(self.folder)))
         written = sorted(set(self.written))
-        return RunOutcome(decisions, plan, rendered, written, False, 0, self.uncertain)
+        return RunOutcome(
+            decisions, plan, rendered, written, False, 0, self.uncertain, unstarted=self.unstarted
+        )
 
 
 def _locked_run(
@@ -327,7 +346,9 @@ def _locked_run(
         opening = None
         rendered = render_recovery(folder, plan, policy)
         if shadow:
-            return RunOutcome(decisions, plan, rendered, [], True, cycles, run.uncertain)
+            return RunOutcome(
+                decisions, plan, rendered, [], True, cycles, run.uncertain, unstarted=run.unstarted
+            )
         run.written += _write(folder, decisions, plan, rendered)
         before = list(decisions.report.issues) if decisions.report else []
         outcomes: list[FixOutcome] = []

@@ -23,6 +23,7 @@ from selfcorrect.effects.revalidate import BUILT_IN, report_owner
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import atomic, documents, folder_lock, safe_paths
 from selfcorrect.io.policy_file import load_policy
+from selfcorrect.io.policy_names import refuse_unstartable_validation
 from selfcorrect.io.project_root import project_root
 from selfcorrect.io.trust import refuse_untrusted
 from selfcorrect.io.workspace import relative_to_root
@@ -144,6 +145,8 @@ def _validate(
     )
     # Its checks run commands; it renders no template.
     refuse_untrusted(folder, policy, policy_file, history, templates=False)
+    # A check whose program is not installed is a policy error, never an issue (rules §3).
+    refuse_unstartable_validation(folder, policy, policy_file, validator=False)
     target = output or folder / layout.REPORT
     if write and not force:
         refuse_foreign(target, policy.limits.max_bytes)

@@ -75,11 +75,13 @@ def resolve_reset(
         subjects, fingerprints, tasks = _named(request.name, state, records)
         rules = []
         if not (subjects or fingerprints or tasks):
-            names = sorted({*state.subjects, *records, *state.issues, *state.tasks})
+            names = _resettable(state, records)
             hint = suggest(request.name, names)
             raise UnknownTarget(
                 f"nothing named {request.name!r}: not a subject, task or issue fingerprint "
-                "selfcorrect has seen" + (f" (did you mean {hint!r}?)" if hint else "")
+                "selfcorrect has seen"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+                + f"; {_known(names)}"
             )
     detections = _detections(subjects, fingerprints, state) + [
         [rule, version] for rule, version in _versions(rules, policy)
@@ -118,6 +120,29 @@ def resolve_reset(
         escalations=resolved,  # folded into State.resolved_escalations
     )
     return Reset(record, resolved, work_items)
+
+
+def _resettable(state: State, records: Mapping[str, SubjectRecord]) -> list[str]:
+    """Every name `_named` takes: subjects, tasks and work items first (the names people
+    use), then issue fingerprints."""
+    items = {i.work_item for i in state.issues.values() if i.work_item and i.status in _RESTARTED}
+    tasks = {r.task_id for r in records.values() if r.task_id}
+    people = {*state.subjects, *records, *tasks, *items, *state.tasks}
+    return [*sorted(people), *sorted(f for f in state.issues if f not in people)]
+
+
+_KNOWN_SHOWN = 20  # names listed when a reset names nothing known; `status DIR` lists them all
+
+
+def _known(names: Sequence[str]) -> str:
+    """The names a reset may take, as a person reads them: the first ones, and how many more."""
+    if not names:
+        return "none is known yet (a run or a hook records them)"
+    shown = ", ".join(names[:_KNOWN_SHOWN])
+    more = len(names) - _KNOWN_SHOWN
+    return f"known: {shown}" + (
+        f" (and {more} more: `selfcorrect status` lists them)" if more > 0 else ""
+    )
 
 
 def _escalation(name: str, escalations: Sequence[Escalation]) -> Escalation:
@@ -170,19 +195,21 @@ def _answers(
     return entry.subject in {*subjects, *tasks}  # written before escalations had a kind
 
 
+# A reset restarts every part of the item: its issues' budgets too, a directive still out
+# included (its prompt is rewritten at once, with the person's words: docs/rules.md §10).
+_RESTARTED = (IssueStatus.BLOCKED, IssueStatus.DIRECTIVE)
+
+
 def _named(
     name: str, state: State, records: Mapping[str, SubjectRecord]
 ) -> tuple[list[str], list[str], list[str]]:
     """A name is a subject, a task (its subjects and blocked issues), or an issue fingerprint."""
     subjects = [s for s, r in records.items() if s == name or r.task_id == name]
     subjects += [s for s in state.subjects if s == name and s not in subjects]
-    # A reset restarts every part of the item: its issues' budgets too, a directive still out
-    # included (its prompt is rewritten at once, with the person's words: docs/rules.md §10).
-    restarted = (IssueStatus.BLOCKED, IssueStatus.DIRECTIVE)
     fingerprints = [
         f
         for f, i in state.issues.items()
-        if f == name or (i.work_item == name and i.status in restarted)
+        if f == name or (i.work_item == name and i.status in _RESTARTED)
     ]
     tasks = [name] if name in state.tasks else []
     return subjects, fingerprints, tasks

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from selfcorrect import layout
-from selfcorrect.core.normalise.report import SAFETY_NET
+from selfcorrect.core.model import Verdict
+from selfcorrect.core.normalise.report import SAFETY_NET, verdict_of
 from selfcorrect.core.policy import Policy
 from selfcorrect.errors import InputError
 from selfcorrect.io import documents, folder_lock, last_report, yaml_nodes
@@ -35,6 +36,10 @@ if TYPE_CHECKING:  # the validator runs in a full run only; a hook needs the ver
 BUILT_IN = "selfcorrect"  # the `validator` the built-in validator writes into its reports
 # Keys only the cAgents dialects write at the top of a report (docs/integration.md).
 _DIALECT_KEYS = ("classification", "overall_status", "issues_found", "acceptance_criteria_results")
+# What a report that holds nothing may say: no verdict in these keys, and empty lists in the
+# rest. `init`'s file (`overall_status: UNKNOWN`) is one: no validator has run.
+_VERDICT_KEYS = ("status", "overall_status", "classification")
+_LIST_KEYS = ("issues", "issues_found", "acceptance_criteria_results")
 # The verify line when no command is known: templates/strategies/_common.md.j2 tests this prefix.
 ASK_FOR_VALIDATION = "ask for a fresh validation"
 _NAME_LIMIT = 80
@@ -78,7 +83,19 @@ def owner_of(data: Any) -> Owner:
     name = _clean(data.get("validator")) or _clean(data.get("generated_by"))
     if name is not None:
         return Owner(name, name.strip().lower() != BUILT_IN)
+    if _holds_nothing(data):
+        return Owner(None, False)
     return Owner(None, any(key in data for key in _DIALECT_KEYS))
+
+
+def _holds_nothing(data: Mapping[Any, Any]) -> bool:
+    """A report no validator wrote (docs/integration.md): it names no writer, has no verdict and
+    lists nothing, so replacing it loses no one's work. The file `init` writes is one, so
+    `validate` on a fresh folder writes its report (docs/rules.md §14)."""
+    if any(key not in (*_VERDICT_KEYS, *_LIST_KEYS, "generated_at") for key in data):
+        return False
+    no_verdict = all(verdict_of(data.get(key)) in (None, Verdict.NONE) for key in _VERDICT_KEYS)
+    return no_verdict and not any(data.get(key) for key in _LIST_KEYS)
 
 
 def report_owner(path: Path, max_bytes: int = documents.DEFAULT_MAX_BYTES) -> Owner | None:

@@ -21,6 +21,7 @@ from msgspec import Struct
 from selfcorrect.errors import Diagnostic, InputError
 from selfcorrect.io import schemas, yaml_nodes
 from selfcorrect.io.hook_dialect import FAILURE_HEADER
+from selfcorrect.io.yaml_nodes import TAB_INDENT
 
 _FAILURES_KEY = re.compile(r"^failures:[ \t]*(#.*)?\r?$")
 _MAX_CONTINUATION = 50  # lines one raw quoted value may span (a path with newlines)
@@ -186,8 +187,6 @@ def ends_list(line: str, indent: int) -> bool:
 # (start, end) line span of one list item, and why it cannot be read as an entry, if it
 # cannot: (0-based line, 0-based column, what is wrong).
 _Span = tuple[int, int, tuple[int, int, str] | None]
-
-TAB_INDENT = "a tab ('\\t') indents this line, and YAML indents with spaces only: replace it"
 
 
 def _item_spans(lines: list[str], first: int, indent: int) -> Iterator[_Span]:

@@ -527,16 +527,21 @@ def _not_found(name: str, overrides: Path | None) -> str:
         message = f"no template {name!r} in {overrides}/ or in {shipped}"
     if name.startswith("strategies/"):
         # A policy may name any strategy: say where its template goes and which ones exist.
-        env = _environment(_override_dir(overrides))
-        choices = [
-            found.removeprefix("strategies/").removesuffix(".md.j2")
-            for found in env.list_templates(filter_func=lambda found: found.endswith(".md.j2"))
-            if found.startswith("strategies/") and "/_" not in found and found.count("/") == 1
-        ]
         message += "; write that file to define the strategy, or use one that exists: " + (
-            ", ".join(sorted(choices)) or "none"
+            ", ".join(strategy_names(overrides)) or "none"
         )
     return message
+
+
+def strategy_names(overrides: Path | None) -> list[str]:
+    """Every strategy a policy may name: a template strategies/<name>.md.j2, shipped or in the
+    overrides folder (a name starting with `_` is a shared part, no strategy)."""
+    env = _environment(_override_dir(overrides))
+    return sorted(
+        found.removeprefix("strategies/").removesuffix(".md.j2")
+        for found in env.list_templates(filter_func=lambda found: found.endswith(".md.j2"))
+        if found.startswith("strategies/") and "/_" not in found and found.count("/") == 1
+    )
 
 
 def _oneline(value: object) -> str:

@@ -65,7 +65,7 @@ def untrusted(
     if where:
         display = documents.display_path(policy_file)
         folder_shown = documents.display_path(folder)
-        position = _positions(policy_file)
+        position = key_positions(policy_file)
         for key in where:
             line, col = position(key)
             found.append(
@@ -273,7 +273,7 @@ def committed_commands(policy_file: Path) -> dict[str, list[str]] | None:
     return policy_commands.commands_of(committed)
 
 
-def _positions(policy_file: Path) -> Any:
+def key_positions(policy_file: Path) -> Any:
     """key (`checks.commands[0]`) -> (line, col) of it in the policy file; (1, 1) unknown."""
     try:
         document = documents.load_decision(policy_file, "selfcorrect", allow_empty=True)
@@ -301,4 +301,4 @@ def _who() -> str:
         return "person"
 
 
-__all__ = ["allow", "committed_commands", "refuse_untrusted", "untrusted"]
+__all__ = ["allow", "committed_commands", "key_positions", "refuse_untrusted", "untrusted"]

@@ -92,7 +92,23 @@ def _yaml_error(exc: yaml.YAMLError, text: str, display: str, line_offset: int) 
         char = exc.character
         code = f"U+{char:04X}" if isinstance(char, int) else repr(char)
         what = f"unacceptable character {code}: {exc.reason}"
+    tab = _indenting_tab(text, line)
+    if tab is not None:  # PyYAML's words for it name no character and no fix (rules §2.1)
+        return Diagnostic(display, line + line_offset, tab, f"invalid YAML: {TAB_INDENT}")
     return Diagnostic(display, line + line_offset, col, f"invalid YAML: {what}; fix the file here")
+
+
+TAB_INDENT = "a tab ('\\t') indents this line, and YAML indents with spaces only: replace it"
+
+
+def _indenting_tab(text: str, line: int) -> int | None:
+    """The column (1-based) of a tab in the indentation of line `line` (1-based), if any."""
+    lines = text.split("\n", line)
+    if not 0 < line <= len(lines):
+        return None
+    current = lines[line - 1]
+    indentation = current[: len(current) - len(current.lstrip(" \t"))]
+    return indentation.index("\t") + 1 if "\t" in indentation else None
 
 
 def compose(text: str, display: str, line_offset: int = 0) -> Node | None:
