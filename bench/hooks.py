@@ -9,13 +9,17 @@
   unmeasured hook call first, which reads its whole log once and persists the fold.
 - success hook: `selfcorrect hook claude-code post-tool-use DIR` for a call the gate's state does
   not list (nearly every call), on the same folder as the gate, p95 against the p95 of
-  `python -c "import json"` (target at most 2x): it reads gate.json alone.
+  `python -c "import json"` (target at most 2x): it reads gate.json and the agent's loop state,
+  and rewrites that state. Each call is a new one (`ls src/N`), as in a session making
+  progress: the same call five times over is a loop that succeeds, which the hook names and
+  then logs (docs/rules.md §7), not this figure's path.
 - success hook that logs: the same hook for a call by an agent the gate's state lists in
   `streaks` (one of its subjects is failing since its last success), which appends the
   success and decides in its own interpreter, on an N-entry log, p95 against the p95 of
   `python -c "import json"` (target at most 3x). The success ends the streak, so before each
   measured call one unmeasured failure hook by the same agent opens it again; the log must
-  gain exactly one success per call.
+  gain exactly one success per call. Each success is a new command (`make build-N`): one
+  repeated would be a loop that succeeds, never logged as a success.
 - failure hook alone: the failure hook on a 10-entry log in a session (this process ran the
   `session-start` hook first, as the agent host does, so the folder's warm answerer answers
   it), p95 against the p95 of `python -c "import json"` (target at most 5x). Beside it, for
@@ -34,7 +38,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from bench import generate
@@ -103,10 +107,22 @@ def gate_times(
     if not (folder / ".selfcorrect" / "gate.json").is_file():
         raise SystemExit("bench: the run wrote no gate state")
     found = {}
-    for name, event in (("pre-tool-use", CALL), ("post-tool-use", SUCCESS)):
-        hook = [*me, "hook", "claude-code", name, str(folder)]
-        found[name] = _against_anchor(hook, json.dumps(event), env, GATE_RUNS)
+    gate = [*me, "hook", "claude-code", "pre-tool-use", str(folder)]
+    found["pre-tool-use"] = _against_anchor(gate, lambda _n: json.dumps(CALL), env, GATE_RUNS)
+    success = [*me, "hook", "claude-code", "post-tool-use", str(folder)]
+    found["post-tool-use"] = _against_anchor(
+        success, lambda n: json.dumps(_new_success(n)), env, GATE_RUNS
+    )
     return found
+
+
+def _new_success(number: int) -> dict[str, object]:
+    """SUCCESS, a new call each time (see the module's docstring)."""
+    return {
+        **SUCCESS,
+        "tool_input": {"command": f"ls src/{number}", "description": "List"},
+        "tool_use_id": f"toolu_bench_ok_{number}",
+    }
 
 
 STREAK_AGENT = "bench-agent"  # the agent of `_failure`, whose streak the success ends
@@ -120,7 +136,7 @@ def _streak_success(number: int) -> dict[str, object]:
         "hook_event_name": "PostToolUse",
         "agent_id": STREAK_AGENT,
         "tool_name": "Bash",
-        "tool_input": {"command": "make build", "description": "Build"},
+        "tool_input": {"command": f"make build-{number}", "description": "Build"},
         "tool_response": {"stdout": "built", "stderr": "", "interrupted": False},
         "tool_use_id": f"toolu_bench_ok_{number}",
     }
@@ -191,16 +207,17 @@ def success_logging_times(
 
 
 def _against_anchor(
-    command: list[str], event: str, env: dict[str, str], runs: int
+    command: list[str], event: Callable[[int], str], env: dict[str, str], runs: int
 ) -> tuple[float, float]:
-    """p95 of `command` and of `python -c "import json"`, interleaved."""
+    """p95 of `command` (the n-th call's stdin: `event(n)`) and of `python -c "import json"`,
+    interleaved."""
     import sys
 
     anchor = [sys.executable, "-c", "import json"]
     ours, theirs = [], []
-    _timed(command, event, env), _timed(anchor, "", env)  # warm the page cache; not counted
-    for _ in range(runs):
-        ours.append(_timed(command, event, env))
+    _timed(command, event(0), env), _timed(anchor, "", env)  # warm the page cache; not counted
+    for number in range(1, runs + 1):
+        ours.append(_timed(command, event(number), env))
         theirs.append(_timed(anchor, "", env))
     return percentile(ours, 0.95), percentile(theirs, 0.95)
 

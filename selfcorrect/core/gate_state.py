@@ -18,6 +18,8 @@ so the gate answers in the time Python takes to start. It holds:
   selfcorrect's state): the gate refuses agents' writes to them.
 - `volatile_keys`: the input keys a digest leaves out, for the hooks that compute digests.
 - `warm_wait_s`: `hooks.warm_wait_s`, the longest a hook waits on the warm answerer.
+- `loops`: what the success hook counts as a loop that succeeds (its thresholds, the polls,
+  the exempt tools: hooks/loops.py).
 Pure: paths are placed in the project by the decisions' `place`, and nothing is read here.
 """
 
@@ -84,6 +86,14 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
         "live": _live(decisions),
         "protected": [f"{workflow}/{name}" for name in PROTECTED],
         "volatile_keys": list(policy.gate.volatile_keys),
+        # What the success hook counts as a loop that succeeds (hooks/loops.py, rules §7).
+        "loops": {
+            "repeated_call": policy.stuck.repeated_call,
+            "alternation_cycles": policy.stuck.alternation_cycles,
+            "poll_tools": list(policy.stuck.poll_tools),
+            "poll_commands": list(policy.stuck.poll_commands),
+            "exempt_tools": list(policy.stuck.exempt_tools),
+        },
         # How long a hook waits on the warm answerer in all (hooks/warm_client.py).
         "warm_wait_s": policy.hooks.warm_wait_s,
     }

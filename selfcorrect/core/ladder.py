@@ -17,11 +17,14 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.policy import Policy
 from selfcorrect.core.stages import ACTIVE, RETIRED, effective_stage
 from selfcorrect.core.state import Baseline, State, SubjectState, Turn
-from selfcorrect.core.stuck import Firing
+from selfcorrect.core.stuck import LOOP_SIGNALS, Firing
 
 ESCALATE_STEP = 6
 SIMPLIFY_STEP = 5
 DECOMPOSE_STEP = 3
+# A loop that succeeds was named to its agent once already (the success hook's first strike):
+# its second strike starts past re-reading, at reviewing the log (docs/rules.md §7, §8).
+LOOP_STEP = 2
 
 
 class SubjectStatus(enum.StrEnum):
@@ -259,6 +262,9 @@ def _since(firing: tuple[Firing, ...], position: int) -> tuple[Firing, ...]:
     kept = []
     for f in firing:
         fresh = [p for p in f.positions if p > position]
+        if f.signal in LOOP_SIGNALS:  # one entry carries the whole loop: new or not
+            kept.extend([f] if fresh else [])
+            continue
         if not fresh or (f.positions and len(fresh) < f.threshold):
             continue  # what fired was made of entries a person already dealt with
         count = len(fresh) if len(fresh) < len(f.positions) else f.count
@@ -331,6 +337,9 @@ def _on_the_ladder(case: _Case) -> SubjectDecision:
             if prior.status == SubjectStatus.RECOVERING and not case.fresh:  # a person's retry
                 return case.make(SubjectStatus.RECOVERING, SubjectReason.AWAITING_AGENT, 1, True)
             return case.make(SubjectStatus.FAILING, SubjectReason.UNDER_BUDGET, None, False)
+        if any(f.signal in LOOP_SIGNALS for f in firing):
+            reason = SubjectReason.STUCK_FIRST_DETECTION
+            return case.make(SubjectStatus.RECOVERING, reason, LOOP_STEP, True)
         if case.record.read_only:
             reason = SubjectReason.STUCK_FIRST_DETECTION
             return case.make(SubjectStatus.RECOVERING, reason, 1, True)

@@ -54,6 +54,10 @@ class Outcome(enum.StrEnum):
     # PreToolUse hook denied it (core/unrun.py). Counts nothing.
     CANCELLED = "cancelled"
     DENIED = "denied"
+    # A call that kept succeeding with no edit between, past its first strike (the success
+    # hook's second: docs/rules.md §7): no failure, but no progress either. It carries its
+    # signal (`repeated_call` or `alternation`) and puts its work item on the ladder at step 2.
+    LOOP = "loop"
 
 
 class EffectState(enum.StrEnum):

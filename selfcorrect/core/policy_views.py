@@ -220,6 +220,12 @@ class Stuck(Struct, frozen=True):
     exempt_tools: tuple[str, ...]
     exempt_subjects: tuple[str, ...]
     read_only_tools: tuple[str, ...]  # beyond the built-in read-only tools (core/ledger.py)
+    # Loops that succeed (docs/rules.md §7): the same call succeeding this many times with no
+    # edit between, and two or three calls alternating for this many cycles.
+    repeated_call: int = 5
+    alternation_cycles: int = 4
+    poll_tools: tuple[str, ...] = ()  # calls that wait on something: never a loop
+    poll_commands: tuple[str, ...] = ()  # regexes of shell commands that poll
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Stuck:
@@ -248,6 +254,10 @@ class Stuck(Struct, frozen=True):
             exempt_tools=_strings(part("exempt").get("tools")),
             exempt_subjects=_strings(part("exempt").get("subjects")),
             read_only_tools=_strings(section.get("read_only_tools")),
+            repeated_call=max(int(section.get("repeated_call", 5)), 2),
+            alternation_cycles=max(int(section.get("alternation_cycles", 4)), 2),
+            poll_tools=_strings(part("poll").get("tools")),
+            poll_commands=_strings(part("poll").get("commands")),
         )
 
 

@@ -18,18 +18,18 @@ about it (schema: schemas/expected.schema.json):
     verdict: PENDING               # optional: the run's result, PASS | PENDING | BLOCKED
     failures: 12                   # optional: logged calls that count as failures
 
-Only what the labels mention is scored (labels may be partial). `stuck: true` without `signals`
-scores `stuck` alone; `signals` without `stuck` implies it. Each detector has a stable name:
-`signal:<signal>`, `stuck`, `failure_type:<type>`, `issue_type:<type>`, `classification` (BLOCKED
-is the positive class: how often "we stopped and asked a human" was right) and
-`subject_status:<status>`, `issue_task` (the task an issue belongs to), `typing` (the
-taxonomy on labelled real failure texts, core/labelled_texts.py), `read:<ok|refused>`
-and `verdict:<result>` (a false PASS or a false BLOCKED shows there), `failures_counted` (a
-call counted that never ran, or a probe, is a false positive; a failure missed, a false
-negative). Types, statuses, reads and
-verdicts are multi-class: a wrong call is a false positive
-for the decided class and a false negative for the labelled one. True negatives are not
-counted, so a figure with nothing to divide is undefined (None), never 1.0.
+Only what the labels mention is scored (labels may be partial); `others_stuck: false` says no
+subject but those listed is stuck, so a signal fired on any other is a false positive. `stuck:
+true` without `signals` scores `stuck` alone; `signals` without `stuck` implies it. Each
+detector has a stable name: `signal:<signal>`, `stuck`, `failure_type:<type>`,
+`issue_type:<type>`, `classification` (BLOCKED is the positive class: how often "we stopped and
+asked a human" was right) and `subject_status:<status>`, `issue_task` (the task an issue belongs
+to), `typing` (the taxonomy on labelled real failure texts, core/labelled_texts.py),
+`read:<ok|refused>` and `verdict:<result>` (a false PASS or a false BLOCKED shows there),
+`failures_counted` (a call counted that never ran, or a probe, is a false positive; a failure
+missed, a false negative). Types, statuses, reads and verdicts are multi-class: a wrong call is
+a false positive for the decided class and a false negative for the labelled one. True negatives
+are not counted, so a figure with nothing to divide is undefined (None), never 1.0.
 """
 
 from __future__ import annotations
@@ -103,6 +103,8 @@ class Labels(Struct, frozen=True):
     read: str | None = None  # ok | refused
     verdict: str | None = None  # PASS | PENDING | BLOCKED
     failures: int | None = None  # logged calls that count as failures
+    # False: no subject but those listed is stuck, so a signal on any other is a false positive
+    others_stuck: bool | None = None
 
 
 class CaseSeen(Struct, frozen=True):
@@ -183,6 +185,7 @@ def labels_from(data: Mapping[str, Any]) -> Labels:
             )
         )
     read, result, failures = data.get("read"), data.get("verdict"), data.get("failures")
+    others = data.get("others_stuck")
     return Labels(
         str(data.get("description") or ""),
         tuple(subjects),
@@ -190,6 +193,7 @@ def labels_from(data: Mapping[str, Any]) -> Labels:
         None if read is None else str(read).lower(),
         None if result is None else str(result).upper(),
         None if failures is None else int(failures),
+        None if others is None else bool(others),
     )
 
 
@@ -245,6 +249,11 @@ def score_case(
     seen = {s.subject: s for s in subjects}
     for label in labels.subjects:
         _score_subject(tally, label, seen.get(label.subject))
+    if labels.others_stuck is False:  # every subject not listed: labelled not stuck
+        listed = {label.subject for label in labels.subjects}
+        for subject in subjects:
+            if subject.subject not in listed and subject.signals:
+                _score_subject(tally, SubjectLabel(subject.subject, False, frozenset()), subject)
     for issue_label in labels.issues:
         _score_issue(tally, issue_label, match_issue(issue_label.key, issues))
     scores = tuple(Score(name, *counts) for name, counts in tally.counts.items())

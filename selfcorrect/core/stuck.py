@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -42,6 +42,13 @@ class Signal(StrEnum):
     TOOL_LOOP = "tool_loop"
     REVIEW_LOOP = "review_loop"
     UNABLE_TO_COMPLETE = "unable_to_complete"
+    # Loops that succeed, per agent: seen by the success hook, which logs `outcome: loop` at
+    # its second strike (hooks/loops.py); the entry carries what fired.
+    REPEATED_CALL = "repeated_call"
+    ALTERNATION = "alternation"
+
+
+LOOP_SIGNALS = frozenset({Signal.REPEATED_CALL, Signal.ALTERNATION})
 
 
 class Firing(Struct, frozen=True):
@@ -116,6 +123,7 @@ class _Subject(Struct):
     # error class, file, operation; then the failures that say they cannot complete, which
     # are counted since the last success rather than in a row
     runs: tuple[_Run, _Run, _Run, _Run]
+    loop: Firing | None = None  # the latest loop entry since the last success (rules §7)
 
 
 class StuckDetector:
@@ -193,10 +201,14 @@ class StuckDetector:
         if failure.outcome is Outcome.SUCCESS:
             # The situation changed: the streak and the windows start again.
             state.window.clear()
+            state.loop = None
             for run in state.runs:
                 run.reset()
             for per_subject in self._agents.values():  # no agent is stuck on it any more
                 per_subject.pop(subject, None)
+        if failure.outcome is Outcome.LOOP:  # the success hook saw it: take what it says
+            state.loop = _loop_firing(failure)
+            return
         if failure.outcome is not Outcome.FAILURE:
             if agent is not None:  # the agent got something done: its run of failures ends
                 agent.clear()
@@ -246,6 +258,8 @@ class StuckDetector:
             ),
         ]
         fired = [firing for firing in found if firing is not None]
+        if state.loop is not None:
+            fired.append(state.loop)
         return tuple(sorted(fired, key=lambda firing: _ORDER[firing.signal]))
 
     def subjects(self) -> list[str]:
@@ -275,6 +289,7 @@ class StuckDetector:
                 else {
                     "window": [_slot_state(slot) for slot in state.window],
                     "runs": [_run_state(run) for run in state.runs],
+                    "loop": None if state.loop is None else _firing_state(state.loop),
                 }
                 for subject, state in self._seen.items()
             },
@@ -294,14 +309,16 @@ class StuckDetector:
             if value is None:
                 seen[subject] = None
                 continue
-            parts = saved.fields(value, ("window", "runs"))
+            parts = saved.fields(value, ("window", "runs", "loop"))
             window = [_slot_of(slot) for slot in saved.items(parts["window"], self._window)]
             runs = [self._run_of(run) for run in saved.items(parts["runs"], 4)]
             if len(runs) != 4:
                 raise saved.StateError(f"a subject has 4 runs, not {len(runs)}")
             by_class, by_file, by_operation, unable = runs
             state = _Subject(
-                deque(window, maxlen=self._window), (by_class, by_file, by_operation, unable)
+                deque(window, maxlen=self._window),
+                (by_class, by_file, by_operation, unable),
+                None if parts["loop"] is None else _firing_of(parts["loop"]),
             )
             seen[subject] = state
         self._seen = seen
@@ -382,6 +399,60 @@ def _operation_of(value: Any) -> tuple[str, str]:
     if len(pair) != 2:
         raise saved.StateError("an operation is a (tool, input digest) pair")
     return (saved.text(pair[0]), saved.text(pair[1]))
+
+
+def _firing_state(firing: Firing) -> list[Any]:
+    return [
+        firing.signal.value,
+        firing.count,
+        firing.threshold,
+        firing.pattern,
+        [*firing.positions],
+    ]
+
+
+def _firing_of(state: Any) -> Firing:
+    values = saved.items(state, 5)
+    if len(values) != 5:
+        raise saved.StateError(f"a loop firing has 5 fields, not {len(values)}")
+    signal, count, threshold, pattern, positions = values
+    name = saved.text(signal)
+    if name not in {s.value for s in LOOP_SIGNALS}:
+        raise saved.StateError(f"{name!r} is not a loop signal")
+    return Firing(
+        Signal(name),
+        saved.integer(count),
+        saved.integer(threshold),
+        saved.text(pattern),
+        tuple(saved.integer(p) for p in saved.items(positions, 1)),
+    )
+
+
+LOOP_PATTERN = 240  # characters of a loop entry's text its firing shows: it names the calls
+
+
+def _loop_firing(failure: Failure) -> Firing:
+    """The loop signal a `loop` entry carries (`signal`, `count`, `threshold`); an entry that
+    says less is a repeated call seen once, at its own threshold."""
+    extra: Mapping[str, Any] = failure.extra or {}
+    name = extra.get("signal")
+    signal = Signal(name) if name in {s.value for s in LOOP_SIGNALS} else Signal.REPEATED_CALL
+    count, threshold = _number(extra.get("count")), _number(extra.get("threshold"))
+    threshold = threshold or 1
+    text = " ".join(failure.error.split())
+    pattern = text if len(text) <= LOOP_PATTERN else text[: LOOP_PATTERN - 1] + "…"
+    return Firing(signal, max(count, threshold), threshold, pattern, (failure.index,))
+
+
+def _number(value: Any) -> int:
+    """A logged count: an integer, or its text (a hook writes every field as text)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
 
 
 def _run_state(run: _Run) -> dict[str, Any]:

@@ -30,14 +30,19 @@ def deny(reason: str) -> dict[str, Any]:
 
 def failure_context(text: str) -> dict[str, Any]:
     """PostToolUseFailure: context the agent reads beside the failed call's result."""
+    return _context("PostToolUseFailure", text)
+
+
+def success_context(text: str) -> dict[str, Any]:
+    """PostToolUse: context the agent reads beside the successful call's result (a loop named,
+    hooks/loops.py)."""
+    return _context("PostToolUse", text)
+
+
+def _context(event: str, text: str) -> dict[str, Any]:
     if len(text) > MAX_CONTEXT:
         text = text[:MAX_CONTEXT] + f"\n… {len(text) - MAX_CONTEXT} more characters"
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PostToolUseFailure",
-            "additionalContext": text,
-        }
-    }
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def block_stop(reason: str) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def told(outcome: Any, fields: dict[str, str], folder: Path) -> dict[str, Any] |
     """What the agent is told about this entry's subject after `outcome`, or nothing."""
     if outcome is None:
         return None
-    text = _context(outcome, fields, folder)
+    text = subject_context(outcome, fields, folder)
     return failure_context(text) if text else None
 
 
@@ -281,7 +281,7 @@ def _holder_stopped(folder: Path) -> bool:
     return pid.isdigit() and platform.process_stopped(int(pid))
 
 
-def _context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
+def subject_context(outcome: Any, fields: dict[str, str], folder: Path) -> str:
     """What the agent must know about this failure's subject, or "" when nothing did fire.
 
     Everything comes from the subject's work item as the run decided it (one decision,

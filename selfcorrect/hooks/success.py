@@ -1,8 +1,8 @@
-"""`post-tool-use`: log a success, only where one is awaited (docs/hooks.md).
+"""`post-tool-use`: log a success, only where one is awaited; name a loop (docs/hooks.md).
 
 Claude Code runs it after every successful call, so its fast path reads `.selfcorrect/gate.json`
-alone with `json`, `os` and `sys`, and writes nothing: nearly every call is not listed. A call is
-listed when the gate's state is waiting for it to work:
+and the agent's loop state with the standard library, and writes only that state: nearly every
+call is not listed. A call is listed when the gate's state is waiting for it to work:
 - it is a call that failed since it was last cleared (`repeats`), by any agent;
 - it is an edit (`edit_tools`) by an agent with such calls: it changed something;
 - its agent's task is on the recovery ladder or skipped (`tasks`), and the call does something
@@ -13,6 +13,12 @@ Then it appends `outcome: success` for the call and decides as the failure hook 
 gate's state (the repeat counts, the subject's status) follows at once. In a session the warm
 answerer logs and decides it (hooks/dispatch.py), as it does a failure: only the check above
 runs in the hook's own interpreter.
+
+Every successful call is also counted in its agent's loop state (hooks/loops.py, one small file
+per agent): a call that keeps succeeding with no edit between is named to the agent at its first
+strike (this hook's answer) and logged as `outcome: loop` at its second, which puts its work item
+on the ladder at step 2. A call that goes on with a loop is no progress: it is not logged as a
+success, whatever the gate's state awaits.
 """
 
 from __future__ import annotations
@@ -39,8 +45,39 @@ def awaited(event: HookEvent, folder: str) -> bool:
 
 
 def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
-    if not awaited(event, folder):
+    state = read_state_or_none(folder)
+    if event.tool is None:
         return None
+    from selfcorrect.hooks.loops import Ended, Loop, observe
+
+    seen = observe(event, folder, state)
+    if isinstance(seen, Loop):  # going on with a loop is no progress: never a success
+        if seen.strike >= 2:
+            return _logged_loop(event, folder, seen)
+        return _named(seen.text() + NEW) if seen.strike == 1 else None
+    if state is not None and listed(event, state, folder):
+        _log_success(event, folder)
+    if isinstance(seen, Ended):  # the agent changed something: the loop on the ladder is over
+        for tool in seen.tools:
+            _log_success(event, folder, tool)
+    return None
+
+
+NEW = (
+    ". Each time it worked and changed nothing. Do something new: act on what it told you, or try "
+    "another approach; if the loop goes on, it becomes a recovery step."
+)
+
+
+def _named(text: str) -> dict[str, Any]:
+    from selfcorrect.hooks.answers import success_context
+
+    return success_context(f"selfcorrect: {text}")
+
+
+def _log_success(event: HookEvent, folder: str, loop_tool: str | None = None) -> None:
+    """Log this call's success and decide. `loop_tool`: the success ends that tool's loop on
+    the ladder (logged as that tool's, per agent, which lifts the loop's subject)."""
     from pathlib import Path
 
     from selfcorrect.hooks.failure import append, decide, entry
@@ -50,9 +87,40 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
     worked = what_worked(event)
     if worked:  # what a later prompt's "What worked" names (docs/rules.md §8, step 3)
         fields["approach"] = worked
+    if loop_tool is not None:
+        fields["tool"] = loop_tool
+        fields.pop("file_path", None)
+        fields.pop("input_digest", None)
+        call = fields.get("tool_use_id") or fields.pop("event_id", "")
+        fields["tool_use_id"] = f"{call}:loop:{loop_tool}"  # its own identity: logged once
     if append(Path(folder), fields):  # within limits.max_bytes, or refused and said
         decide(Path(folder))
-    return None
+
+
+def _logged_loop(event: HookEvent, folder: str, loop: Any) -> dict[str, Any]:
+    """The second strike (and each later one): an `outcome: loop` entry carrying the signal,
+    then the decision; the answer names the loop and what the run decided for its item."""
+    from pathlib import Path
+
+    from selfcorrect.hooks.failure import append, decide, entry, subject_context
+
+    text = loop.text()
+    fields = entry(event, Path(folder), error=f"{text} (strike {loop.strike})")
+    fields.pop("file_path", None)  # the agent's loop, not the file's (docs/rules.md §7)
+    fields.update(
+        outcome="loop",
+        failure_type="unknown",
+        signal=loop.signal,
+        count=str(loop.count),
+        threshold=str(loop.threshold),
+        approach=" / ".join(loop.calls),  # what the prompt's "DO NOT repeat" names
+    )
+    said = f"{text}, and went on after being told."
+    if not append(Path(folder), fields):
+        return _named(said)
+    outcome = decide(Path(folder))
+    decided = subject_context(outcome, fields, Path(folder)) if outcome is not None else ""
+    return _named(f"{said}\n{decided}" if decided else said)
 
 
 WORKED_CHARS = 160  # a command or a path, cut: it names the call, it does not repeat it

@@ -83,8 +83,9 @@ from selfcorrect.io.workflow_inputs import LogCache, fresh_fold, policy_version
 
 FORMAT = "selfcorrect-log-cache"
 # 2: per-agent subjects, probes; 3: sealed, bounded; 4: repeats per agent, error keys;
-# 5: each attempt's agent and whether a host's hook logged it (ladder rounds)
-VERSION = 5
+# 5: each attempt's agent and whether a host's hook logged it (ladder rounds); 6: a subject's
+# loop signal (rules §7)
+VERSION = 6
 MAX_STATE = 64 << 20  # far above what a real log's subjects need; beyond it, start afresh
 # A fold may be this big whatever the log's size: a small log's fold is often larger than the
 # log (a subject's record, window and runs each keep its texts), and worth saving all the same.

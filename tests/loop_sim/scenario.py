@@ -18,6 +18,7 @@ its agents, and `steps:`, played in order:
   exactly while its task has a directive or micro-tasks out, once per directive;
 - `success: {agent, tool, input}`, `batch: {agent, calls}`, `call: {agent, tool, input,
   denied}`: the success hook, PostToolBatch's rejected calls, the gate (docs/simulator.md);
+  `success` takes `repeat: N`, `inputs: [...]` (in turn) and `answer_contains`/`answer_lacks`;
 - `ci_validate`: the validator re-run with no agent turn, then a run; `run: {options}`;
 - `fix: [CHECK]`, `regress: [CHECK]`: the project fixed by hand, or a fix undone;
   `report: TEXT`: another writer's report;
@@ -427,23 +428,38 @@ class Simulation(HostSession):
                 )
 
     def success(self, args: dict[str, Any]) -> None:
-        """A call that worked reaches the host's success hook (PostToolUse)."""
-        self.host(
-            "post-tool-use",
-            self.payload(
-                "PostToolUse",
-                args.get("agent"),
-                tool_name=args["tool"],
-                tool_input=args["input"],
-                tool_response=args.get("response", {"stdout": "ok", "stderr": ""}),
-            ),
-        )
-        self.log.append(f"{args.get('agent') or 'the lead'}: {args['tool']} worked")
-        self.acted(args.get("agent"))
-        agent = self.real(args.get("agent")) or LEAD
-        names = {args["tool"], args["input"].get("file_path"), self.owners.get(agent)}
-        self.checker.success_logged({str(n) for n in names if n}, agent)
-        self.shadow(f"after hook event {self.host_calls} (success)")
+        """Calls that worked reach the host's success hook (PostToolUse): `repeat: N` of them,
+        taking `inputs` in turn (or `input` each time). Every answer must lack each text of
+        `answer_lacks`; the last one must hold each of `answer_contains` (a loop named,
+        docs/rules.md §7)."""
+        inputs = args.get("inputs") or [args["input"]]
+        count = int(args.get("repeat", 1))
+        for n in range(count):
+            tool_input = inputs[n % len(inputs)]
+            answer = self.host(
+                "post-tool-use",
+                self.payload(
+                    "PostToolUse",
+                    args.get("agent"),
+                    tool_name=args["tool"],
+                    tool_input=tool_input,
+                    tool_response=args.get("response", {"stdout": "ok", "stderr": ""}),
+                ),
+            )
+            said = ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+            who = args.get("agent") or "the lead"
+            self.log.append(f"{who}: {args['tool']} worked {said[:80]!r}")
+            self.check_answer(
+                {"answer_lacks": args.get("answer_lacks"), "answer_contains": None}, said
+            )
+            if n == count - 1:
+                self.check_answer({"answer_contains": args.get("answer_contains")}, said)
+            self.acted(args.get("agent"))
+            agent = self.real(args.get("agent")) or LEAD
+            names = {args["tool"], tool_input.get("file_path"), self.owners.get(agent)}
+            if "selfcorrect:" not in said:  # a call going on with a loop is no success
+                self.checker.success_logged({str(n) for n in names if n}, agent)
+            self.shadow(f"after hook event {self.host_calls} (success)")
 
     def batch(self, args: dict[str, Any]) -> None:
         """A batch whose calls the host rejected before they ran (PostToolBatch)."""
