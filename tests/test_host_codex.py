@@ -294,14 +294,9 @@ def codex_cli() -> Path:
     return cli_binary("codex", "@openai/codex", CODEX_VERSION, "SELFCORRECT_CODEX")
 
 
-def test_under_the_real_codex_cli_failures_are_logged_once_and_the_repeat_denied(
-    codex_cli: Path, project: Path, tmp_path: Path
-) -> None:
-    install_hooks(project, "codex")
-    # The same failing command until the gate denies it (a shell's first start-up may print
-    # something once, so the first error can differ from the next ones), then a last one.
-    calls = [f"call_{n}" for n in range(1, 7)]
-    server = ResponsesServer([[function_call(c, "exec_command", cmd=FAILING)] for c in calls])
+def codex_session(cli: Path, project: Path, tmp_path: Path, server: ResponsesServer) -> None:
+    """`codex exec` in the project, its model the scripted server (a `model_providers` entry
+    of its own config.toml), the project trusted, hooks run without review."""
     home = tmp_path / "codex-home"
     home.mkdir()
     (home / "config.toml").write_text(
@@ -313,12 +308,42 @@ def test_under_the_real_codex_cli_failures_are_logged_once_and_the_repeat_denied
     )
     with server.running():
         done = run(
-            [str(codex_cli), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+            [str(cli), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
              "-s", "workspace-write", "run the command"],
             project,
             {"HOME": str(tmp_path), "CODEX_HOME": str(home), "OPENAI_API_KEY": "scripted"},
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_under_the_real_codex_cli_failures_are_logged_once_and_the_repeat_denied(
+    codex_cli: Path, project: Path, tmp_path: Path
+) -> None:
+    install_hooks(project, "codex")
+    # The same failing command until the gate denies it (a shell's first start-up may print
+    # something once, so the first error can differ from the next ones), then a last one.
+    calls = [f"call_{n}" for n in range(1, 7)]
+    server = ResponsesServer([[function_call(c, "exec_command", cmd=FAILING)] for c in calls])
+    codex_session(codex_cli, project, tmp_path, server)
     ran = calls[: first_denied(server, calls)]
     assert failures(project) == ran  # each failure once, the denied call not at all
+    assert all(e["tool"] == "Bash" for e in entries(project))
+
+
+def test_under_the_real_codex_cli_the_stop_logs_failures_from_the_session_log(
+    codex_cli: Path, project: Path, tmp_path: Path
+) -> None:
+    install_hooks(project, "codex")
+    hooks_file = project / ".codex/hooks.json"
+    hooks = json.loads(hooks_file.read_text("utf-8"))
+    del hooks["hooks"]["PostToolUse"]  # no PostToolUse: the Stop alone sees the failures
+    hooks_file.write_text(json.dumps(hooks), "utf-8")
+    calls = ["call_1", "call_2"]
+    server = ResponsesServer(
+        [[function_call("call_1", "exec_command", cmd=FAILING)],
+         [function_call("call_ok", "exec_command", cmd="echo ok")],
+         [function_call("call_2", "exec_command", cmd=FAILING)]]
+    )  # fmt: skip
+    codex_session(codex_cli, project, tmp_path, server)
+    assert failures(project) == calls  # the failed calls, once each; the success is no failure
     assert all(e["tool"] == "Bash" for e in entries(project))
