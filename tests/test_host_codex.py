@@ -257,6 +257,7 @@ def test_an_unknown_event_or_host_says_how_and_does_nothing(project: Path) -> No
 def test_install_codex_writes_its_hooks_and_uninstall_restores_them(tmp_path: Path) -> None:
     root = tmp_path / "p"
     (root / ".codex").mkdir(parents=True)
+    (root / "work flow").mkdir()  # install refuses a workflow folder that is not there
     mine = (
         '{\n  "hooks": {\n    "Stop": [\n      {"hooks": [{"type": "command", '
         '"command": "./notify.sh", "timeout": 5}]}\n    ]\n  }\n}\n'

@@ -189,6 +189,7 @@ def test_subagent_stop_pre_compact_and_the_session_events(project: Path) -> None
 def test_install_copilot_writes_its_own_file_and_uninstall_removes_it(tmp_path: Path) -> None:
     root = tmp_path / "p"
     (root / ".github/hooks").mkdir(parents=True)
+    (root / "work flow").mkdir()  # install refuses a workflow folder that is not there
     theirs = '{"version": 1, "hooks": {"sessionEnd": [{"type": "command", "bash": "./bye.sh"}]}}\n'
     (root / ".github/hooks/audit.json").write_text(theirs, "utf-8")
 
@@ -218,7 +219,8 @@ def test_install_copilot_writes_its_own_file_and_uninstall_removes_it(tmp_path: 
     assert (root / ".github/hooks/audit.json").read_text("utf-8") == theirs
     # A selfcorrect.json of someone else's is never touched.
     (root / ".github/hooks/selfcorrect.json").write_text(theirs, "utf-8")
-    assert "is not the file `selfcorrect install copilot` writes" in install(code=2)
+    refused = install("--folder", "work flow", code=2)
+    assert "is not the file `selfcorrect install copilot` writes" in refused
     install("--uninstall", code=2)
     assert (root / ".github/hooks/selfcorrect.json").read_text("utf-8") == theirs
 
