@@ -214,3 +214,20 @@ def run(argv: list[str], project: Path, env: dict[str, str]) -> subprocess.Compl
     finally:
         _kill_group(process.pid)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+PENDING = (
+    "task_id: WI-1\nmicrotasks:\n"
+    "  - {id: MT-1, kind: file_edit, description: d, status: pending}\n"
+)  # a micro-task of WI-1 still pending: the stop hooks hold the agent for it
+
+
+def held_once(server: ResponsesServer) -> None:
+    """The stop's hold reached the model once, and the session went on and ended."""
+    sent = [json.dumps(r.get("input"), ensure_ascii=False) for r in server.requests]
+    holding = [at for at, text in enumerate(sent) if "WI-1 has 1 pending micro-task" in text]
+    assert holding, sent[-1][-2000:]
+    # The hold is in every request after the first that carries it (the conversation grows),
+    # and the text the model was sent once: one hold, never a second block in a row.
+    last = sent[-1]
+    assert last.count("WI-1 has 1 pending micro-task") == 1, last[-3000:]

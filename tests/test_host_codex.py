@@ -22,11 +22,14 @@ import pytest
 from selfcorrect.io import documents
 from tests.real_host_openai import (
     CODEX_VERSION,
+    PENDING,
     ResponsesServer,
     cli_binary,
     first_denied,
     function_call,
+    held_once,
     install_hooks,
+    message,
     run,
 )
 from tests.test_hooks import COORDINATION, WAIT_S, make_project
@@ -348,3 +351,18 @@ def test_under_the_real_codex_cli_the_stop_logs_failures_from_the_session_log(
     codex_session(codex_cli, project, tmp_path, server)
     assert failures(project) == calls  # the failed calls, once each; the success is no failure
     assert all(e["tool"] == "Bash" for e in entries(project))
+
+
+def test_under_the_real_codex_cli_the_stop_holds_once(
+    codex_cli: Path, project: Path, tmp_path: Path
+) -> None:
+    install_hooks(project, "codex")
+    (project / "workflow/microtasks").mkdir()
+    (project / "workflow/microtasks/WI-1.yaml").write_text(PENDING, "utf-8")
+    # A failure makes the run that writes the gate's state; the model then ends its turn, is
+    # held with the micro-task, answers, and is let go (Codex itself has no cap: the hook is).
+    server = ResponsesServer(
+        [[function_call("call_1", "exec_command", cmd=FAILING)], [message("Finished.")]]
+    )
+    codex_session(codex_cli, project, tmp_path, server)
+    held_once(server)

@@ -24,11 +24,14 @@ import pytest
 from selfcorrect.io import documents
 from tests.real_host_openai import (
     COPILOT_VERSION,
+    PENDING,
     ResponsesServer,
     cli_binary,
     first_denied,
     function_call,
+    held_once,
     install_hooks,
+    message,
     run,
 )
 from tests.test_hooks import COORDINATION, WAIT_S, make_project
@@ -233,16 +236,11 @@ def copilot_cli() -> Path:
     return cli_binary("copilot", "@github/copilot", COPILOT_VERSION, "SELFCORRECT_COPILOT")
 
 
-def test_under_the_real_copilot_cli_failures_are_logged_once_and_the_repeat_denied(
-    copilot_cli: Path, project: Path, tmp_path: Path
-) -> None:
-    install_hooks(project, "copilot")
-    calls = [f"call_{n}" for n in range(1, 7)]
-    command = {"command": "ls /nonexistent-dir-xyz", "description": "list it"}
-    server = ResponsesServer([[function_call(c, "bash", **command)] for c in calls])
+def copilot_session(cli: Path, project: Path, tmp_path: Path, server: ResponsesServer) -> None:
+    """`copilot -p` in the project, offline, its model the scripted server (BYOK)."""
     with server.running():
         done = run(
-            [str(copilot_cli), "-p", "run the command", "--allow-all-tools"],
+            [str(cli), "-p", "run the command", "--allow-all-tools"],
             project,
             {
                 "HOME": str(tmp_path),
@@ -257,6 +255,28 @@ def test_under_the_real_copilot_cli_failures_are_logged_once_and_the_repeat_deni
             },
         )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_under_the_real_copilot_cli_failures_are_logged_once_and_the_repeat_denied(
+    copilot_cli: Path, project: Path, tmp_path: Path
+) -> None:
+    install_hooks(project, "copilot")
+    calls = [f"call_{n}" for n in range(1, 7)]
+    command = {"command": "ls /nonexistent-dir-xyz", "description": "list it"}
+    server = ResponsesServer([[function_call(c, "bash", **command)] for c in calls])
+    copilot_session(copilot_cli, project, tmp_path, server)
     logged = failures(project)
     assert len(logged) == first_denied(server, calls)  # each call that ran once, the denied not
     assert all(e["tool"] == "Bash" for e in logged)
+
+
+def test_under_the_real_copilot_cli_the_agent_stop_holds_once(
+    copilot_cli: Path, project: Path, tmp_path: Path
+) -> None:
+    install_hooks(project, "copilot")
+    (project / "workflow/microtasks").mkdir()
+    (project / "workflow/microtasks/WI-1.yaml").write_text(PENDING, "utf-8")
+    command = {"command": "ls /nonexistent-dir-xyz", "description": "list it"}
+    server = ResponsesServer([[function_call("call_1", "bash", **command)], [message("Finished.")]])
+    copilot_session(copilot_cli, project, tmp_path, server)
+    held_once(server)  # under Copilot's cap of 8 blocks in a row: one
