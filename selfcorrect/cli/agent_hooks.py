@@ -15,8 +15,14 @@ import click.shell_completion
 
 from selfcorrect.cli.options import common_options, make_common
 from selfcorrect.errors import ExitCode
+from selfcorrect.hooks.codex import EVENTS as CODEX_EVENTS
+from selfcorrect.hooks.copilot import EVENTS as COPILOT_EVENTS
 from selfcorrect.hooks.dispatch import EVENTS, HOSTS
 from selfcorrect.hooks.gemini import EVENTS as GEMINI_EVENTS
+
+# Each host's hook names, and all of them, each once: what `hook HOST EVENT` accepts.
+HOST_EVENTS = {"gemini": GEMINI_EVENTS, "copilot": COPILOT_EVENTS, "codex": CODEX_EVENTS}
+ALL_EVENTS = list(dict.fromkeys([*EVENTS, *GEMINI_EVENTS, *COPILOT_EVENTS, *CODEX_EVENTS]))
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,17 +31,13 @@ def _host_events(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[click.shell_completion.CompletionItem]:
     """Shell completion of EVENT: the events of the HOST given before it, each once."""
-    events = GEMINI_EVENTS if ctx.params.get("host") == "gemini" else EVENTS
+    events = HOST_EVENTS.get(str(ctx.params.get("host")), EVENTS)
     return [click.shell_completion.CompletionItem(e) for e in events if e.startswith(incomplete)]
 
 
 @click.command(name="hook")
 @click.argument("host", type=click.Choice(HOSTS))
-@click.argument(
-    "event",
-    type=click.Choice(list(dict.fromkeys([*EVENTS, *GEMINI_EVENTS]))),
-    shell_complete=_host_events,
-)
+@click.argument("event", type=click.Choice(ALL_EVENTS), shell_complete=_host_events)
 @click.argument("folder", metavar="[DIR]", required=False)
 def hook_command(host: str, event: str, folder: str | None) -> int:
     """Answer one agent-host hook event: the JSON event on stdin, the answer on stdout.
@@ -78,6 +80,18 @@ def hook_command(host: str, event: str, folder: str | None) -> int:
     the stop hook, pre-compress the waypoint, session-start and session-end
     as above.
     \b
+    Copilot CLI (`hook copilot EVENT`): pre-tool-use is the gate,
+    post-tool-use-failure the failure hook (its guidance on stderr, exit 2),
+    post-tool-use the success hook, or the failure hook for a command that
+    ended with a non-zero exit code; agent-stop and subagent-stop the stop
+    hooks; pre-compact, session-start and session-end as above.
+    \b
+    Codex CLI (`hook codex EVENT`): pre-tool-use is the gate; post-tool-use
+    reads the call's outcome in the session log (a failure is the failure
+    hook, a success the success hook); stop and subagent-stop also log every
+    failed call of the session log not logged yet; pre-compact and
+    session-start as above.
+    \b
     DIR defaults to workflow/ under $CLAUDE_PROJECT_DIR. A hook never breaks the
     agent: bad stdin, a missing folder or an internal error exits 0 with one line
     on stderr. `selfcorrect install claude-code` adds these to Claude Code's
@@ -99,14 +113,24 @@ def install_group(ctx: click.Context) -> None:
                    the project (its .venv), else .claude/settings.local.json
                    (or ~/.claude/ with --user)
       gemini       Gemini CLI: .gemini/settings.json (or ~/.gemini/ with --user)
+      copilot      Copilot CLI: .github/hooks/selfcorrect.json (or ~/.copilot/hooks/)
+      codex        Codex CLI: .codex/hooks.json (or ~/.codex/ with --user)
     """
     # `selfcorrect -q install claude-code`: the global options reach the host's command too.
     if ctx.default_map:
         ctx.default_map = {name: dict(ctx.default_map) for name in install_group.commands}
 
 
-def _install_options(settings: str, variable: str) -> Callable[[F], F]:
-    """The options every host's install takes; `settings` is its settings folder."""
+def _install_options(
+    settings: str, variable: str | None, file: str = "settings.json", user: str | None = None
+) -> Callable[[F], F]:
+    """The options every host's install takes; `settings` is its settings folder, `file` the
+    file in it, `user` the user's file when it is not `~/{settings}/{file}`, `variable` the
+    project's root as the host names it to hooks (None: the hook finds it from the event)."""
+    mine = f"{settings}/{file}"
+    theirs = user or f"~/{mine}"
+    where = f'"${variable}"/DIR' if variable else "DIR"
+    default = f"${variable}" if variable else "the project"
 
     def decorate(command: F) -> F:
         for option in reversed(
@@ -114,8 +138,8 @@ def _install_options(settings: str, variable: str) -> Callable[[F], F]:
                 click.option(
                     "--user",
                     is_flag=True,
-                    help=f"Install in ~/{settings}/settings.json (every project of this "
-                    "user) instead of the project's settings.",
+                    help=f"Install in {theirs} (every project of this user) instead of the "
+                    "project's settings.",
                 ),
                 click.option(
                     "--project",
@@ -128,8 +152,8 @@ def _install_options(settings: str, variable: str) -> Callable[[F], F]:
                     "--folder",
                     metavar="DIR",
                     help="The workflow folder, relative to the project root; each hook gets "
-                    f'"${variable}"/DIR as its last argument. It must exist (`selfcorrect '
-                    f"init DIR`). Default: none (the hooks use workflow/ under ${variable}).",
+                    f"{where} as its last argument. It must exist (`selfcorrect init DIR`). "
+                    f"Default: none (the hooks use workflow/ under {default}).",
                 ),
                 click.option(
                     "--dry-run",
@@ -236,6 +260,66 @@ def install_gemini(**options: Any) -> int:
     return _install_host("gemini", shared=False, **options)
 
 
+@install_group.command(name="codex", short_help="Codex CLI's .codex/hooks.json.")
+@_install_options(".codex", None, "hooks.json")
+def install_codex(**options: Any) -> int:
+    """Add selfcorrect's hooks to Codex CLI's hooks.json (or remove them).
+
+    \b
+    One matcher group per event, each running `SELFCORRECT hook codex EVENT`
+    with a timeout in seconds (the gate and session-start 10, the others 60):
+      PostToolUse   post-tool-use   (matcher "*")
+      PreToolUse    pre-tool-use    (matcher "*")
+      PreCompact    pre-compact
+      SubagentStop  subagent-stop
+      Stop          stop
+      SessionStart  session-start
+    Everything else is as for claude-code: the absolute command, other hooks
+    kept byte for byte, --uninstall removing exactly what install added. Codex
+    sets no project variable for hooks: with --folder, DIR is relative to the
+    project, which the hook finds from the event's working folder. Codex runs
+    a project's .codex/hooks.json only when the project is trusted, and asks
+    you to review new hooks before they run (its /hooks).
+
+    \b
+    Exit codes: 0 done (or nothing to do), 2 invalid hooks.json (file:line:col),
+    a symlinked file or .codex/, or a bad --folder: nothing written.
+    """
+    return _install_host("codex", shared=False, **options)
+
+
+@install_group.command(name="copilot", short_help="Copilot CLI's .github/hooks/selfcorrect.json.")
+@_install_options(
+    ".github/hooks", None, "selfcorrect.json", user="~/.copilot/hooks/selfcorrect.json"
+)
+def install_copilot(**options: Any) -> int:
+    """Add selfcorrect's hook file for Copilot CLI (or remove it).
+
+    \b
+    Copilot CLI loads every .github/hooks/*.json of the repository; install
+    writes selfcorrect.json there, a file wholly selfcorrect's, with one hook
+    per event, each running `SELFCORRECT hook copilot EVENT` (timeoutSec: the
+    gate and the session hooks 10, the others 60):
+      postToolUseFailure  post-tool-use-failure
+      postToolUse         post-tool-use
+      preToolUse          pre-tool-use
+      preCompact          pre-compact
+      subagentStop        subagent-stop
+      agentStop           agent-stop
+      sessionStart        session-start
+      sessionEnd          session-end
+    Installing again for another --folder rewrites it; --uninstall deletes it.
+    A selfcorrect.json there that install did not write is left alone (exit 2).
+    Copilot runs a repository's hooks once you trust the folder (in prompt
+    mode, -p, a trusted folder or GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true).
+
+    \b
+    Exit codes: 0 done (or nothing to do), 2 a selfcorrect.json that is not
+    selfcorrect's, a symlinked file or folder, or a bad --folder: nothing written.
+    """
+    return _install_host("copilot", shared=False, **options)
+
+
 def _install_host(
     host: str,
     *,
@@ -272,6 +356,8 @@ def _install_host(
     if user and shared:
         raise click.UsageError("give --user or --shared, not both")
     program, travels = self_command(None if user else project, host)
+    if host == "copilot":  # a file of its own, not a settings file (commands/install_copilot.py)
+        return _install_copilot(user, project, folder, dry_run, uninstall, program, common)
     try:
         commands = hook_commands(None if uninstall else folder, program, host=host)
     except ValueError as exc:
@@ -298,4 +384,31 @@ def _install_host(
         notes += companion_notes(project) + host_notes()
     results[0].warnings += notes
     show_installs(results, common)
+    return ExitCode.PASS
+
+
+def _install_copilot(
+    user: bool,
+    project: Path,
+    folder: str | None,
+    dry_run: bool,
+    uninstall: bool,
+    program: str,
+    common: Any,
+) -> int:
+    from selfcorrect.cli.install_report import show_installs
+    from selfcorrect.commands import install_copilot as copilot
+    from selfcorrect.commands.install import machine_path_notes, require_workflow_folder
+
+    try:
+        commands = copilot.hook_commands(None if uninstall else folder, program)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--folder") from exc
+    path = copilot.hooks_path(project, user)
+    if not (uninstall or user):
+        require_workflow_folder(project, folder)
+    result = copilot.install(path, commands, uninstall=uninstall, dry_run=dry_run)
+    if not (uninstall or user):
+        result.warnings += machine_path_notes(path, program, "copilot")
+    show_installs([result], common)
     return ExitCode.PASS

@@ -37,7 +37,9 @@ from selfcorrect.layout import DEFAULT_FOLDER
 PREFIX = "selfcorrect hook claude-code "  # what every command selfcorrect installs runs
 # A command is selfcorrect's when it runs `selfcorrect hook claude-code …` by any path (the
 # absolute path install writes, a bare name written by an older version, `python -m`).
-_OURS = re.compile(r"""(?:^|[/\\\s'"])selfcorrect['"]?\s+hook\s+(?:claude-code|gemini)(?:\s|$)""")
+_OURS = re.compile(
+    r"""(?:^|[/\\\s'"])selfcorrect['"]?\s+hook\s+(?:claude-code|gemini|codex)(?:\s|$)"""
+)
 # The host's event, the hook's name on selfcorrect's command line, the matcher for every tool
 # when the event takes one (the others reject a "matcher" key as meaningless), and the hook's
 # timeout: the gate answers in milliseconds, the others may wait for the folder's lock.
@@ -63,16 +65,30 @@ GEMINI_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
     ("SessionStart", "session-start", None, 10_000),
     ("SessionEnd", "session-end", None, 10_000),
 )
-HOST_EVENTS = {"claude-code": EVENTS, "gemini": GEMINI_EVENTS}
-SETTINGS_FOLDER = {"claude-code": ".claude", "gemini": ".gemini"}
+# Codex CLI's (its hooks.json: Claude Code's event names and shape, timeouts in seconds), in
+# Claude Code's order: the events both hosts name alike keep one order (`_ORDER`).
+CODEX_EVENTS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("PostToolUse", "post-tool-use", "*", 60),
+    ("PreToolUse", "pre-tool-use", "*", 10),
+    ("PreCompact", "pre-compact", None, 60),
+    ("SubagentStop", "subagent-stop", None, 60),
+    ("Stop", "stop", None, 60),
+    ("SessionStart", "session-start", None, 10),
+)
+HOST_EVENTS = {"claude-code": EVENTS, "gemini": GEMINI_EVENTS, "codex": CODEX_EVENTS}
+SETTINGS_FOLDER = {"claude-code": ".claude", "gemini": ".gemini", "codex": ".codex"}
+# The variable holding the project's root when the host runs a hook; Codex sets none, and its
+# hook finds the project from the event's cwd (hooks/events.project_dir).
 PROJECT_VARIABLE = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
 # The project's settings files of each host, the committed one first: Claude Code also reads a
-# personal `settings.local.json`; Gemini CLI has no such file (docs/hooks.md).
+# personal `settings.local.json`; Gemini CLI has no such file (docs/hooks.md); Codex CLI reads
+# its hooks from `hooks.json`, the user's as the project's.
 PROJECT_SETTINGS = {
     "claude-code": ("settings.json", "settings.local.json"),
     "gemini": ("settings.json",),
+    "codex": ("hooks.json",),
 }
-_ALL_EVENTS = EVENTS + GEMINI_EVENTS
+_ALL_EVENTS = CODEX_EVENTS + EVENTS + GEMINI_EVENTS
 # Every event in the order install adds them. Both hosts name their session events SessionStart
 # and SessionEnd, last in each table: each is kept at its last place, so each host's events
 # keep their own order here. What install writes for an event is looked up by host (`_spec`).
@@ -108,7 +124,7 @@ class InstallResult(Struct):
     warnings: list[str] = field(default_factory=list)
 
 
-def folder_word(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> str:
+def folder_word(folder: str, variable: str | None = "CLAUDE_PROJECT_DIR") -> str:
     """The workflow folder as the hook's last argument, `"$CLAUDE_PROJECT_DIR"/DIR`: found
     from the project root wherever Claude Code runs the hook. Raises ValueError (a usage error)
     for a folder outside the project, or one the shell would read as more than a path."""
@@ -125,7 +141,8 @@ def folder_word(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> str:
             f"{folder!r} contains {shown}, which the shell Claude Code runs hooks in would "
             "interpret: rename the folder or give it without those characters"
         )
-    return f'"${variable}"/' + shlex.quote(posixpath.normpath(folder))
+    prefix = f'"${variable}"/' if variable else ""
+    return prefix + shlex.quote(posixpath.normpath(folder))
 
 
 def hook_commands(
@@ -133,8 +150,7 @@ def hook_commands(
 ) -> dict[str, str]:
     """Each event's command; `folder` (checked by `folder_word`) becomes the last argument,
     `program` (default: the selfcorrect running now, by absolute path) the first."""
-    variable = PROJECT_VARIABLE[host]
-    tail = f" {folder_word(folder, variable)}" if folder is not None else ""
+    tail = f" {folder_word(folder, PROJECT_VARIABLE.get(host))}" if folder is not None else ""
     head = self_command()[0] if program is None else program
     return {event: f"{head} hook {host} {name}{tail}" for event, name, _, _ in HOST_EVENTS[host]}
 
@@ -151,7 +167,8 @@ def self_command(project: Path | None = None, host: str = "claude-code") -> tupl
     else:
         program, tail = sys.executable, " -m selfcorrect"
     inside = _inside(program, project) if project is not None else None
-    word = None if inside is None else _folder_word_or_none(inside, PROJECT_VARIABLE[host])
+    variable = PROJECT_VARIABLE.get(host)  # Codex names no root: its hooks run by full path
+    word = None if inside is None or variable is None else _folder_word_or_none(inside, variable)
     if word is not None:
         return word + tail, True
     return shlex.quote(program) + tail, False
@@ -219,7 +236,7 @@ def settings_path(
     """The settings file install writes: the user's, the project's committed one, or (`local`)
     Claude Code's personal `settings.local.json`."""
     if user:
-        return Path.home() / SETTINGS_FOLDER[host] / "settings.json"
+        return Path.home() / SETTINGS_FOLDER[host] / PROJECT_SETTINGS[host][0]
     return project / SETTINGS_FOLDER[host] / PROJECT_SETTINGS[host][1 if local else 0]
 
 
@@ -232,7 +249,14 @@ def settings_paths(project: Path, user: bool, host: str = "claude-code") -> list
 
 def machine_path_notes(path: Path, program: str, host: str) -> list[str]:
     """What install says when a shared settings file gets this machine's path."""
-    variable = PROJECT_VARIABLE[host]
+    variable = PROJECT_VARIABLE.get(host)
+    if variable is None:  # Codex and Copilot name no project root to a hook's command
+        return [
+            f"note: {display_path(path)} is shared with the project, and its hooks run "
+            f"selfcorrect by this machine's path ({program}): a clone without selfcorrect "
+            "there gets a failing hook on every call. Keep the file out of git, or install "
+            "with --user instead"
+        ]
     return [
         f"note: {display_path(path)} is shared with the project, and its hooks now run "
         f"selfcorrect by this machine's path ({program}): a clone without selfcorrect there "
@@ -360,7 +384,7 @@ def _spec(event: str, command: str | None) -> tuple[str, str | None, int] | None
     """(hook name, matcher, timeout) that install writes for `event`, in the host that
     `command` names (`hook gemini …` or `hook claude-code …`)."""
     found = _HOOK_WORDS.search(command or "")
-    host = "gemini" if found is not None and found.group(1) == "gemini" else "claude-code"
+    host = found.group(1) if found is not None else "claude-code"
     return next(((name, m, t) for e, name, m, t in HOST_EVENTS[host] if e == event), None)
 
 
@@ -543,8 +567,8 @@ def _installed_entry(entry: Node, command: str | None, text: str, name: str, tim
     rest = found.group(3).strip()
     if not rest:
         return True
-    variable = PROJECT_VARIABLE[found.group(1)]
-    prefix = f'"${variable}"/'
+    variable = PROJECT_VARIABLE.get(found.group(1))
+    prefix = f'"${variable}"/' if variable else ""
     if not rest.startswith(prefix):
         return False
     try:
@@ -554,10 +578,10 @@ def _installed_entry(entry: Node, command: str | None, text: str, name: str, tim
     return len(given) == 1 and _folder_word_or_none(given[0], variable) == rest
 
 
-_HOOK_WORDS = re.compile(r"\bhook\s+(claude-code|gemini)\s+(\S+)(.*)$")
+_HOOK_WORDS = re.compile(r"\bhook\s+(claude-code|gemini|codex)\s+(\S+)(.*)$")
 
 
-def _folder_word_or_none(folder: str, variable: str = "CLAUDE_PROJECT_DIR") -> str | None:
+def _folder_word_or_none(folder: str, variable: str | None = "CLAUDE_PROJECT_DIR") -> str | None:
     try:
         return folder_word(folder, variable)
     except ValueError:
@@ -731,20 +755,29 @@ def _diff(before: bytes | None, after: bytes | None, display: str) -> list[str]:
     return lines
 
 
+# What another host's install (commands/install_copilot.py) shares with this one.
+install_diff = _diff
+refuse_links = _refuse_links
+delete_unchanged = _delete_unchanged
+
 __all__ = [
+    "CODEX_EVENTS",
     "EVENTS",
     "GEMINI_EVENTS",
     "PREFIX",
     "Change",
     "InstallResult",
     "companion_notes",
+    "delete_unchanged",
     "folder_word",
     "hook_commands",
     "host_notes",
     "install",
+    "install_diff",
     "is_ours",
     "local_notes",
     "machine_path_notes",
+    "refuse_links",
     "require_workflow_folder",
     "self_command",
     "settings_path",

@@ -14,7 +14,8 @@ appended, one decision is made.
 Where a host has no PostToolBatch (Claude Code before it had one), the stop hooks read the same
 results from the transcript instead (`from_transcript`): the lines added since the last look
 (`transcript_path`, a subagent's `agent_transcript_path`), at most MAX_TRANSCRIPT bytes, from
-an offset kept in `.selfcorrect/transcripts.json`.
+an offset kept in `.selfcorrect/transcripts.json`. Codex CLI, which sends no failure event,
+has its session log read the same way, for every call that failed (hooks/codex.py).
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def from_transcript(event: HookEvent, folder: Path) -> int:
     lines = _new_lines(Path(path), folder)
     if not lines:
         return 0
+    from selfcorrect.hooks.codex import failed_calls
+
+    codex = failed_calls(lines, event)  # Codex CLI's session log: the calls that failed
+    if codex is not None:
+        return log_rejected(codex, folder)
     from selfcorrect.core.unrun import declined
 
     uses: dict[str, dict[str, Any]] = {}

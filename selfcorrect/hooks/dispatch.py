@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-HOSTS = ("claude-code", "gemini")
+HOSTS = ("claude-code", "gemini", "copilot", "codex")
 EVENTS = (
     "post-tool-use-failure",
     "post-tool-use",
@@ -41,18 +41,21 @@ WARM = frozenset(
 )
 SESSION = ("session-start", "session-end")
 DEFAULT_FOLDER = "workflow"  # layout.DEFAULT_FOLDER, spelled here: the gate imports no more
+NO_HOOK = "none"  # a host event that needs no hook (a call that never ran, an unknown outcome)
 LOCK_WAIT_S = 10.0  # the longest a hook waits for any lock (docs/hooks.md)
 
 
 def run_hook(argv: list[str], forward: bool = True) -> int:
-    """Answer one hook event; always 0 (see the module's docstring). With `forward`, a
+    """Answer one hook event; 0 (see the module's docstring), or 2 with Copilot CLI's failure
+    guidance on stderr, its one way back to the agent (hooks/copilot.py). With `forward`, a
     deciding hook goes to the folder's warm answerer when one runs (hooks/warm_client.py)."""
     try:
-        gemini = len(argv) > 1 and argv[0] == "gemini"
-        events = _gemini_events() if gemini else EVENTS
+        host = translator(argv[0]) if argv and argv[0] in HOSTS else None
+        events = host.EVENTS if host is not None else EVENTS
         if len(argv) not in (2, 3) or argv[0] not in HOSTS or argv[1] not in events:
+            shown = argv[0] if host is not None else "claude-code"
             answers.note(
-                f"usage: selfcorrect hook {argv[0] if gemini else 'claude-code'} "
+                f"usage: selfcorrect hook {shown} "
                 f"{{{','.join(events)}}} [DIR]; got {' '.join(argv)!r}: nothing done"
             )
             return 0
@@ -74,15 +77,21 @@ def run_hook(argv: list[str], forward: bool = True) -> int:
             _session(argv[1], folder)
             return 0
         name = argv[1]
-        if gemini:  # Gemini CLI's events, answered by the same hooks (hooks/gemini.py)
-            from selfcorrect.hooks import gemini as host
-
+        if host is not None:  # another host's events, answered by the same hooks
             name, event = host.translate(argv[1], event)
+        if name == NO_HOOK:
+            return 0
         deciding = name in WARM or (name == "post-tool-use" and _logs_a_success(event, folder))
-        if forward and deciding and _answered_warm(argv, folder, raw):
+        # Copilot's failure guidance is an exit code, which the warm answerer does not carry
+        warm = not (argv[0] == "copilot" and argv[1] == "post-tool-use-failure")
+        if forward and warm and deciding and _answered_warm(argv, folder, raw):
             return 0
         answer = handler_of(name)(event, folder)
-        answers.say(host.answer(argv[1], answer) if gemini else answer)
+        reply = host.answer(argv[1], answer) if host is not None else answer
+        if isinstance(reply, str):  # guidance on stderr, exit code 2 (hooks/copilot.py)
+            sys.stderr.write(reply + "\n")
+            return 2
+        answers.say(reply)
     except BadEvent as exc:
         answers.note(f"{exc}; nothing done")
     except KeyboardInterrupt:
@@ -133,10 +142,22 @@ def _session(name: str, folder: str) -> None:
         warm_client.start(os.path.abspath(folder), host)
 
 
-def _gemini_events() -> tuple[str, ...]:
-    from selfcorrect.hooks.gemini import EVENTS as GEMINI
+def translator(host: str) -> Any:
+    """The module translating `host`'s events and answers (hooks/gemini.py, copilot.py,
+    codex.py), None for Claude Code's own."""
+    if host == "gemini":
+        from selfcorrect.hooks import gemini
 
-    return GEMINI
+        return gemini
+    if host == "copilot":
+        from selfcorrect.hooks import copilot
+
+        return copilot
+    if host == "codex":
+        from selfcorrect.hooks import codex
+
+        return codex
+    return None
 
 
 def _folder(event: HookEvent, given: str | None) -> str:
@@ -168,9 +189,7 @@ def run_failure_hooks(host: str, name: str, folder: str, raws: list[str]) -> lis
     them all (`failure.answer_many`)."""
     from selfcorrect.hooks.failure import answer_many
 
-    gemini = host == "gemini"
-    if gemini:
-        from selfcorrect.hooks import gemini as translator
+    other = translator(host)
     events: list[HookEvent | None] = []
     for raw in raws:
         try:
@@ -179,7 +198,7 @@ def run_failure_hooks(host: str, name: str, folder: str, raws: list[str]) -> lis
             answers.note(f"{exc}; nothing done")
             events.append(None)
             continue
-        events.append(translator.translate(name, event)[1] if gemini else event)
+        events.append(other.translate(name, event)[1] if other is not None else event)
     good = [event for event in events if event is not None]
     try:
         found = iter(_bounded(answer_many)(good, folder) or [None] * len(good))
@@ -189,8 +208,10 @@ def run_failure_hooks(host: str, name: str, folder: str, raws: list[str]) -> lis
     outs = []
     for read in events:
         answer = next(found) if read is not None else None
-        if gemini:
-            answer = translator.answer(name, answer)
+        if other is not None:
+            answer = other.answer(name, answer)
+        if isinstance(answer, str):  # Copilot's exit-code guidance never comes warm
+            answer = None
         outs.append("" if answer is None else json.dumps(answer, ensure_ascii=False) + "\n")
     return outs
 

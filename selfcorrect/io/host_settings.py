@@ -1,9 +1,10 @@
 """What a project's agent-host settings say: whether a host reports turns (docs/rules.md §8),
 and which workflow folder its hooks feed (docs/integration.md, "Finding DIR").
 
-`selfcorrect install claude-code` (or `gemini`) writes the Stop and SubagentStop hooks (Gemini:
-AfterAgent) into the project's settings; with them, the host says when each agent's turn ends,
-and a run seeing new failures is not the end of a turn. Read-only: the settings files are read
+`selfcorrect install claude-code` (or `gemini`, `codex`, `copilot`) writes the Stop and
+SubagentStop hooks (Gemini: AfterAgent; Copilot: agentStop) into the project's settings; with
+them, the host says when each agent's turn ends, and a run seeing new failures is not the end
+of a turn. Read-only: the settings files are read
 whole only up to MAX_BYTES, never through a symlink, and only searched for our stop command.
 """
 
@@ -20,11 +21,19 @@ from typing import Any
 from selfcorrect import layout
 from selfcorrect.io import platform
 
-# Where a project's hooks are: Claude Code's project and local settings, Gemini CLI's.
-SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".gemini/settings.json")
+# Where a project's hooks are: Claude Code's project and local settings, Gemini CLI's, Codex
+# CLI's and the hook file `install copilot` writes for Copilot CLI.
+SETTINGS = (
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".gemini/settings.json",
+    ".codex/hooks.json",
+    ".github/hooks/selfcorrect.json",
+)
 MAX_BYTES = 4 * 1024 * 1024
 _STOP = re.compile(
-    r"""selfcorrect['"]?\s+hook\s+(?:claude-code\s+(?:subagent-)?stop|gemini\s+after-agent)\b"""
+    r"""selfcorrect['"]?\s+hook\s+(?:(?:claude-code|codex)\s+(?:subagent-)?stop"""
+    r"""|gemini\s+after-agent|copilot\s+(?:agent|subagent)-stop)\b"""
 )
 
 
