@@ -21,6 +21,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from selfcorrect import layout
+from selfcorrect.checks._common import clean
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.journal_records import Stamped, TransitionEvent
 from selfcorrect.core.markdown import restructure
@@ -253,10 +254,10 @@ def _ran_to_its_end(done: Completed) -> bool:
 
 
 def last_output(done: Completed) -> str:
-    """The fixer's last OUTPUT_KEPT bytes of output, as text (rules §9.2)."""
+    """The fixer's last OUTPUT_KEPT bytes of output, as text safe to show (rules §9.2)."""
     data = done.output or done.tail.encode("utf-8", "replace")
     kept = data[-OUTPUT_KEPT:].decode("utf-8", "replace").lstrip("\ufffd")
-    return kept.strip()
+    return clean(kept).strip()
 
 
 def _fix_argv(
