@@ -177,6 +177,9 @@ def test_a_partial_fix_that_makes_the_report_worse_is_undone_and_counted(
     issue = next(e for e in escalations(repo) if e["kind"] == "issue")
     assert "scored worse" in issue["reason"]
     assert any("fixed E1; left S1 in src/" in line for line in issue["error_chain"])
+    # The circuit these fixes opened is an escalation a fixer caused: it carries the output.
+    circuit = next(e for e in escalations(repo) if e["kind"] == "circuit")
+    assert any("fixed E1; left S1 in src/" in line for line in circuit["error_chain"])
     assert {"path": "src/a.py", "fix": "linting_errors@src/a.py", "change": "put back"} in (
         out["changed_by_fixes"]
     )

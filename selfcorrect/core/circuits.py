@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect.core.journal_records import (
     CircuitEvent,
@@ -65,26 +66,29 @@ class FailedFix(Struct, frozen=True):
     attempt: int
     at: str
     why: str
+    output: str = ""  # the fixer's last output, when it ran (docs/rules.md §9.2)
 
     def line(self) -> str:
         return f"{self.at} {self.fingerprint} (fix attempt {self.attempt}): {self.why}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        entry: dict[str, Any] = {
             "fingerprint": self.fingerprint,
             "attempt": self.attempt,
             "at": self.at,
             "why": self.why,
         }
+        return {**entry, "output": self.output} if self.output else entry
 
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> FailedFix:
-        attempt = entry.get("attempt")
+        attempt, output = entry.get("attempt"), entry.get("output")
         return cls(
             str(entry.get("fingerprint") or ""),
             attempt if isinstance(attempt, int) else 0,
             str(entry.get("at") or ""),
             str(entry.get("why") or ""),
+            output if isinstance(output, str) else "",
         )
 
 
@@ -290,7 +294,9 @@ def _transition(state: _Rule, record: TransitionEvent) -> None:
     attempt = record.attempt if isinstance(record.attempt, int) else 0
     if step in _FAILED_STEPS and evidence.get("verdict") not in _HARMLESS:
         why = evidence.get("detail") or evidence.get("verdict") or "verification failed"
+        output = evidence.get("output")
         fix = _failed_fix(record, f"verification failed: {why}", attempt)
+        fix = replace(fix, output=output) if isinstance(output, str) else fix
         at = _time(record.at)
         if at is not None:
             state.verification_failures.append((at, fix))

@@ -220,7 +220,7 @@ def apply_fix(
     if changed:
         compensate(outcome, step, own, folder)
     else:
-        step(FixState.VERIFYING, FixState.ESCALATED, verdict=verdict.value, detail=detail)
+        step(FixState.VERIFYING, FixState.ESCALATED, **_verdict(outcome))
     return outcome
 
 
@@ -245,6 +245,14 @@ def _judged(
     if not done.ok:
         detail = f"{detail}: {done.describe(timeout)}"
     return verdict, detail
+
+
+def _verdict(outcome: FixOutcome) -> dict[str, Any]:
+    """A failed verification's journal evidence: the verdict, why, and the fixer's output (a
+    circuit it trips carries it to a person: rules §9.2)."""
+    said = {"output": outcome.output} if outcome.output else {}
+    verdict = outcome.verdict.value if outcome.verdict else None
+    return {"verdict": verdict, "detail": outcome.detail, **said}
 
 
 def _ran_to_its_end(done: Completed) -> bool:
@@ -383,12 +391,7 @@ def compensate(
         outcome.changes or done_before.restored or done_before.failed or done_before.skipped
     ):
         return None
-    step(
-        FixState.VERIFYING,
-        FixState.COMPENSATING,
-        verdict=outcome.verdict.value if outcome.verdict else None,
-        detail=outcome.detail,
-    )
+    step(FixState.VERIFYING, FixState.COMPENSATING, **_verdict(outcome))
     kept, pruned = _keep_undone(outcome, folder) if folder is not None else ([], [])
     report = workspace.restore(outcome.snapshot, outcome.changes)
     report.restored[:0] = done_before.restored
