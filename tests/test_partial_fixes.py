@@ -227,3 +227,38 @@ def test_an_escalation_a_fixer_causes_carries_its_output(tmp_path: Path, run_lin
     (issue,) = escalations(repo)
     assert "exited with code 2" in issue["reason"]
     assert any("E1 needs a person: cannot fix it safely" in line for line in issue["error_chain"])
+
+
+HALF_FIXER = """\
+import pathlib, sys
+path = pathlib.Path(sys.argv[1])
+path.write_text(path.read_text().replace("BAD", "ok", 1))
+print("Found 2 errors (1 fixed, 1 remaining).")
+sys.exit(1)
+"""
+TASK_LOG = """\
+controller: lead
+status: in_progress
+implementation_tasks:
+  - task_id: WI-1
+    name: "Fix the lint in src/a.py"
+    intent: create
+    status: in_progress
+"""
+
+
+def test_a_tasks_failed_items_entry_carries_what_the_fixer_left(tmp_path: Path, run_line) -> None:
+    repo = fixer_project(tmp_path, HALF_FIXER)
+    (repo / "src" / "a.py").write_text("x = 1  # BAD BAD\n")
+    (repo / "validate.py").write_text(
+        VALIDATOR.replace('"target": str(path)}', '"target": str(path), "task_id": "WI-1"}')
+    )
+    (repo / "workflow" / "coordination_log.yaml").write_text(TASK_LOG)
+
+    out = run_json(run_line, repo, "--validate-first")
+
+    assert (repo / "src" / "a.py").read_text() == "x = 1  # ok BAD\n"  # the half it fixed
+    assert out["result"] == "PENDING", out["why"]
+    (entry,) = load(repo / "workflow" / "coordination_log.yaml")["failed_items"]
+    assert entry["task_id"] == "WI-1" and entry["final_status"] == "pending"
+    assert any("1 fixed, 1 remaining" in a for a in entry["recovery_actions_taken"])
