@@ -205,6 +205,8 @@ def run_json(outcome: RunOutcome, folder: Path | None = None) -> dict[str, Any]:
         # Every stuck signal firing, in the hooks' advisory fields (rules §8). A later addition:
         # keys are only ever added to this object, never renamed or removed.
         "advisories": [a.as_dict() for a in advisories(outcome.decisions, outcome.plan)],
+        # Every file a fix of this run changed, kept or put back (rules §9.2).
+        "changed_by_fixes": [f.as_dict() for f in outcome.fixed_files],
     }
 
 
@@ -294,6 +296,17 @@ def show_run(
         lines += ["", "Escalations (a human is needed):"]
         lines += [
             f"  {e.id}  {printable(e.subject)}: {printable(e.reason)}" for e in plan.escalations
+        ]
+    if outcome.fixed_files:
+        lines += ["", "Changed by fixes:"]
+        lines += [
+            f"  {printable(f.path)}  "
+            + (
+                f"changed by {printable(f.fix)}"
+                if f.change == "changed"
+                else f"put back (the fix for {printable(f.fix)} was undone)"
+            )
+            for f in outcome.fixed_files
         ]
     if waiting := _waiting_for_validator(outcome, folder):
         lines += ["", waiting]

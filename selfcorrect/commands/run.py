@@ -77,6 +77,17 @@ OUTPUT_DIRS = (
 WRITTEN_DIRS = ("", *OUTPUT_DIRS, layout.STATE, str(layout.UNDONE))
 
 
+class FixedFile(Struct, frozen=True):
+    """A file a fix of this run changed, or put back when the fix was undone (rules §9.2)."""
+
+    path: str  # relative to the project root
+    fix: str  # the fingerprint of the issue the fix was for
+    change: str  # "changed" | "put back"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "fix": self.fix, "change": self.change}
+
+
 class RunOutcome(Struct):
     decisions: Decisions
     plan: Plan
@@ -90,6 +101,7 @@ class RunOutcome(Struct):
     # Why the validator could not start (its program would not run): a PENDING that
     # --pending-ok never passes (docs/rules.md §3).
     unstarted: str | None = None
+    fixed_files: list[FixedFile] = field(default_factory=list)  # what its fixes changed
 
 
 def correction_run(
@@ -183,6 +195,7 @@ class _Run:
         self.written: list[str] = []
         self.uncertain: list[str] = []
         self.unstarted: str | None = None
+        self.outcomes: list[FixOutcome] = []  # every fix run, as it stands (undone ones too)
         begin_run()  # a slow policy pattern is reported, and dropped, per run
 
     def load(self) -> Inputs:
@@ -284,6 +297,7 @@ class _Run:
                 refused.append(FixOutcome(undone, None, "the rule's circuit opened in this run"))
                 continue
             outcomes.append(apply_fix(d, self.root, self.folder, policy, record, self.trace))
+        self.outcomes += outcomes
         if progress is not None:
             progress(len(plan.fixes), len(plan.fixes), "")
         _journal_failed(self.folder, decisions, refused, code="CIRCUIT_OPEN")
@@ -306,9 +320,11 @@ class _Run:
         if write_gate(self.folder, decisions, plan):
             self.written.append(documents.display_path(gate_path(self.folder)))
         written = sorted(set(self.written))
+        fixed = _fixed_files(self.outcomes)
         return RunOutcome(
-            decisions, plan, rendered, written, False, 0, self.uncertain, unstarted=self.unstarted
-        )
+            decisions, plan, rendered, written, False, 0, self.uncertain,
+            unstarted=self.unstarted, fixed_files=fixed,
+        )  # fmt: skip
 
 
 def _locked_run(
@@ -415,6 +431,15 @@ def decide_and_write(
     run.written += _write(folder, decisions, plan, rendered, memo)
     memo.save()
     return run.finish(decisions, plan, rendered)
+
+
+def _fixed_files(outcomes: list[FixOutcome]) -> list[FixedFile]:
+    """Every file a fix changed, and whether it stands changed or was put back (rules §9.2)."""
+    return [
+        FixedFile(c.rel, o.decision.fingerprint, "put back" if c.rel in o.restored else "changed")
+        for o in outcomes
+        for c in o.changes
+    ]
 
 
 def _report_passes(decisions: Decisions) -> bool:
@@ -528,7 +553,12 @@ def _record_fixed(folder: Path, decisions: Decisions, applied: list[FixOutcome])
                 at=decisions.now,
                 run=decisions.run_id,
                 actor="selfcorrect",
-                evidence={"detail": o.detail, "changed": [c.rel for c in o.changes]},
+                evidence={
+                    "detail": o.detail,
+                    "changed": [c.rel for c in o.changes],
+                    # A partial fix (rules §9.2): what the fixer left goes to the agent.
+                    **({"partial": True, "output": o.output} if o.partial else {}),
+                },
             )
             for o in applied
         ],
@@ -550,6 +580,7 @@ def _journal_failed(
             outcome.decision,
             f"autofix failed: {outcome.detail}" if code == "FIX_FAILED" else outcome.detail,
             code,
+            outcome.output,
         )
         for outcome in failed
     ]

@@ -7,9 +7,10 @@ one, and elapsed time never does either: only a `reset` record (a person, with e
 
 A circuit judges selfcorrect's own fixes only (autofix and built-in): an agent failing to fix
 an issue is the agent's attempt, counted against the issue's budget and the task's ladder,
-never against the rule (docs/rules.md §10). Each failed fix is kept with what, which attempt,
-when and why (`FailedFix`), and a trip carries the ones that tripped it: the escalation a
-person reads lists them.
+never against the rule (docs/rules.md §10). A fixer that exited non-zero having harmed nothing
+(a partial fix kept, or nothing changed) is no failure of the rule either (docs/rules.md §9.2).
+Each failed fix is kept with what, which attempt, when and why (`FailedFix`), and a trip
+carries the ones that tripped it: the escalation a person reads lists them.
 
 Conditions, each a policy number under `circuit:` (and `min_confidence`):
 - verification failed `verification_failures` times within `window_s` seconds (the records'
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from selfcorrect.core.journal_records import (
     CircuitEvent,
@@ -64,26 +66,29 @@ class FailedFix(Struct, frozen=True):
     attempt: int
     at: str
     why: str
+    output: str = ""  # the fixer's last output, when it ran (docs/rules.md §9.2)
 
     def line(self) -> str:
         return f"{self.at} {self.fingerprint} (fix attempt {self.attempt}): {self.why}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        entry: dict[str, Any] = {
             "fingerprint": self.fingerprint,
             "attempt": self.attempt,
             "at": self.at,
             "why": self.why,
         }
+        return {**entry, "output": self.output} if self.output else entry
 
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> FailedFix:
-        attempt = entry.get("attempt")
+        attempt, output = entry.get("attempt"), entry.get("output")
         return cls(
             str(entry.get("fingerprint") or ""),
             attempt if isinstance(attempt, int) else 0,
             str(entry.get("at") or ""),
             str(entry.get("why") or ""),
+            output if isinstance(output, str) else "",
         )
 
 
@@ -232,6 +237,9 @@ def _condition(state: _Rule, policy: Policy) -> Found | None:
 
 
 _FAILED_STEPS = {("verifying", "compensating"), ("verifying", "escalated")}
+# Verdicts of fixes that harmed nothing (docs/rules.md §9.2): undone or escalated, never
+# counted. Any other verdict (DEGRADED, SCOPE_VIOLATION, TOO_LARGE, or none recorded) counts.
+_HARMLESS = frozenset({"FIXER_FAILED", "NO_CHANGE"})
 _HANDED_OUT = ("directive", "remediating")
 
 
@@ -284,9 +292,11 @@ def _transition(state: _Rule, record: TransitionEvent) -> None:
     step = (record.source, record.target)
     evidence = record.evidence if isinstance(record.evidence, Mapping) else {}
     attempt = record.attempt if isinstance(record.attempt, int) else 0
-    if step in _FAILED_STEPS:
+    if step in _FAILED_STEPS and evidence.get("verdict") not in _HARMLESS:
         why = evidence.get("detail") or evidence.get("verdict") or "verification failed"
+        output = evidence.get("output")
         fix = _failed_fix(record, f"verification failed: {why}", attempt)
+        fix = replace(fix, output=output) if isinstance(output, str) else fix
         at = _time(record.at)
         if at is not None:
             state.verification_failures.append((at, fix))
@@ -321,6 +331,14 @@ def _issue(state: _Rule, record: IssueEvent, fixes: dict[str, bool]) -> None:
         state.outcomes.append(_failed_fix(record, why, attempt))
     if status in _HANDED_OUT:
         fixes[str(record.fingerprint)] = status == "remediating"
+    elif (
+        status == "fixed"
+        and isinstance(record.evidence, Mapping)
+        and record.evidence.get("partial")
+    ):
+        # A partial fix hands what it left to the agent: the next report judges the agent's
+        # work, not the fix (docs/rules.md §9.2).
+        fixes[str(record.fingerprint)] = False
     if status in (*_HANDED_OUT, "blocked") and isinstance(record.evidence, Mapping):
         _confidence(state, record.evidence)
 

@@ -90,6 +90,7 @@ class IssueDecision(Struct, frozen=True):
     recurrences: int = 0  # times it came back after being fixed (its prompt says so)
     # This episode's returns: (when it was resolved, when it came back; "" for this report).
     returns: tuple[tuple[str, str], ...] = ()
+    fixer_output: str | None = None  # its last fixer's output (rules §9.2)
 
     @property
     def spent(self) -> int:
@@ -212,7 +213,12 @@ class IssueClassifier:
             issue, prior, report_digest, circuit_open, validations, agent_had_turn
         )
         # While this occurrence is out its prompt keeps saying it came back (docs/rules.md §5).
-        decision = replace(decision, returns=returns, recurrences=prior.recurrences)
+        decision = replace(
+            decision,
+            returns=returns,
+            recurrences=prior.recurrences,
+            fixer_output=None if recurs else prior.fixer_output,
+        )
         if recurs:
             decision = self._recurred(decision, prior.recurrences + 1)
         rule = self.policy.issue_type(decision.type) or self.policy.issue_type(UNCLASSIFIED)

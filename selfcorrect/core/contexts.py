@@ -338,6 +338,8 @@ def directive_context(
             "suggested_fix": issue.suggested_fix,
             "evidence": issue.evidence,
             "recurrences": decision.recurrences,  # times it came back after being fixed
+            # What the project's fixer printed when it fixed part of it (rules §9.2).
+            "fixer_output": decision.fixer_output,
         },
         "strategy": decision.strategy,
         "attempt": decision.attempts,

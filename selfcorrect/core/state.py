@@ -107,6 +107,9 @@ class IssueState(Struct):
     # This episode's returns, oldest first: (when it was resolved, when it came back). A
     # passing report or a person's reset ends the episode (docs/rules.md §4, §5).
     returns: tuple[tuple[str, str], ...] = ()
+    # The last output of the fixer that ran on it (a partial fix kept, a fix undone): its
+    # directive and its escalation carry it (rules §9.2).
+    fixer_output: str | None = None
 
 
 class State(Struct):
@@ -340,6 +343,11 @@ def _apply_issue(issue: IssueState, record: IssueEvent, seq: int) -> None:
     issue.reason = record.reason
     evidence = record.evidence if isinstance(record.evidence, Mapping) else {}
     issue.why = str(evidence["why"]) if isinstance(evidence.get("why"), str) else None
+    output = evidence.get("output")
+    if isinstance(output, str):
+        issue.fixer_output = output
+    elif recurs or record.status in (IssueStatus.FIXED, IssueStatus.REMEDIATING):
+        issue.fixer_output = None  # a new fix, or a new occurrence: the old words are stale
     issue.at = record.at
     issue.work_item = record.work_item or issue.work_item
     issue.type = record.type or issue.type

@@ -26,6 +26,9 @@ class FixVerdict(enum.StrEnum):
     SCOPE_VIOLATION = "SCOPE_VIOLATION"
     TOO_LARGE = "TOO_LARGE"
     DEGRADED = "DEGRADED"  # the re-validated report scores worse than the one before
+    # Exited non-zero after changing files in scope (ruff, eslint: findings remain): kept
+    # while the re-validated report is not worse; the rest goes to the agent (rules §9.2).
+    PARTIAL = "PARTIAL"
 
 
 class Measured(Struct, frozen=True):

@@ -21,6 +21,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from selfcorrect import layout
+from selfcorrect.checks._common import clean
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.journal_records import Stamped, TransitionEvent
 from selfcorrect.core.markdown import restructure
@@ -44,6 +45,7 @@ from selfcorrect.io.programs import locate
 
 Record = Callable[[Stamped], None]  # journals a record at once, stamped when it happens
 LISTED = 100  # paths named per list in a journal record
+OUTPUT_KEPT = 2048  # bytes of a fixer's last output handed on (rules §9.2)
 
 
 class FixOutcome(Struct):
@@ -53,11 +55,17 @@ class FixOutcome(Struct):
     argv: list[str] = field(default_factory=list)
     snapshot: workspace.Snapshot | None = None
     changes: list[workspace.Change] = field(default_factory=list)
+    output: str = ""  # the fixer's last output (OUTPUT_KEPT bytes): every escalation carries it
+    restored: list[str] = field(default_factory=list)  # files the undo put back
 
     @property
     def applied(self) -> bool:
-        """An effect is on disk and waits for re-validation."""
-        return self.verdict is FixVerdict.OK
+        """An effect is on disk and waits for re-validation (a partial one too: rules §9.2)."""
+        return self.verdict in (FixVerdict.OK, FixVerdict.PARTIAL)
+
+    @property
+    def partial(self) -> bool:
+        return self.verdict is FixVerdict.PARTIAL
 
 
 NO_FIXER = Fixer.of({})  # a decision without one runs no command and has no bounds of its own
@@ -204,18 +212,60 @@ def apply_fix(
     # A link that leads out of the project is never a fix, whatever the scope says.
     escaping = [c.rel for c in changed if _leads_outside(root, c.rel)]
     never = (*exclude, ".git", *escaping)
-    verdict, detail = verify_fix(done.ok, measured, scope, limit, never=never)
-    if not done.ok:
-        detail = f"{detail}: {done.describe(timeout)}"
+    verdict, detail = _judged(done, timeout, measured, scope, limit, never)
     rest = [c for c in changed if c.rel != journal_rel]
-    outcome = FixOutcome(decision, verdict, detail, argv, snap, rest)
-    if verdict is FixVerdict.OK:
+    outcome = FixOutcome(decision, verdict, detail, argv, snap, rest, last_output(done))
+    if outcome.applied:
         return outcome  # verified locally; the re-validation decides recovered or degraded
     if changed:
         compensate(outcome, step, own, folder)
     else:
-        step(FixState.VERIFYING, FixState.ESCALATED, verdict=verdict.value, detail=detail)
+        step(FixState.VERIFYING, FixState.ESCALATED, **_verdict(outcome))
     return outcome
+
+
+def _judged(
+    done: Completed,
+    timeout: float,
+    measured: list[Measured],
+    scope: list[str],
+    limit: int,
+    never: Sequence[str],
+) -> tuple[FixVerdict, str]:
+    """The verdict on the fixer's run: a fixer that ran to its end and exited non-zero having
+    changed files in scope, within the size limit, made a partial fix (rules §9.2)."""
+    verdict, detail = verify_fix(
+        done.ok or _ran_to_its_end(done), measured, scope, limit, never=never
+    )
+    if verdict is FixVerdict.NO_CHANGE and not done.ok:
+        verdict, detail = FixVerdict.FIXER_FAILED, "the fixer did not exit 0 and changed nothing"
+    if verdict is FixVerdict.OK and not done.ok:
+        verdict = FixVerdict.PARTIAL
+        detail = f"a partial fix, kept while the next report is no worse: {detail}"
+    if not done.ok:
+        detail = f"{detail}: {done.describe(timeout)}"
+    return verdict, detail
+
+
+def _verdict(outcome: FixOutcome) -> dict[str, Any]:
+    """A failed verification's journal evidence: the verdict, why, and the fixer's output (a
+    circuit it trips carries it to a person: rules §9.2)."""
+    said = {"output": outcome.output} if outcome.output else {}
+    verdict = outcome.verdict.value if outcome.verdict else None
+    return {"verdict": verdict, "detail": outcome.detail, **said}
+
+
+def _ran_to_its_end(done: Completed) -> bool:
+    """Exited by itself with a non-zero code: a linter in fix mode saying findings remain
+    (ruff and eslint exit 1), not a timeout, a signal or a program that never started."""
+    return done.returncode is not None and done.returncode > 0 and not done.timed_out
+
+
+def last_output(done: Completed) -> str:
+    """The fixer's last OUTPUT_KEPT bytes of output, as text safe to show (rules §9.2)."""
+    data = done.output or done.tail.encode("utf-8", "replace")
+    kept = data[-OUTPUT_KEPT:].decode("utf-8", "replace").lstrip("\ufffd")
+    return clean(kept).strip()
 
 
 def _fix_argv(
@@ -341,17 +391,13 @@ def compensate(
         outcome.changes or done_before.restored or done_before.failed or done_before.skipped
     ):
         return None
-    step(
-        FixState.VERIFYING,
-        FixState.COMPENSATING,
-        verdict=outcome.verdict.value if outcome.verdict else None,
-        detail=outcome.detail,
-    )
+    step(FixState.VERIFYING, FixState.COMPENSATING, **_verdict(outcome))
     kept, pruned = _keep_undone(outcome, folder) if folder is not None else ([], [])
     report = workspace.restore(outcome.snapshot, outcome.changes)
     report.restored[:0] = done_before.restored
     # Nobody else writes our journal mid-fix: bytes of the fixer's left in it are a failure.
     report.failed[:0] = done_before.failed + done_before.skipped
+    outcome.restored = list(report.restored)
     target = FixState.ESCALATED if not report.failed else FixState.CIRCUIT_OPEN
     step(
         FixState.COMPENSATING,

@@ -67,13 +67,22 @@ def _circuit_escalation(run: Decisions, trip: Trip) -> Escalation:
         f"selfcorrect reset DIR --rule {rule} --evidence TEXT",
         failure_type=rule.split(":", 1)[-1],
         attempts=len(trip.evidence),
-        error_chain=[trip.detail, *(fix.line() for fix in trip.evidence)],
+        error_chain=[trip.detail, *(fix.line() for fix in trip.evidence), *_fixer_said(trip)],
         tried=list(dict.fromkeys(f"fix of {fix.fingerprint}" for fix in trip.evidence)),
         files=list(dict.fromkeys(_target(fix.fingerprint) for fix in trip.evidence)),
         rule=rule,
         rule_version=version,
         epoch=run.circuit_epoch(rule, version),
     ).entry(run)
+
+
+def _fixer_said(trip: Trip) -> list[str]:
+    """The last output of the latest fixer behind the trip: every escalation a fixer causes
+    carries it (docs/rules.md §9.2)."""
+    said = [fix for fix in trip.evidence if fix.output]
+    if not said:
+        return []
+    return [f"the fixer's last output (fix of {said[-1].fingerprint}):\n{said[-1].output}"]
 
 
 def _target(fingerprint: str) -> str:

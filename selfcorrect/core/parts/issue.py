@@ -212,6 +212,7 @@ def _block_issue(
             f"{issue.id or decision.fingerprint}: {summary(issue.description)}",
             *_returns(run, decision),
             *_item_failures(run, decision),
+            *fixer_said(decision),
         ],
         tried=tried,
         files=[f for f in (issue.target,) if f],
@@ -238,9 +239,16 @@ def _facts(decision: IssueDecision, tried: list[str], context: str) -> WorkItem:
         failure_type=decision.type,
         attempts=decision.attempts,
         error_summary=summary(decision.issue.description),
-        recovery_actions_taken=tried,
+        recovery_actions_taken=[*tried, *fixer_said(decision)],
         escalation_context=context,
     )
+
+
+def fixer_said(decision: IssueDecision) -> list[str]:
+    """The last output of the fixer that ran on it, for whoever gets what it left: every
+    escalation a fixer causes carries it, and so does the agent's entry (docs/rules.md §9.2)."""
+    output = decision.fixer_output
+    return [f"the fixer's last output:\n{output}"] if output else []
 
 
 def _steps_offered(run: Decisions, decision: IssueDecision) -> list[str]:
@@ -280,18 +288,24 @@ def _returns(run: Decisions, decision: IssueDecision) -> list[str]:
 
 
 def blocked_record(
-    run: Decisions, decision: IssueDecision, reason: str, code: str | None = None
+    run: Decisions,
+    decision: IssueDecision,
+    reason: str,
+    code: str | None = None,
+    output: str = "",
 ) -> IssueEvent:
     """The journal's record of an issue going to a person, with why. A fix that failed
     (FIX_FAILED) or was refused (CIRCUIT_OPEN) is journaled so, and the next decision of the
-    run blocks the issue from that record: no second, hand-made plan."""
+    run blocks the issue from that record: no second, hand-made plan. `output`: the fixer's
+    last output, which its escalation carries (docs/rules.md §9.2)."""
     record = _issue_record(run, decision, IssueStatus.BLOCKED)
+    said = {"output": output} if output else {}
     return replace(
         record,
         reason=code or record.reason,
         # Refused before it ran (an open circuit): its hand-out was no attempt.
         not_run=True if code == "CIRCUIT_OPEN" else None,
-        evidence={**(record.evidence or {}), "why": reason},
+        evidence={**(record.evidence or {}), "why": reason, **said},
     )
 
 
