@@ -30,6 +30,7 @@ from selfcorrect.core.journal_records import (
     AgentEvent,
     EpisodeEvent,
     IssueEvent,
+    NotifiedEvent,
     Stamped,
     SubjectEvent,
     ValidatedEvent,
@@ -45,6 +46,8 @@ from selfcorrect.core.verification import degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.escalations_file import escalations_path, write_escalations
 from selfcorrect.effects.gate_file import gate_path, write_gate
+from selfcorrect.effects.notify import notify
+from selfcorrect.effects.notify import recorder as notify_recorder
 from selfcorrect.effects.policy_commands_file import remember as remember_commands
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
@@ -86,6 +89,8 @@ class RunOutcome(Struct):
     uncertain: list[str] = field(default_factory=list)
     # Why a run that may not act (an agent hook's) wrote nothing: the next full run acts.
     deferred: str | None = None
+    # Each run of `notify.command` (effects/notify.py): the escalations sent to a person.
+    notified: list[NotifiedEvent] = field(default_factory=list)
 
 
 def correction_run(
@@ -348,6 +353,11 @@ def _locked_run(
     # `plan` is the last plan written: what stands after the final cycle.
     outcome = run.finish(decisions, plan, rendered)
     outcome.cycles = cycles
+    # escalations.yaml is written: a person is told of what waits (never from a hook's run,
+    # which must answer in moments: the next run or the watcher sends what a hook wrote).
+    outcome.notified = notify(
+        folder, policy, run.root, clock, notify_recorder(folder, clock, run.trace)
+    )
     return outcome
 
 

@@ -1,0 +1,176 @@
+"""Escalations reach a person (docs/rules.md §10): `notify.command` runs once per new open
+escalation with the escalation as JSON on stdin, once more as a reminder after
+`notify.remind_after_h`, never for a resolved one, never while untrusted; and the lead's next
+hook answer says an escalation waits.
+
+Real programs: a Python script that records its argv, stdin and environment, and a fake `gh`
+on PATH, so `gh issue create`'s argv shape is run without a network. The shipped example ends
+with WI-3 blocked and one escalation open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from selfcorrect.commands.run import correction_run
+from selfcorrect.io.yaml_nodes import FastLoader
+from tests.helpers import allow, example, records
+
+START = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
+RECORDER = """\
+import json, os, sys
+with open(sys.argv[1], "a", encoding="utf-8") as out:
+    out.write(json.dumps({
+        "argv": sys.argv[2:],
+        "stdin": sys.stdin.read(),
+        "notice": os.environ.get("SELFCORRECT_NOTICE"),
+        "escalation": os.environ.get("SELFCORRECT_ESCALATION"),
+    }) + "\\n")
+"""
+
+
+def at(hours: float):
+    return lambda: START + timedelta(hours=hours)
+
+
+def received(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def escalations(folder: Path) -> list[dict]:
+    return yaml.load((folder / "escalations.yaml").read_text(), Loader=FastLoader)["escalations"]
+
+
+def with_notify(folder: Path, argv: list[str], *, trusted: bool = True) -> None:
+    policy = folder / "selfcorrect.yaml"
+    shown = json.dumps(argv)
+    policy.write_text(policy.read_text() + f"\nnotify:\n  command: {shown}\n  remind_after_h: 24\n")
+    if trusted:
+        allow(folder)
+
+
+@pytest.fixture
+def told(tmp_path: Path) -> tuple[Path, Path]:
+    """The example with a recording notifier, trusted; (folder, what the notifier got)."""
+    folder = example(tmp_path)
+    script = tmp_path / "record.py"
+    script.write_text(RECORDER)
+    got = tmp_path / "received.jsonl"
+    with_notify(folder, [sys.executable, str(script), str(got), "--flag"])
+    return folder, got
+
+
+def test_each_new_escalation_is_sent_once_with_its_entry_on_stdin(told) -> None:
+    folder, got = told
+    outcome = correction_run(folder, clock=at(0))
+
+    (sent,) = received(got)
+    (open_one,) = escalations(folder)
+    assert sent["argv"] == ["--flag"]
+    assert (sent["notice"], sent["escalation"]) == ("new", open_one["id"])
+    body = json.loads(sent["stdin"])
+    assert body == open_one  # the entry exactly as escalations.yaml holds it
+    assert body["subject"] == "WI-3" and body["status"] == "open"
+    assert [n.escalation for n in outcome.notified] == [open_one["id"]]
+    (record,) = [r for r in records(folder) if r["event"] == "notified"]
+    assert (record["escalation"], record["notice"], record["exit"]) == (open_one["id"], "new", 0)
+
+    correction_run(folder, clock=at(1))  # a later run, the same escalation still open
+    correction_run(folder, clock=at(2))
+    assert len(received(got)) == 1
+
+
+def test_an_escalation_still_open_after_remind_after_h_is_sent_once_more(told) -> None:
+    folder, got = told
+    correction_run(folder, clock=at(0))
+    correction_run(folder, clock=at(23.5))
+    assert [s["notice"] for s in received(got)] == ["new"]
+
+    correction_run(folder, clock=at(24))
+    correction_run(folder, clock=at(72))  # one reminder, never a second
+
+    sent = received(got)
+    assert [s["notice"] for s in sent] == ["new", "reminder"]
+    assert sent[1]["stdin"] == sent[0]["stdin"]
+
+
+def test_a_resolved_escalation_gets_no_reminder(told) -> None:
+    folder, got = told
+    correction_run(folder, clock=at(0))
+    path = folder / "escalations.yaml"
+    path.write_text(
+        path.read_text().replace(
+            "    status: open\n",
+            "    status: resolved\n    evidence: the middleware sets req.user now\n"
+            "    resolved_by: bo\n",
+        )
+    )
+
+    correction_run(folder, clock=at(1))  # acts on the person's edit
+    correction_run(folder, clock=at(48))
+
+    assert [s["notice"] for s in received(got)] == ["new"]
+    assert all(e["status"] != "open" for e in escalations(folder))
+
+
+def test_an_untrusted_notify_command_runs_nothing_and_says_how_to_allow_it(
+    tmp_path: Path, run_line
+) -> None:
+    folder = example(tmp_path)
+    script = tmp_path / "record.py"
+    script.write_text(RECORDER)
+    got = tmp_path / "received.jsonl"
+    with_notify(folder, [sys.executable, str(script), str(got)], trusted=False)
+
+    result = run_line(["run", folder])
+
+    assert result.exit_code == 2
+    assert "notify.command" in result.stderr and "selfcorrect allow" in result.stderr
+    assert not got.exists()
+    assert not (folder / "escalations.yaml").exists()  # nothing written either
+
+    allow(folder)  # a person looked
+    assert run_line(["run", folder]).exit_code == 1
+    assert [s["notice"] for s in received(got)] == ["new"]
+
+
+FAKE_GH = """\
+#!{python}
+import json, sys
+with open({out!r}, "a", encoding="utf-8") as out:
+    out.write(json.dumps({{"argv": sys.argv, "stdin": sys.stdin.read()}}) + "\\n")
+print("https://github.com/acme/app/issues/7")
+"""
+
+
+def test_gh_issue_create_gets_its_argv_and_the_body_on_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    got = tmp_path / "gh.jsonl"
+    gh = bin_dir / "gh"
+    gh.write_text(FAKE_GH.format(python=sys.executable, out=str(got)))
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    folder = example(tmp_path)
+    title = "selfcorrect: an escalation waits"
+    with_notify(folder, ["gh", "issue", "create", "--title", title, "--body-file", "-"])
+
+    correction_run(folder, clock=at(0))
+
+    (call,) = received(got)
+    assert call["argv"][0].endswith("/gh")
+    assert call["argv"][1:] == ["issue", "create", "--title", title, "--body-file", "-"]
+    assert json.loads(call["stdin"])["id"] == escalations(folder)[0]["id"]
+    (record,) = [r for r in records(folder) if r["event"] == "notified"]
+    assert record["outcome"] == "exited with code 0"
