@@ -174,3 +174,30 @@ def test_gh_issue_create_gets_its_argv_and_the_body_on_stdin(
     assert json.loads(call["stdin"])["id"] == escalations(folder)[0]["id"]
     (record,) = [r for r in records(folder) if r["event"] == "notified"]
     assert record["outcome"] == "exited with code 0"
+
+
+def test_the_leads_next_hook_answer_says_an_escalation_waits_once(tmp_path: Path) -> None:
+    from tests.test_hooks import event, hook
+
+    folder = example(tmp_path)
+    correction_run(folder, clock=at(0))  # no notify command: the lead is told all the same
+    (open_one,) = escalations(folder)
+
+    def success(**who: str) -> dict:
+        return event(
+            "post-tool-use",
+            tool_name="Read",
+            tool_input={"file_path": str(tmp_path / "README.md")},
+            tool_response={"content": "ok"},
+            tool_use_id="toolu_read",
+            **who,
+        )
+
+    assert hook(tmp_path, "post-tool-use", success(agent_id="sub-1"), folder=folder).json is None
+    said = hook(tmp_path, "post-tool-use", success(), folder=folder).context
+
+    assert said is not None
+    assert open_one["id"] in said and "WI-3" in said and "waits for a person" in said
+    assert "escalations.yaml" in said
+    # Told once: the lead's next answers say nothing more of it.
+    assert hook(tmp_path, "post-tool-use", success(), folder=folder).json is None

@@ -22,6 +22,7 @@ from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.bounded_regex import MATCH_LIMIT_S, begin_run, timed_out
+from selfcorrect.core.checkpoints import due as checkpoint_due
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason
 from selfcorrect.core.decisions import Decisions, decide, unsettled
@@ -271,6 +272,8 @@ class _Run:
                 status="closed", reason="a passing report", **journal_stamp(decisions)
             )
             journal.append(self.folder, [closed])
+        passing = _report_passes(decisions) and plan.result is Result.PASS
+        self.checkpoint(decisions, plan, passing and not self.uncertain)
         if self.uncertain:
             # An unchecked effect is never a PASS.
             result = Result.PENDING if plan.result is Result.PASS else plan.result
@@ -280,6 +283,35 @@ class _Run:
             self.written.append(documents.display_path(gate_path(self.folder)))
         written = sorted(set(self.written))
         return RunOutcome(decisions, plan, rendered, written, False, 0, self.uncertain)
+
+    def checkpoint(self, decisions: Decisions, plan: Plan, passing: bool) -> None:
+        """At a passing report or a verified recovery, record the project as a commit object
+        no ref names, and journal its id (docs/rules.md §8, "Checkpoints")."""
+        due = checkpoint_due(
+            decisions.history,
+            plan.journal,
+            [*plan.work_items, *_task_ids(decisions)],
+            passing,
+            decisions.inputs.report_stamp,
+        )
+        if due is None:
+            return
+        from selfcorrect.io.checkpoints import record_checkpoint  # git runs only when due
+
+        commit = record_checkpoint(self.root, f"selfcorrect checkpoint: {due.reason}")
+        if commit:
+            journal.append(
+                self.folder,
+                [
+                    replace(
+                        due,
+                        commit=commit,
+                        at=stamp(self.clock),
+                        run=self.trace,
+                        actor="selfcorrect",
+                    )
+                ],
+            )
 
 
 def _locked_run(
@@ -395,6 +427,12 @@ def _report_passes(decisions: Decisions) -> bool:
     """A passing report ends the episode, whatever the failure log holds (docs/rules.md §4)."""
     report = decisions.report
     return report is not None and report.verdict is Verdict.PASS and not decisions.issues
+
+
+def _task_ids(decisions: Decisions) -> list[str]:
+    """Every task the coordination log lists: a passing report covers each."""
+    coordination = decisions.coordination
+    return [task.task_id for task in coordination.tasks] if coordination is not None else []
 
 
 def _late_trips(decisions: Decisions, plan: Plan) -> list[Trip]:

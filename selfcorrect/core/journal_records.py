@@ -382,7 +382,8 @@ class CheckpointEvent(Stamped, frozen=True, kw_only=True):
     event = CHECKPOINT
     commit: str
     reason: str  # pass | recovered
-    items: Sequence[str]  # the work items whose checks passed there (recovered: those recovered)
+    items: Sequence[str]  # the work items whose checks passed there (pass: every one decided)
+    report_stamp: str | None = _optional()  # the passing report's write: one checkpoint each
 
 
 KINDS: dict[str, type[Stamped]] = {

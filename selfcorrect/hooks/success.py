@@ -39,8 +39,20 @@ def awaited(event: HookEvent, folder: str) -> bool:
 
 
 def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
-    if not awaited(event, folder):
+    """Log and decide an awaited success; to the lead, name an escalation waiting for a person
+    that it was not told of yet (hooks/waiting.py)."""
+    state = read_state_or_none(folder)
+    if state is not None and event.tool is not None and listed(event, state, folder):
+        log_success(event, folder)
+        state = read_state_or_none(folder)  # the decision rewrote it
+    if event.subagent is not None or state is None or not state.waiting:
         return None
+    from selfcorrect.hooks.waiting import waiting_note, with_note
+
+    return with_note(None, waiting_note(folder, state), "PostToolUse")
+
+
+def log_success(event: HookEvent, folder: str) -> None:
     from pathlib import Path
 
     from selfcorrect.hooks.failure import append, decide, entry
@@ -52,7 +64,6 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
         fields["approach"] = worked
     if append(Path(folder), fields):  # within limits.max_bytes, or refused and said
         decide(Path(folder))
-    return None
 
 
 WORKED_CHARS = 160  # a command or a path, cut: it names the call, it does not repeat it
