@@ -177,7 +177,7 @@ def test_gh_issue_create_gets_its_argv_and_the_body_on_stdin(
 
 
 def test_the_leads_next_hook_answer_says_an_escalation_waits_once(tmp_path: Path) -> None:
-    from tests.test_hooks import event, hook
+    from tests.test_hooks import event, hook, hook_modules
 
     folder = example(tmp_path)
     correction_run(folder, clock=at(0))  # no notify command: the lead is told all the same
@@ -199,5 +199,9 @@ def test_the_leads_next_hook_answer_says_an_escalation_waits_once(tmp_path: Path
     assert said is not None
     assert open_one["id"] in said and "WI-3" in said and "waits for a person" in said
     assert "escalations.yaml" in said
-    # Told once: the lead's next answers say nothing more of it.
+    # Told once: the lead's next answers say nothing more of it, and the success hook's fast
+    # path stays the standard library's while the escalation waits.
     assert hook(tmp_path, "post-tool-use", success(), folder=folder).json is None
+    heavy = ("msgspec", "yaml", "click", "jinja2", "typing", "hashlib")
+    stdout, loaded = hook_modules(tmp_path, "post-tool-use", success(), heavy)
+    assert stdout == "" and loaded == []

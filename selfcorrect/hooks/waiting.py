@@ -26,8 +26,8 @@ def waiting_note(folder: str, state: GateState | None) -> str | None:
     """The words naming each open escalation the lead was not told of yet (now remembered as
     told), or None."""
     waiting = state.waiting if state is not None else []
-    if not waiting:
-        return None
+    if not waiting or not _untold(folder, [e["id"] for e in waiting]):
+        return None  # the common case while a person has not answered: nothing imported
     from pathlib import Path
 
     from selfcorrect.hooks.remembered import first_time
@@ -44,6 +44,28 @@ def waiting_note(folder: str, state: GateState | None) -> str | None:
         "message; its work stays stopped until they answer (they resolve it there, or run "
         "`selfcorrect reset`)."
     )
+
+
+def _untold(folder: str, ids: list[str]) -> bool:
+    """Whether any of `ids` is not in the told list, read with the standard library alone (a
+    file that cannot be read tells nothing: the compare-and-swap that follows decides)."""
+    import json
+
+    try:
+        fd = os.open(os.path.join(folder, TOLD), _FLAGS)
+    except OSError:
+        return True
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            told = json.loads(handle.read(MAX_READ))
+    except (OSError, ValueError, RecursionError):
+        return True
+    known = {str(k) for k in told} if isinstance(told, list) else set()
+    return any(ident not in known for ident in ids)
+
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+MAX_READ = 1 << 20
 
 
 def with_note(answer: dict[str, Any] | None, note: str | None, event: str) -> dict[str, Any] | None:
