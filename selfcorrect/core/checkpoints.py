@@ -11,10 +11,16 @@ its files back; selfcorrect never restores them itself. Pure: no I/O.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from selfcorrect.core.journal_records import CheckpointEvent, IssueEvent, Stamped, typed
+from selfcorrect.core.journal_records import (
+    CHECKPOINT,
+    CheckpointEvent,
+    IssueEvent,
+    Stamped,
+    typed,
+)
 
 CHECKPOINT_STEP = 4  # the ladder's "try the opposite": what worked before is worth a look
 PASS, RECOVERED = "pass", "recovered"
@@ -31,12 +37,8 @@ def due(
     the run ends on a passing report, recorded once per write of it (`report_stamp`); else the
     issues `planned` (this plan's records) resolved are the recovery."""
     if passing:
-        for record in typed(history):
-            if (
-                isinstance(record, CheckpointEvent)
-                and record.reason == PASS
-                and record.report_stamp == report_stamp
-            ):
+        for record in _checkpoints(history):
+            if record.reason == PASS and record.report_stamp == report_stamp:
                 return None
         return CheckpointEvent(
             commit="", reason=PASS, items=sorted(set(items)), report_stamp=report_stamp or None
@@ -55,12 +57,21 @@ def last_green(history: Iterable[Any], work_item: str) -> CheckpointEvent | None
     """The latest checkpoint at which `work_item`'s checks passed: a passing report's, or one
     recording its recovery."""
     found = None
-    for record in typed(history):
-        if isinstance(record, CheckpointEvent) and (
-            record.reason == PASS or work_item in record.items
-        ):
+    for record in _checkpoints(history):
+        if record.reason == PASS or work_item in record.items:
             found = record
     return found
+
+
+def _checkpoints(history: Iterable[Any]) -> Iterator[CheckpointEvent]:
+    """The journal's checkpoint records, the others passed over unparsed: every run and hook
+    ending on a pass asks, and a journal holds thousands of records."""
+    for record in history:
+        kind = record.event if isinstance(record, Stamped) else record.get("event")
+        if kind == CHECKPOINT:
+            for parsed in typed([record]):
+                if isinstance(parsed, CheckpointEvent):
+                    yield parsed
 
 
 def prompt_view(checkpoint: CheckpointEvent, files: Sequence[str]) -> dict[str, str]:
