@@ -205,3 +205,22 @@ def test_the_leads_next_hook_answer_says_an_escalation_waits_once(tmp_path: Path
     heavy = ("msgspec", "yaml", "click", "jinja2", "typing", "hashlib")
     stdout, loaded = hook_modules(tmp_path, "post-tool-use", success(), heavy)
     assert stdout == "" and loaded == []
+
+
+def test_the_leads_stop_hold_names_the_waiting_escalation_too(tmp_path: Path) -> None:
+    from tests.test_hooks import COORDINATION, MAKE, MAKE_ERROR, event, failure, hook, make_project
+
+    root = make_project(tmp_path, COORDINATION)
+    for _ in range(3):  # WI-1 gets a directive; WI-2 spends its runtime errors: a person's
+        hook(root, "post-tool-use-failure", failure("agent-1", "Bash", MAKE, MAKE_ERROR))
+        edit = {"file_path": "src/locked.py", "old_string": "x", "new_string": "y"}
+        error = "TypeError: Cannot read properties of undefined (reading 'id')"
+        hook(root, "post-tool-use-failure", failure("agent-2", "Edit", edit, error))
+    (open_one,) = escalations(root / "workflow")
+
+    stop = event("stop", stop_hook_active=False)
+    held = hook(root, "stop", stop).json
+
+    assert held is not None and held["decision"] == "block"
+    assert "WI-1" in held["reason"]  # the work handed out, as before
+    assert open_one["id"] in held["reason"] and "waits for a person" in held["reason"]
