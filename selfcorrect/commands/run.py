@@ -22,6 +22,7 @@ from selfcorrect import layout
 from selfcorrect.checks.project import PROJECT_CHECKS
 from selfcorrect.clock import Clock, stamp, system_clock
 from selfcorrect.core.bounded_regex import MATCH_LIMIT_S, begin_run, timed_out
+from selfcorrect.core.checkpoints import due as checkpoint_due
 from selfcorrect.core.circuits import Trip, fold_circuits
 from selfcorrect.core.classify import IssueReason
 from selfcorrect.core.decisions import Decisions, decide, unsettled
@@ -30,6 +31,7 @@ from selfcorrect.core.journal_records import (
     AgentEvent,
     EpisodeEvent,
     IssueEvent,
+    NotifiedEvent,
     Stamped,
     SubjectEvent,
     ValidatedEvent,
@@ -45,6 +47,8 @@ from selfcorrect.core.verification import degraded
 from selfcorrect.effects.calibration_file import calibration_path, write_calibration
 from selfcorrect.effects.escalations_file import escalations_path, write_escalations
 from selfcorrect.effects.gate_file import gate_path, write_gate
+from selfcorrect.effects.notify import notify
+from selfcorrect.effects.notify import recorder as notify_recorder
 from selfcorrect.effects.policy_commands_file import remember as remember_commands
 from selfcorrect.effects.recovery_files import MORE, render_recovery, write_recovery
 from selfcorrect.effects.revalidate import verification_line
@@ -102,6 +106,8 @@ class RunOutcome(Struct):
     # --pending-ok never passes (docs/rules.md §3).
     unstarted: str | None = None
     fixed_files: list[FixedFile] = field(default_factory=list)  # what its fixes changed
+    # Each run of `notify.command` (effects/notify.py): the escalations sent to a person.
+    notified: list[NotifiedEvent] = field(default_factory=list)
 
 
 def correction_run(
@@ -312,6 +318,8 @@ class _Run:
                 status="closed", reason="a passing report", **journal_stamp(decisions)
             )
             journal.append(self.folder, [closed])
+        passing = _report_passes(decisions) and plan.result is Result.PASS
+        self.checkpoint(decisions, plan, passing and not self.uncertain)
         if self.uncertain:
             # An unchecked effect is never a PASS.
             result = Result.PENDING if plan.result is Result.PASS else plan.result
@@ -325,6 +333,35 @@ class _Run:
             decisions, plan, rendered, written, False, 0, self.uncertain,
             unstarted=self.unstarted, fixed_files=fixed,
         )  # fmt: skip
+
+    def checkpoint(self, decisions: Decisions, plan: Plan, passing: bool) -> None:
+        """At a passing report or a verified recovery, record the project as a commit object
+        no ref names, and journal its id (docs/rules.md §8, "Checkpoints")."""
+        due = checkpoint_due(
+            decisions.history,
+            plan.journal,
+            [*plan.work_items, *_task_ids(decisions)],
+            passing,
+            decisions.inputs.report_stamp,
+        )
+        if due is None:
+            return
+        from selfcorrect.io.checkpoints import record_checkpoint  # git runs only when due
+
+        commit = record_checkpoint(self.root, f"selfcorrect checkpoint: {due.reason}")
+        if commit:
+            journal.append(
+                self.folder,
+                [
+                    replace(
+                        due,
+                        commit=commit,
+                        at=stamp(self.clock),
+                        run=self.trace,
+                        actor="selfcorrect",
+                    )
+                ],
+            )
 
 
 def _locked_run(
@@ -400,6 +437,11 @@ def _locked_run(
     # `plan` is the last plan written: what stands after the final cycle.
     outcome = run.finish(decisions, plan, rendered)
     outcome.cycles = cycles
+    # escalations.yaml is written: a person is told of what waits (never from a hook's run,
+    # which must answer in moments: the next run or the watcher sends what a hook wrote).
+    outcome.notified = notify(
+        folder, policy, run.root, clock, notify_recorder(folder, clock, run.trace)
+    )
     return outcome
 
 
@@ -446,6 +488,12 @@ def _report_passes(decisions: Decisions) -> bool:
     """A passing report ends the episode, whatever the failure log holds (docs/rules.md §4)."""
     report = decisions.report
     return report is not None and report.verdict is Verdict.PASS and not decisions.issues
+
+
+def _task_ids(decisions: Decisions) -> list[str]:
+    """Every task the coordination log lists: a passing report covers each."""
+    coordination = decisions.coordination
+    return [task.task_id for task in coordination.tasks] if coordination is not None else []
 
 
 def _late_trips(decisions: Decisions, plan: Plan) -> list[Trip]:

@@ -117,13 +117,14 @@ class _Rule(Struct):
     confidences: deque[float] = field(default_factory=lambda: deque(maxlen=_HISTORY))
 
 
-def _time(text: Any) -> datetime | None:
+def moment(text: Any) -> datetime | None:
+    """A journal stamp as a time (UTC), or None when it is not one."""
     try:
-        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        when = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
         return None
     # A hand-edited stamp without a zone is read as UTC: naive and aware times never compare.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class Circuits(Struct):
@@ -297,7 +298,7 @@ def _transition(state: _Rule, record: TransitionEvent) -> None:
         output = evidence.get("output")
         fix = _failed_fix(record, f"verification failed: {why}", attempt)
         fix = replace(fix, output=output) if isinstance(output, str) else fix
-        at = _time(record.at)
+        at = moment(record.at)
         if at is not None:
             state.verification_failures.append((at, fix))
         state.outcomes.append(fix)

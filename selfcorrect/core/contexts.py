@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from selfcorrect import layout
+from selfcorrect.core.checkpoints import prompt_view
 from selfcorrect.core.classify import IssueDecision
 from selfcorrect.core.intent import infer_intent, repair_tools, work_item_intent
+from selfcorrect.core.journal_records import CheckpointEvent
 from selfcorrect.core.ladder import DECOMPOSE_STEP, SubjectDecision, ladder_step
 from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
@@ -182,10 +184,12 @@ def stuck_context(
     *,
     worked_before: Sequence[str] = (),
     place: Place = as_given,
+    checkpoint: CheckpointEvent | None = None,
 ) -> dict[str, Any]:
     """`worked_before`: calibration sentences for this failure type, best first (docs/policy.md).
     `place`: how a path is shown to an agent; paths that leave the project are dropped from
-    the scope and listed under `outside`."""
+    the scope and listed under `outside`. `checkpoint`: the last one at which the item's checks
+    passed, named from ladder step 4 on (docs/rules.md §8, "Checkpoints")."""
     step = step_to_try(policy, decision, record, worked_before)
     rule = policy.failure_type(decision.failure_type)
     recovery = rule.recovery if rule else ""
@@ -254,6 +258,7 @@ def stuck_context(
         "successes_elsewhere": list(dict.fromkeys(elsewhere)),
         "worked_before": list(worked_before),
         "workflow_dir": workflow_dir,
+        "checkpoint": prompt_view(checkpoint, scope) if checkpoint is not None else None,
     }
     return _with_sources(context, policy, workflow_dir, layout.FAILURE_LOG)
 

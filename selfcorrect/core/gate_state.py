@@ -20,6 +20,8 @@ so the gate answers in the time Python takes to start. It holds:
 - `warm_wait_s`: `hooks.warm_wait_s`, the longest a hook waits on the warm answerer.
 - `loops`: what the success hook counts as a loop that succeeds (its thresholds, the polls,
   the exempt tools: hooks/loops.py).
+- `waiting`: the open escalations, each waiting for a person: the lead's next hook answer
+  names each once (hooks/waiting.py).
 Pure: paths are placed in the project by the decisions' `place`, and nothing is read here.
 """
 
@@ -96,7 +98,26 @@ def gate_state(decisions: Decisions, plan: Plan, workflow: str) -> dict[str, Any
         },
         # How long a hook waits on the warm answerer in all (hooks/warm_client.py).
         "warm_wait_s": policy.hooks.warm_wait_s,
+        "waiting": _waiting(decisions, plan, workflow),
     }
+
+
+MAX_WAITING = 50  # open escalations named; the file lists them all
+
+
+def _waiting(decisions: Decisions, plan: Plan, workflow: str) -> list[dict[str, str]]:
+    """Each escalation open once this plan is written: the file's, less those it settles, and
+    its new ones (docs/rules.md §10)."""
+    settled = {r.id for r in plan.resolutions}
+    known = [e for e in decisions.escalations if e.status is EscalationStatus.OPEN]
+    listed = [(e.id, e.subject, e.reason) for e in known if e.id not in settled]
+    listed += [(e.id, e.subject, e.reason) for e in plan.escalations]
+    where = f"{workflow}/{layout.ESCALATIONS}"
+    unique = {ident: (subject, reason) for ident, subject, reason in listed}
+    return [
+        {"id": ident, "subject": subject, "reason": clip(reason, 300), "where": where}
+        for ident, (subject, reason) in list(unique.items())[:MAX_WAITING]
+    ]
 
 
 def _not_reset(decisions: Decisions, repeats: tuple[Repeat, ...]) -> list[Repeat]:

@@ -34,6 +34,8 @@ TURN = "turn"  # an agent's turn ended: its host's Stop or SubagentStop (docs/ru
 # recovery/plan.md written for these tasks, or withdrawn (docs/rules.md §8)
 PLAN_REVISION = "plan_revision"
 SETTLED = "settled"  # escalations selfcorrect resolved: their cause is gone (docs/rules.md §9.1)
+NOTIFIED = "notified"  # `notify.command` ran for an escalation (docs/rules.md §10)
+CHECKPOINT = "checkpoint"  # the project recorded as a commit object at a PASS (docs/rules.md §8)
 
 
 class Omit(Enum):
@@ -359,6 +361,31 @@ class SettledEvent(Stamped, frozen=True, kw_only=True):
     escalations: Sequence[str]  # the escalation ids, resolved by selfcorrect
 
 
+class NotifiedEvent(Stamped, frozen=True, kw_only=True):
+    """`notify.command` ran for an open escalation: `new` the first time, `reminder` once after
+    `notify.remind_after_h` (docs/rules.md §10). A run that exited 0 sent it; the journal keeps
+    what was sent, so each is sent once across runs and watchers."""
+
+    event = NOTIFIED
+    escalation: str  # its id
+    notice: str  # new | reminder
+    argv: Sequence[str]
+    exit: int | None  # None: it never started, or was killed on timeout
+    outcome: str
+
+
+class CheckpointEvent(Stamped, frozen=True, kw_only=True):
+    """The project as it stood at a PASS or a verified recovery, as a git commit object no ref
+    names (docs/rules.md §8, "Checkpoints"): `git diff <commit> -- <files>` shows what changed
+    since, `git checkout <commit> -- <files>` puts those files back."""
+
+    event = CHECKPOINT
+    commit: str
+    reason: str  # pass | recovered
+    items: Sequence[str]  # the work items whose checks passed there (pass: every one decided)
+    report_stamp: str | None = _optional()  # the passing report's write: one checkpoint each
+
+
 KINDS: dict[str, type[Stamped]] = {
     kind.event: kind
     for kind in (
@@ -378,5 +405,7 @@ KINDS: dict[str, type[Stamped]] = {
         TurnEvent,
         PlanRevisionEvent,
         SettledEvent,
+        NotifiedEvent,
+        CheckpointEvent,
     )
 }

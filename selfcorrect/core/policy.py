@@ -290,6 +290,10 @@ class Policy(Struct, frozen=True, dict=True):  # dict: for its cached views
         return views.Agent.of(self.data)
 
     @cached_property
+    def notify(self) -> views.Notify:
+        return views.Notify.of(self.data)
+
+    @cached_property
     def stuck(self) -> views.Stuck:
         return views.Stuck.of(self.data)
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 def commands_of(policy: Policy) -> dict[str, list[str]]:
     """Every command the policy can run or hand agents to run, by where it is written:
-    `checks.commands[0]`, `validator.command`, `agent.command`, `issue_types.<name>.fix[0]`,
-    `tools.<name>` (a repair tool a prompt offers agents)."""
+    `checks.commands[0]`, `validator.command`, `agent.command`, `notify.command`,
+    `issue_types.<name>.fix[0]`, `tools.<name>` (a repair tool a prompt offers agents)."""
     found: dict[str, list[str]] = {}
     for i, check in enumerate(policy.checks.commands):
         found[f"checks.commands[{i}]"] = _argv(check.get("command") if _is_map(check) else check)
@@ -32,6 +32,8 @@ def commands_of(policy: Policy) -> dict[str, list[str]]:
         found["validator.command"] = list(policy.validator.command)
     if policy.agent.command:
         found["agent.command"] = list(policy.agent.command)
+    if policy.notify.command:
+        found["notify.command"] = list(policy.notify.command)
     for tool in policy.tools:
         found[f"tools.{tool.name}"] = list(tool.command)
     for rule in policy.rules():

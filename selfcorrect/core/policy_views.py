@@ -195,6 +195,25 @@ class Agent(Struct, frozen=True):
         return cls(_argv(section.get("command")))
 
 
+class Notify(Struct, frozen=True):
+    """`notify:` the command that tells a person of each new escalation, and when to remind
+    (docs/rules.md §10); command None tells nobody beyond escalations.yaml."""
+
+    command: tuple[str, ...] | None
+    remind_after_h: float | None = 24.0
+    timeout_s: float = 30.0
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Notify:
+        section = data.get("notify") or {}
+        remind = section.get("remind_after_h", 24)
+        return cls(
+            _argv(section.get("command")),
+            None if remind is None else float(remind),
+            float(section.get("timeout_s", 30)),
+        )
+
+
 class Window(Struct, frozen=True):
     """One stuck signal: fires at `threshold` occurrences among the latest `window` entries."""
 

@@ -87,7 +87,25 @@ def answer_many(events: list[HookEvent], folder: Path) -> list[dict[str, Any] | 
         # a probe's answer, an interruption, a call that never ran: logged, counts nothing
         logged.append(None if "outcome" in fields else fields)
     outcome = decide(folder) if any(logged) else None
-    return [_told_safely(outcome, fields, folder) for fields in logged]
+    answers = [_told_safely(outcome, fields, folder) for fields in logged]
+    return _lead_told_of_escalations(events, answers, folder)
+
+
+def _lead_told_of_escalations(
+    events: list[HookEvent], answers: list[dict[str, Any] | None], folder: Path
+) -> list[dict[str, Any] | None]:
+    """The lead's answer names each escalation waiting for a person it was not told of yet
+    (hooks/waiting.py); a subagent's is left as it is."""
+    leads = [i for i, event in enumerate(events) if event.subagent is None]
+    if not leads:
+        return answers
+    from selfcorrect.hooks.gate_file import read_state_or_none
+    from selfcorrect.hooks.waiting import waiting_note, with_note
+
+    note = waiting_note(str(folder), read_state_or_none(folder))
+    if note is not None:  # told once: with the first of the lead's answers
+        answers[leads[0]] = with_note(answers[leads[0]], note, "PostToolUseFailure")
+    return answers
 
 
 def _told_safely(outcome: Any, fields: dict[str, str] | None, folder: Path) -> Any:

@@ -89,6 +89,15 @@ class GateState:
         keys = self.data.get("volatile_keys")
         return [str(k) for k in keys] if isinstance(keys, list) else None
 
+    @property
+    def waiting(self) -> list[dict[str, str]]:
+        """The open escalations (id, subject, reason, where), each waiting for a person."""
+        return [
+            {key: str(e.get(key) or "") for key in ("id", "subject", "reason", "where")}
+            for e in self._list("waiting")
+            if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]
+        ]
+
     def edits(self, tool: str) -> bool:
         """Is `tool` one of the tools that edit a file?"""
         return tool.casefold() in {str(t).casefold() for t in self._list("edit_tools")}

@@ -17,7 +17,6 @@ controller or to nobody), never a task whose agent has not had its turn.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,11 @@ def answer(event: HookEvent, folder: Path, *, subagent: bool) -> dict[str, Any] 
 
         decide(folder)
     held, tasks = _hold(event, folder, subagent=subagent)
+    if held is not None and not subagent:  # the lead, held: it is told what waits, too
+        from selfcorrect.hooks.gate_file import read_state_or_none
+        from selfcorrect.hooks.waiting import waiting_note, with_note
+
+        held = with_note(held, waiting_note(str(folder), read_state_or_none(folder)), "Stop")
     if held is None:  # held back, the agent goes on: its turn ends at the stop that follows
         _record_turn(event, folder, subagent=subagent, tasks=tasks)
     return held
@@ -149,30 +153,7 @@ def _open_work(task: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
 def _hold_once(folder: Path, open_work: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The open work not held back for before, now remembered as held (compare-and-swap:
     two subagents stopping at once never both hold for one directive)."""
-    if not open_work:
-        return []
-    from selfcorrect.io import atomic
-    from selfcorrect.io.safe_paths import ensure_dir
+    from selfcorrect.hooks.remembered import first_time
 
-    path = folder / layout.STOP_HOLDS
-    ensure_dir(path.parent)
-    fresh: list[tuple[str, str]] = []
-
-    def add(before: bytes | None) -> bytes | None:
-        held = _keys(before)
-        fresh[:] = [(key, todo) for key, todo in open_work if key not in held]
-        if not fresh:
-            return None
-        kept = list(dict.fromkeys([*held, *(key for key, _ in fresh)]))[-MAX_HOLDS:]
-        return (json.dumps(kept, ensure_ascii=False, indent=0) + "\n").encode("utf-8")
-
-    atomic.update_file(path, add)
-    return fresh
-
-
-def _keys(data: bytes | None) -> list[str]:
-    try:
-        keys = json.loads(data or b"[]")
-    except (ValueError, RecursionError):
-        return []
-    return [str(k) for k in keys] if isinstance(keys, list) else []
+    fresh = set(first_time(folder / layout.STOP_HOLDS, [key for key, _ in open_work], MAX_HOLDS))
+    return [(key, todo) for key, todo in open_work if key in fresh]

@@ -45,6 +45,9 @@ def awaited(event: HookEvent, folder: str) -> bool:
 
 
 def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
+    """Name a loop that succeeds (hooks/loops.py), else log and decide an awaited success; to
+    the lead, name an escalation waiting for a person that it was not told of yet
+    (hooks/waiting.py)."""
     state = read_state_or_none(folder)
     if event.tool is None:
         return None
@@ -55,12 +58,19 @@ def answer(event: HookEvent, folder: str) -> dict[str, Any] | None:
         if seen.strike >= 2:
             return _logged_loop(event, folder, seen)
         return _named(seen.text() + NEW) if seen.strike == 1 else None
+    logged = False
     if state is not None and listed(event, state, folder):
-        _log_success(event, folder)
+        logged = _log_success(event, folder) or logged
     if isinstance(seen, Ended):  # the agent changed something: the loop on the ladder is over
         for tool in seen.tools:
-            _log_success(event, folder, tool)
-    return None
+            logged = _log_success(event, folder, tool) or logged
+    if logged:
+        state = read_state_or_none(folder)  # the decision rewrote it
+    if event.subagent is not None or state is None or not state.waiting:
+        return None
+    from selfcorrect.hooks.waiting import waiting_note, with_note
+
+    return with_note(None, waiting_note(folder, state), "PostToolUse")
 
 
 NEW = (
@@ -75,9 +85,10 @@ def _named(text: str) -> dict[str, Any]:
     return success_context(f"selfcorrect: {text}")
 
 
-def _log_success(event: HookEvent, folder: str, loop_tool: str | None = None) -> None:
-    """Log this call's success and decide. `loop_tool`: the success ends that tool's loop on
-    the ladder (logged as that tool's, per agent, which lifts the loop's subject)."""
+def _log_success(event: HookEvent, folder: str, loop_tool: str | None = None) -> bool:
+    """Log this call's success and decide; whether it was logged. `loop_tool`: the success
+    ends that tool's loop on the ladder (logged as that tool's, per agent, which lifts the
+    loop's subject)."""
     from pathlib import Path
 
     from selfcorrect.hooks.failure import append, decide, entry
@@ -93,8 +104,10 @@ def _log_success(event: HookEvent, folder: str, loop_tool: str | None = None) ->
         fields.pop("input_digest", None)
         call = fields.get("tool_use_id") or fields.pop("event_id", "")
         fields["tool_use_id"] = f"{call}:loop:{loop_tool}"  # its own identity: logged once
-    if append(Path(folder), fields):  # within limits.max_bytes, or refused and said
-        decide(Path(folder))
+    if not append(Path(folder), fields):  # within limits.max_bytes, or refused and said
+        return False
+    decide(Path(folder))
+    return True
 
 
 def _logged_loop(event: HookEvent, folder: str, loop: Any) -> dict[str, Any]:

@@ -46,15 +46,24 @@ class Completed(Struct, frozen=True):
 
 
 def run_argv(
-    argv: Sequence[str], cwd: Path, timeout: float, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
 ) -> Completed:
-    with tempfile.TemporaryFile() as out:
+    """Run `argv`; `stdin` is its standard input (from a temp file too: a command that never
+    reads it cannot block us), else none."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as given:
+        if stdin is not None:
+            given.write(stdin)
+            given.seek(0)
         try:
             proc = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
                 shell=False,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if stdin is None else given,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -10,6 +10,7 @@ from msgspec.structs import replace
 
 from selfcorrect import layout
 from selfcorrect.core.calibration import worked_before
+from selfcorrect.core.checkpoints import CHECKPOINT_STEP, last_green
 from selfcorrect.core.contexts import stuck_context, subject_summary
 from selfcorrect.core.decisions import Decisions
 from selfcorrect.core.escalation_ids import escalation_id
@@ -150,6 +151,9 @@ def plan_subject(
                     run.workflow_dir,
                     worked_before=worked_before(run.calibration, decision.failure_type),
                     place=run.place,
+                    checkpoint=last_green(run.history, work_item)
+                    if (decision.ladder_step or 0) >= CHECKPOINT_STEP
+                    else None,
                 ),
             )
         )
