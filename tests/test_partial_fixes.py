@@ -118,6 +118,27 @@ pathlib.Path("workflow/validation_report.yaml").write_text(
 """
 
 
+def test_a_linter_that_fixes_nothing_hands_its_findings_to_the_agent(
+    tmp_path: Path, run_line, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ruff with only what it cannot fix (F821) changes nothing and exits 1, "findings remain":
+    the findings go to the agent with ruff's output, never to a person on the first run."""
+    repo = ruff_project(tmp_path, monkeypatch)
+    core = repo / "src" / "calc" / "core.py"
+    core.write_text("def add(a, b):\n    return a + b + undefined_name\n")
+    git(repo, "commit", "-qam", "only what ruff cannot fix")
+
+    for run in range(2):  # the agent has not fixed it yet when the run comes again
+        out = run_json(run_line, repo, *(["--validate-first"] if run == 0 else []))
+        assert out["result"] != "BLOCKED", out["why"]
+        assert out["escalations"] == []
+        (lint,) = [i for i in out["issues"] if i["type"] == "linting_errors"]
+        assert lint["status"] == "pending" and lint["escalation"] is None
+        directive = (repo / "workflow" / lint["prompt"]).read_text()
+        assert "F821" in directive and "Found 1 error." in directive
+    assert not [r for r in journal(repo) if r["event"] == "circuit"]
+
+
 def fixer_project(tmp_path: Path, fixer: str, files: tuple[str, ...] = ("a.py",)) -> Path:
     """A git project whose lint fixer is the Python script `fixer`, and whose validator
     reports each src/*.py holding BAD (MAJOR) or WORSE (CRITICAL)."""

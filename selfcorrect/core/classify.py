@@ -391,7 +391,8 @@ class IssueClassifier:
         made = out(
             Verdict.FIXABLE,
             IssueReason.LADDER,
-            f"its {count(retries, 'attempt')} on its own are spent: recovery step {step}",
+            f"its {count(retries, 'attempt')} on its own "
+            f"{'is' if retries == 1 else 'are'} spent: recovery step {step}",
             prior.attempts + 1,
             True,
         )

@@ -237,6 +237,13 @@ def _judged(
     verdict, detail = verify_fix(
         done.ok or _ran_to_its_end(done), measured, scope, limit, never=never
     )
+    if verdict is FixVerdict.NO_CHANGE and done.returncode == FINDINGS_REMAIN and not done.ok:
+        # A linter in fix mode that could fix none of its findings (ruff with only F821): they
+        # are the agent's, with its output, as what a partial fix leaves (rules §9.2).
+        return FixVerdict.PARTIAL, (
+            "the fixer could fix none of its findings (exit 1: findings remain); they go to "
+            "the agent with its output"
+        )
     if verdict is FixVerdict.NO_CHANGE and not done.ok:
         verdict, detail = FixVerdict.FIXER_FAILED, "the fixer did not exit 0 and changed nothing"
     if verdict is FixVerdict.OK and not done.ok:
@@ -253,6 +260,11 @@ def _verdict(outcome: FixOutcome) -> dict[str, Any]:
     said = {"output": outcome.output} if outcome.output else {}
     verdict = outcome.verdict.value if outcome.verdict else None
     return {"verdict": verdict, "detail": outcome.detail, **said}
+
+
+# The exit code linters in fix mode give when findings remain (ruff, eslint, flake8): any other
+# non-zero code with nothing changed is a fixer that failed (a usage error, a crash).
+FINDINGS_REMAIN = 1
 
 
 def _ran_to_its_end(done: Completed) -> bool:
