@@ -391,8 +391,7 @@ class IssueClassifier:
         made = out(
             Verdict.FIXABLE,
             IssueReason.LADDER,
-            f"its {count(retries, 'attempt')} on its own "
-            f"{'is' if retries == 1 else 'are'} spent: recovery step {step}",
+            f"{_own_attempts_spent(retries)}: recovery step {step}",
             prior.attempts + 1,
             True,
         )
@@ -492,3 +491,8 @@ def capped(decision: IssueDecision, cycles: int, agent_command: bool) -> IssueDe
         attempts=attempts,
         new=True,
     )
+
+
+def _own_attempts_spent(retries: int) -> str:
+    """ "its 1 attempt on its own is spent", "its 2 attempts on its own are spent"."""
+    return f"its {count(retries, 'attempt')} on its own {'is' if retries == 1 else 'are'} spent"

@@ -212,7 +212,7 @@ def apply_fix(
     # A link that leads out of the project is never a fix, whatever the scope says.
     escaping = [c.rel for c in changed if _leads_outside(root, c.rel)]
     never = (*exclude, ".git", *escaping)
-    verdict, detail = _judged(done, timeout, measured, scope, limit, never)
+    verdict, detail = _judged(done, timeout, measured, scope, limit, never, linter=not built_in)
     rest = [c for c in changed if c.rel != journal_rel]
     outcome = FixOutcome(decision, verdict, detail, argv, snap, rest, last_output(done))
     if outcome.applied:
@@ -231,13 +231,16 @@ def _judged(
     scope: list[str],
     limit: int,
     never: Sequence[str],
+    *,
+    linter: bool,
 ) -> tuple[FixVerdict, str]:
     """The verdict on the fixer's run: a fixer that ran to its end and exited non-zero having
-    changed files in scope, within the size limit, made a partial fix (rules §9.2)."""
+    changed files in scope, within the size limit, made a partial fix (rules §9.2); so did a
+    project's fixer (`linter`, not a built-in one) that exited 1 having changed nothing."""
     verdict, detail = verify_fix(
         done.ok or _ran_to_its_end(done), measured, scope, limit, never=never
     )
-    if verdict is FixVerdict.NO_CHANGE and done.returncode == FINDINGS_REMAIN and not done.ok:
+    if verdict is FixVerdict.NO_CHANGE and linter and done.returncode == FINDINGS_REMAIN:
         # A linter in fix mode that could fix none of its findings (ruff with only F821): they
         # are the agent's, with its output, as what a partial fix leaves (rules §9.2).
         return FixVerdict.PARTIAL, (
