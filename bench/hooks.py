@@ -22,8 +22,8 @@
   repeated would be a loop that succeeds, never logged as a success.
 - failure hook alone: the failure hook on a 10-entry log in a session (this process ran the
   `session-start` hook first, as the agent host does, so the folder's warm answerer answers
-  it), p95 against the p95 of `python -c "import json"` (target at most 5x). Beside it, for
-  information, the same without a session: the hook decides in its own interpreter.
+  it), p95 against the p95 of `python -c "import json"` (target at most 3x). Beside it, the
+  same without a session, the hook deciding in its own interpreter (target at most 6x).
 - failure hooks together: 8 failure hooks started at once on one 10-entry folder in a session,
   their p95 against one alone (our slowdown), beside 8 bare `python -c "import json"` started
   at once against one alone (the machine's slowdown): ours within 1x more than the machine's.
