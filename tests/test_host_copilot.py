@@ -230,7 +230,15 @@ def test_install_copilot_writes_its_own_file_and_uninstall_removes_it(tmp_path: 
     install("--uninstall")
     assert sorted(p.name for p in (root / ".github/hooks").iterdir()) == ["audit.json"]
     assert (root / ".github/hooks/audit.json").read_text("utf-8") == theirs
+    # In a project without .github/, install then uninstall leaves no empty folder behind.
+    (root / ".github/hooks/audit.json").unlink()
+    (root / ".github/hooks").rmdir()
+    (root / ".github").rmdir()
+    install("--folder", "work flow")
+    install("--uninstall")
+    assert not (root / ".github").exists()
     # A selfcorrect.json of someone else's is never touched.
+    (root / ".github/hooks").mkdir(parents=True)
     (root / ".github/hooks/selfcorrect.json").write_text(theirs, "utf-8")
     refused = install("--folder", "work flow", code=2)
     assert "is not the file `selfcorrect install copilot` writes" in refused

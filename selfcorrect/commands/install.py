@@ -315,7 +315,7 @@ def install(
         result.diff = _diff(before, None, display)
         if not dry_run:
             result.written = _delete_unchanged(path, before)
-        result.folder_removed = _remove_if_empty(path.parent, path.name, dry_run)
+        result.folder_removed = remove_if_empty(path.parent, path.name, dry_run)
         return result
     result.diff = _diff(before, after, display)
     if dry_run:
@@ -349,7 +349,7 @@ def _delete_unchanged(path: Path, data: bytes) -> bool:
     return True
 
 
-def _remove_if_empty(folder: Path, removed: str, dry_run: bool) -> bool:
+def remove_if_empty(folder: Path, removed: str, dry_run: bool) -> bool:
     """Remove `folder` when the settings file install had created was all it held: install
     made it, and uninstall leaves no empty folder behind."""
     with environment(folder):
@@ -778,6 +778,7 @@ __all__ = [
     "local_notes",
     "machine_path_notes",
     "refuse_links",
+    "remove_if_empty",
     "require_workflow_folder",
     "self_command",
     "settings_path",

@@ -20,6 +20,7 @@ from selfcorrect.commands.install import (
     folder_word,
     install_diff,
     refuse_links,
+    remove_if_empty,
     self_command,
 )
 from selfcorrect.errors import InputError, WriteConflict
@@ -85,6 +86,10 @@ def install(
         result.diff = install_diff(before, None, display)
         if not dry_run:
             result.written = delete_unchanged(path, before)
+        # No empty folder left behind: `.github/hooks/`, then `.github/` (docs/hooks.md).
+        if remove_if_empty(path.parent, path.name, dry_run):
+            result.folder_removed = True
+            remove_if_empty(path.parent.parent, path.parent.name, dry_run)
         return result
     after = render(commands)
     if after == before:
