@@ -17,9 +17,15 @@ from .scenario import Simulation, load, scenario_files
 
 def main(names: list[str]) -> int:
     """`--warm` plays the scenarios warm (docs/simulator.md)."""
+    if {"-h", "--help"} & set(names):
+        print(__doc__)
+        return 0
     mode = "warm" if "--warm" in names else "cold"
     names = [n for n in names if n != "--warm"]
     files = [p for p in scenario_files() if not names or any(n in p.stem for n in names)]
+    if not files:
+        print(f"no scenario named {' or '.join(names)} in tests/loop_sim/scenarios/")
+        return 2
     columns = list(INVARIANTS)
     rows, details = [], []
     for path in files:
