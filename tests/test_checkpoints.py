@@ -97,16 +97,23 @@ def syntax_error(minute: int) -> dict:
     }
 
 
-def test_a_step_4_prompt_names_the_last_green_checkpoint_and_its_commands_restore_it(
-    tmp_path: Path,
-) -> None:
+def broken_after_a_pass(tmp_path: Path) -> tuple[Path, dict]:
+    """A project that passed (its checkpoint recorded), then an agent broke config.json."""
     repo = project(tmp_path)
     folder = repo / "workflow"
     (folder / "validation_report.yaml").write_text(PASS)
     correction_run(folder)
     (green,) = checkpoints(folder)
-    # The agent breaks the file it had right, then keeps failing on it, round after round.
     (repo / "config.json").write_text(BROKEN)
+    return repo, green
+
+
+def test_a_step_4_prompt_names_the_last_green_checkpoint_and_its_commands_restore_it(
+    tmp_path: Path,
+) -> None:
+    repo, green = broken_after_a_pass(tmp_path)
+    folder = repo / "workflow"
+    # The agent broke the file it had right, and keeps failing on it, round after round.
     errors = [syntax_error(minute) for minute in range(1, 4)]
     log = folder / "tool_failures.yaml"
     prompt = folder / "recovery" / "T-9.md"
@@ -132,3 +139,35 @@ def test_a_step_4_prompt_names_the_last_green_checkpoint_and_its_commands_restor
 
     assert (repo / "config.json").read_text() == GOOD
     assert git(repo, "diff", commit, "--", "config.json") == ""
+
+
+def report(generated: int) -> str:
+    """A fresh report (its own `generated_at`) still carrying T-9's issue on config.json."""
+    return (
+        "status: FIXABLE\nvalidator: ci-checks\n"
+        f"generated_at: '2026-12-03T13:{generated:02d}:00Z'\n"
+        "issues:\n"
+        "  - id: V-1\n    type: acceptance_criterion_unmet\n    severity: MAJOR\n"
+        "    description: config.json does not parse\n    target: config.json\n"
+        "    task_id: T-9\n"
+    )
+
+
+def test_an_issues_step_4_directive_names_the_last_green_checkpoint(tmp_path: Path) -> None:
+    """An item on the ladder by a validator's issue, not by failures: its prompt from step 4
+    names the checkpoint too, with the issue's target in the commands."""
+    repo, green = broken_after_a_pass(tmp_path)
+    folder = repo / "workflow"
+    prompt = folder / "recovery" / "T-9.md"
+    for minute in range(1, 12):
+        (folder / "validation_report.yaml").write_text(report(minute))
+        correction_run(folder)
+        text = prompt.read_text()
+        if "step 4 of 6" in text:
+            break
+        assert "checkpoint" not in text
+    assert "step 4 of 6" in text, text
+    commit = green["commit"]
+    assert f"as commit {commit}" in text
+    assert f"`git diff {commit} -- config.json`" in text
+    assert f"`git checkout {commit} -- config.json`" in text

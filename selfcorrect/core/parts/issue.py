@@ -10,6 +10,7 @@ from functools import partial
 from msgspec.structs import replace
 
 from selfcorrect.core.calibration import worked_before
+from selfcorrect.core.checkpoints import CHECKPOINT_STEP, last_green, prompt_view
 from selfcorrect.core.classify import IssueDecision, IssueReason
 from selfcorrect.core.contexts import directive_context
 from selfcorrect.core.decisions import Decisions
@@ -137,6 +138,7 @@ def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDec
                     "fingerprint": decision.fingerprint,
                     "retries": decision.retries,
                     "step": ladder_step(run.policy, decision.ladder_step),
+                    "checkpoint": _checkpoint(run, decision),
                 },
             )
         )
@@ -157,6 +159,16 @@ def plan_issue(plan: PlanDraft, facts: Facts, run: Decisions, decision: IssueDec
                 ),
             )
         )
+
+
+def _checkpoint(run: Decisions, decision: IssueDecision) -> dict[str, str] | None:
+    """From ladder step 4 on, the last checkpoint at which the item's checks passed, with the
+    commands for the issue's target (docs/rules.md §8, "Checkpoints")."""
+    if (decision.ladder_step or 0) < CHECKPOINT_STEP:
+        return None
+    found = last_green(run.history, decision.work_item)
+    target = decision.issue.target
+    return prompt_view(found, [target] if target else []) if found is not None else None
 
 
 def _would(decision: IssueDecision, run: Decisions) -> str:
