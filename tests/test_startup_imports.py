@@ -91,3 +91,22 @@ def test_version_imports_no_yaml_library(tmp_path: Path) -> None:
     code, modules = _loaded("--version", cwd=tmp_path)
     assert code == 0
     assert _tops(modules, ("yaml", "ruamel", "json", "selfcorrect.commands", *NOT_FOR_CHECK)) == []
+
+
+def test_status_after_a_run_renders_nothing_again(tmp_path: Path) -> None:
+    """`status` (and `report`, a rerun) reads back the prompts the last run wrote, unchanged
+    since, rather than rendering them again: the template engine is not even loaded, and what
+    it shows is what the run wrote (docs/hooks.md, the output memo)."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    folder = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", folder, ignore=shutil.ignore_patterns(".selfcorrect"))
+    code, modules = _loaded("run", "-q", "workflow", cwd=tmp_path)
+    assert code == 1 and "jinja2" in modules  # the run rendered the prompts
+    prompt = (folder / "recovery" / "WI-3.md").read_text(encoding="utf-8")
+    code, modules = _loaded("status", "workflow", cwd=tmp_path)
+    assert code == 1
+    assert _tops(modules, ("jinja2",)) == []
+    assert (folder / "recovery" / "WI-3.md").read_text(encoding="utf-8") == prompt

@@ -394,15 +394,19 @@ def _locked_run(
         run.validate(policy)
         inputs, opening = run.load(), None
     cycles = 0
+    # What the last run or hook rendered, and still on disk, is read back, not rendered again:
+    # a rerun, `status` and `report` render only what changed. A shadow run only reads it.
+    memo = OutputMemo(folder)
     while True:
         decisions, plan = run.settle(inputs, cycles, cap, opening)
         opening = None
-        rendered = render_recovery(folder, plan, policy)
+        rendered = render_recovery(folder, plan, policy, memo)
         if shadow:
             return RunOutcome(
                 decisions, plan, rendered, [], True, cycles, run.uncertain, unstarted=run.unstarted
             )
-        run.written += _write(folder, decisions, plan, rendered)
+        run.written += _write(folder, decisions, plan, rendered, memo)
+        memo.save()
         before = list(decisions.report.issues) if decisions.report else []
         outcomes: list[FixOutcome] = []
         handed = _handed_out(plan)
@@ -426,8 +430,9 @@ def _locked_run(
         inputs = run.load()
         if not fresh:
             decisions, plan = run.settle(inputs, cycles, None)  # nothing more runs: no cap
-            rendered = render_recovery(folder, plan, policy)
-            run.written += _write(folder, decisions, plan, rendered)
+            rendered = render_recovery(folder, plan, policy, memo)
+            run.written += _write(folder, decisions, plan, rendered, memo)
+            memo.save()
             break
         after = list(inputs.report.issues) if inputs.report else []
         if outcomes and degraded(before, after):

@@ -1,7 +1,9 @@
-"""What an agent hook's run left on disk, so it is not made again: `.selfcorrect/output_memo.json`.
+"""What the last run or agent hook left on disk, so it is not made again:
+`.selfcorrect/output_memo.json`.
 
 An agent hook decides on every failed call (docs/hooks.md), and most calls change no prompt and
-no `failed_items` entry: the file is already on disk as the run would write it. Making it again
+no `failed_items` entry: the file is already on disk as the run would write it. A rerun,
+`status` and `report` (shadow runs, which read the memo and write nothing) are the same case. Making it again
 costs Jinja2 (its import and the templates' compilation) for the prompts and ruamel (a
 round-trip of the list) for `failed_items`, most of what a hook's decision costs. So a hook's
 run remembers, for each output, a key of what it was made from and the SHA-256 of the bytes:
@@ -52,7 +54,7 @@ class _NoKey(Exception):
 
 
 class OutputMemo:
-    """The outputs of the last hook's run: per recovery file and per owned list, the key of
+    """The outputs of the last run or hook: per recovery file and per owned list, the key of
     what it was made from and the digest of its bytes."""
 
     def __init__(self, folder: Path) -> None:
