@@ -3,10 +3,10 @@
 
 An agent hook decides on every failed call (docs/hooks.md), and most calls change no prompt and
 no `failed_items` entry: the file is already on disk as the run would write it. A rerun,
-`status` and `report` (shadow runs, which read the memo and write nothing) are the same case. Making it again
-costs Jinja2 (its import and the templates' compilation) for the prompts and ruamel (a
-round-trip of the list) for `failed_items`, most of what a hook's decision costs. So a hook's
-run remembers, for each output, a key of what it was made from and the SHA-256 of the bytes:
+`status` and `report` (shadow runs, which read the memo and write nothing) are the same case.
+Making it again costs Jinja2 (its import and the templates' compilation) for the prompts and
+ruamel (a round-trip of the list) for `failed_items`, most of what a hook's decision costs. So
+a run remembers, for each output, a key of what it was made from and the SHA-256 of the bytes:
 
 - a recovery file: the templates it was rendered with (each one's name, type, size, change times
   and inode, the person's overrides included) and each template's context. When the key is the
