@@ -171,3 +171,22 @@ def test_an_issues_step_4_directive_names_the_last_green_checkpoint(tmp_path: Pa
     assert f"as commit {commit}" in text
     assert f"`git diff {commit} -- config.json`" in text
     assert f"`git checkout {commit} -- config.json`" in text
+
+
+def test_a_checkpoint_runs_no_program_the_repositorys_config_names(tmp_path: Path) -> None:
+    """`.git/config` is writable by any agent in the project: a checkpoint runs git with its
+    hooks off and no fsmonitor, so a program planted there is never run by selfcorrect
+    (docs/containment.md)."""
+    repo = project(tmp_path)
+    folder = repo / "workflow"
+    planted = tmp_path / "planted.sh"
+    ran = tmp_path / "planted-ran"
+    planted.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    planted.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(planted))
+    (folder / "validation_report.yaml").write_text(PASS)
+
+    correction_run(folder)
+
+    assert len(checkpoints(folder)) == 1
+    assert not ran.exists()

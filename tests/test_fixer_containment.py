@@ -584,3 +584,23 @@ def test_the_undone_folder_is_capped_oldest_copies_first_and_journaled(
     assert any(n.startswith("README.md.") for n in names)  # this undo's own copy is kept
     assert sum(p.stat().st_size for p in undone.iterdir()) <= undone_copies.MAX_BYTES
     assert compensation(repo)["pruned"] == ["workflow/.selfcorrect/undone/oldest.bin"]
+
+
+def test_a_fix_runs_no_program_the_repositorys_config_names(tmp_path: Path, run_line) -> None:
+    """A fix is measured with `git status`, and `.git/config` is writable by any agent in the
+    project: a `core.fsmonitor` planted there would run as selfcorrect at every fix. It is
+    never run (docs/containment.md)."""
+    from tests.test_partial_fixes import HALF_FIXER, fixer_project
+
+    repo = fixer_project(tmp_path, HALF_FIXER)
+    planted = tmp_path / "planted.sh"
+    ran = tmp_path / "planted-ran"
+    planted.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    planted.chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", str(planted)], cwd=repo, check=True)
+
+    result = run_line(["run", repo / "workflow", "--validate-first", "--format", "json"])
+
+    assert result.exit_code in (0, 1, 3), result.stderr
+    assert json.loads(result.stdout)["changed_by_fixes"]  # the fix ran and was measured
+    assert not ran.exists()

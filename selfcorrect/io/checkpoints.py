@@ -58,7 +58,9 @@ def _git(cwd: Path, env: dict[str, str], *args: str) -> str | None:
     """git's output, stripped; None when it failed or did not start."""
     try:
         done = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", *args],
+            # No hook, no fsmonitor: .git/config is writable by any agent in the project, and
+            # a program it names would run as selfcorrect (docs/containment.md).
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args],
             cwd=cwd,
             env=env,
             capture_output=True,

@@ -28,6 +28,16 @@ def git_error(doing: str, exc: BaseException) -> WorkspaceError:
     )
 
 
+# git configuration given in the environment (git 2.31+), over what `.git/config` says.
+NO_PROGRAMS = {
+    "GIT_CONFIG_COUNT": "2",
+    "GIT_CONFIG_KEY_0": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_0": "false",
+    "GIT_CONFIG_KEY_1": "core.hooksPath",
+    "GIT_CONFIG_VALUE_1": "/dev/null",
+}
+
+
 @contextlib.contextmanager
 def open_repo(root: Path) -> Iterator[tuple[Repo, str] | None]:
     """The repository around `root` and root's prefix in its work tree; None outside git."""
@@ -50,9 +60,14 @@ def open_repo(root: Path) -> Iterator[tuple[Repo, str] | None]:
         return
     with repo:
         rel = root.relative_to(Path(top).resolve()).as_posix()
-        # Pin the repository (a hook may export GIT_DIR); never take index.lock for status.
+        # Pin the repository (a hook may export GIT_DIR); never take index.lock for status;
+        # run no program `.git/config` names (an agent can write it): no fsmonitor, no hook
+        # (docs/containment.md).
         repo.git.update_environment(
-            GIT_DIR=str(repo.git_dir), GIT_WORK_TREE=str(top), GIT_OPTIONAL_LOCKS="0"
+            GIT_DIR=str(repo.git_dir),
+            GIT_WORK_TREE=str(top),
+            GIT_OPTIONAL_LOCKS="0",
+            **NO_PROGRAMS,
         )
         yield repo, "" if rel == "." else rel + "/"
 
