@@ -97,12 +97,9 @@ def test_status_after_a_run_renders_nothing_again(tmp_path: Path) -> None:
     """`status` (and `report`, a rerun) reads back the prompts the last run wrote, unchanged
     since, rather than rendering them again: the template engine is not even loaded, and what
     it shows is what the run wrote (docs/hooks.md, the output memo)."""
-    import shutil
+    from tests.conftest import copy_example
 
-    from tests.conftest import REPO
-
-    folder = tmp_path / "workflow"
-    shutil.copytree(REPO / "workflow", folder, ignore=shutil.ignore_patterns(".selfcorrect"))
+    folder = copy_example(tmp_path / "workflow")  # as shipped, whatever a run left in the clone
     code, modules = _loaded("run", "-q", "workflow", cwd=tmp_path)
     assert code == 1 and "jinja2" in modules  # the run rendered the prompts
     prompt = (folder / "recovery" / "WI-3.md").read_text(encoding="utf-8")
