@@ -89,6 +89,11 @@ def test_two_searches_alternating_are_named_then_enter_the_ladder_at_step_2(
     assert "5 cycles" in answers[9] and "Signal: alternation" in answers[9]
     subject = loop_subject(root, "alternation")
     assert (subject["status"], subject["ladder_step"]) == ("recovering", 2)
+    # The step says how to leave a loop of calls that worked, not how to read a missing file.
+    prompt = (root / "workflow" / subject["prompt"]).read_text(encoding="utf-8")
+    (tried,) = [line for line in prompt.splitlines() if line.startswith("TRY:")]
+    assert tried.startswith("TRY: Step 2 — Break the loop: "), tried
+    assert "path exists" not in prompt and "Break the loop" in answers[9]
 
 
 def test_three_calls_alternating_fire_too(tmp_path: Path) -> None:

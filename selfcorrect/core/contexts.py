@@ -21,6 +21,7 @@ from selfcorrect.core.ledger import SubjectRecord
 from selfcorrect.core.model import Coordination, Intent, Task
 from selfcorrect.core.plural import count
 from selfcorrect.core.policy import Policy
+from selfcorrect.core.stuck import LOOP_SIGNALS
 from selfcorrect.core.summary import summary
 from selfcorrect.core.text_caps import cap_all
 
@@ -32,6 +33,12 @@ READ_DIRECTIVE = (
     "path exists and is a file (list its directory, search for its name), and read a large "
     "file in parts (offset and limit) or search it for what you need instead of reading it "
     "whole."
+)
+# A loop that succeeds (docs/rules.md §7): the calls worked, and more of them tell nothing new.
+LOOP_DIRECTIVE = (
+    "The calls under DO NOT repeat worked each time, and doing them again will not tell you "
+    "more. Act on what they returned (edit the file, run the check, give the answer), or make "
+    "a different kind of call; if something you need is missing, say what, and stop."
 )
 READ_TOO_LARGE = (
     "The file is too large to read whole: read it in parts with offset and limit, or search "
@@ -153,6 +160,8 @@ def step_to_try(
     # A type that decomposes at its limit enters at step 3 with this directive; the same on
     # every rerun while the prompt is out, so a run with nothing new rewrites nothing.
     decompose = at_limit == "decompose" and step["step"] == DECOMPOSE_STEP
+    if decision.signals and all(f.signal in LOOP_SIGNALS for f in decision.signals):
+        return {"step": step["step"], "name": "Break the loop", "directive": LOOP_DIRECTIVE}
     if record.read_only:  # a failed read: how to read, and no file to change
         directive = READ_TOO_LARGE if decision.failure_type == "resource_exhaustion" else ""
         return {
