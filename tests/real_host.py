@@ -28,35 +28,37 @@ from typing import Any
 import pytest
 
 CLAUDE_CODE_VERSION = "2.1.332"
-CACHE = Path.home() / ".cache" / "selfcorrect-test" / "claude-code"
-INSTALL = (
-    f"npm install --prefix {CACHE} --no-audit --no-fund "
-    f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
-)
 SESSION_S = 180  # one scripted session; each takes a few seconds
 
 Block = dict[str, Any]
 Turn = list[Block] | Callable[[dict[str, Any]], list[Block]]
 
 
-def claude_binary() -> Path:
-    """The pinned CLI, or a skip that says how to install it (a failure under CI=true)."""
+def cli_binary(folder: str, name: str, package: str, version: str, variable: str) -> Path:
+    """A pinned CLI (`~/.cache/selfcorrect-test/FOLDER/node_modules/.bin/NAME`, or $VARIABLE),
+    or a skip that says how to install it: a failure under CI=true."""
     # The real home: conftest points HOME at a temporary folder for every test.
     home = Path(os.environ.get("SELFCORRECT_REAL_HOME") or _real_home())
-    found = Path(
-        os.environ.get("SELFCORRECT_CLAUDE")
-        or home / ".cache/selfcorrect-test/claude-code/node_modules/.bin/claude"
-    )
+    cache = home / ".cache" / "selfcorrect-test" / folder
+    found = Path(os.environ.get(variable) or cache / "node_modules" / ".bin" / name)
     if found.is_file() and os.access(found, os.X_OK):
         return found
     why = (
-        f"the Claude Code CLI {CLAUDE_CODE_VERSION} is not installed at {found}: install it "
-        f"with `{INSTALL.replace(str(CACHE), str(found.parents[2]))}` (Node.js and npm), or "
-        "set SELFCORRECT_CLAUDE to its `claude`"
+        f"the {package} CLI {version} is not installed at {found}: install it with `npm "
+        f"install --prefix {cache} --no-audit --no-fund {package}@{version}` (Node.js and "
+        f"npm), or set {variable} to its `{name}`"
     )
     if os.environ.get("CI") == "true":
         pytest.fail(why)
     pytest.skip(why)
+
+
+def claude_binary() -> Path:
+    """The pinned Claude Code CLI (see `cli_binary`)."""
+    return cli_binary(
+        "claude-code", "claude", "@anthropic-ai/claude-code", CLAUDE_CODE_VERSION,
+        "SELFCORRECT_CLAUDE",
+    )  # fmt: skip
 
 
 def _real_home() -> str:
@@ -73,13 +75,12 @@ def text(words: str) -> Block:
     return {"type": "text", "text": words}
 
 
-class ModelServer:
-    """The scripted model: {marker: [turn, ...]} (see the module's docstring)."""
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 answering each POST with `reply(path, body)`: what the
+    scripted models of every host share. It records every request body."""
 
-    def __init__(self, script: dict[str, list[Turn]]) -> None:
-        self.script = script
+    def __init__(self, base_path: str = "") -> None:
         self.requests: list[dict[str, Any]] = []
-        self._next: dict[str, int] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -92,26 +93,51 @@ class ModelServer:
             def do_POST(self) -> None:
                 size = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(size) or b"{}")
-                if "count_tokens" in self.path:
-                    self._send(b'{"input_tokens": 10}', "application/json")
-                    return
-                blocks = server.answer(body)
-                self._send(*_response(body, blocks))
+                self._send(*server.reply(self.path, body))
 
             def do_GET(self) -> None:
-                self.send_response(404)
-                self.send_header("content-length", "0")
-                self.end_headers()
+                self._send(*server.get(self.path))
 
-            def _send(self, data: bytes, kind: str) -> None:
-                self.send_response(200)
+            def _send(self, data: bytes, kind: str, status: int = 200) -> None:
+                self.send_response(status)
                 self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}{base_path}"
+
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[bytes, str]:
+        raise NotImplementedError
+
+    def get(self, path: str) -> tuple[bytes, str, int]:
+        return b"", "text/plain", 404
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Any]:
+        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            thread.join(timeout=10)
+
+
+class ModelServer(LoopbackServer):
+    """The scripted model: {marker: [turn, ...]} (see the module's docstring)."""
+
+    def __init__(self, script: dict[str, list[Turn]]) -> None:
+        super().__init__()
+        self.script = script
+        self._next: dict[str, int] = {}
+
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[bytes, str]:
+        if "count_tokens" in path:
+            return b'{"input_tokens": 10}', "application/json"
+        return _response(body, self.answer(body))
 
     def answer(self, body: dict[str, Any]) -> list[Block]:
         with self._lock:
@@ -128,17 +154,6 @@ class ModelServer:
                         return turn(body) if callable(turn) else turn
                     break
             return [text("Done.")]
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[ModelServer]:
-        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield self
-        finally:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            thread.join(timeout=10)
 
     # --- what the model was sent ---------------------------------------------------------------
 
@@ -278,9 +293,17 @@ def run_session(
     argv = [str(claude), "-p", prompt, "--dangerously-skip-permissions", "--output-format", "json"]
     if plugin_dir is not None:
         argv += ["--plugin-dir", str(plugin_dir)]
+    return run_bounded(argv, project, env)
+
+
+def run_bounded(
+    argv: list[str], cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """An agent CLI's session: `argv` in `cwd` within SESSION_S; its whole process group (the
+    CLI, its hooks, their children) is killed afterwards, whatever happened."""
     process = subprocess.Popen(
         argv,
-        cwd=project,
+        cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

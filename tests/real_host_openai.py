@@ -15,43 +15,28 @@ The CLIs are pinned npm packages, installed by `.ci/run` into ~/.cache/selfcorre
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import os
 import subprocess
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.real_host import _kill_group, _real_home
+from tests.real_host import LoopbackServer, run_bounded
 
 CODEX_VERSION = "0.171.0"
 COPILOT_VERSION = "1.0.102"
-SESSION_S = 180
 
 Item = dict[str, Any]
 
 
-def cli_binary(name: str, package: str, version: str, variable: str) -> Path:
-    """A pinned CLI (`~/.cache/selfcorrect-test/NAME/node_modules/.bin/NAME`, or $VARIABLE),
-    or a skip saying how to install it: a failure under CI=true."""
-    home = Path(os.environ.get("SELFCORRECT_REAL_HOME") or _real_home())
-    cache = home / ".cache" / "selfcorrect-test" / name
-    found = Path(os.environ.get(variable) or cache / "node_modules" / ".bin" / name)
-    if found.is_file() and os.access(found, os.X_OK):
-        return found
-    why = (
-        f"the {package} CLI {version} is not installed at {found}: install it with `npm "
-        f"install --prefix {cache} --no-audit --no-fund {package}@{version}` (Node.js and "
-        f"npm), or set {variable} to its `{name}`"
-    )
-    if os.environ.get("CI") == "true":
-        pytest.fail(why)
-    pytest.skip(why)
+@functools.cache
+def recorded_events(host: str) -> dict[str, Any]:
+    """The events recorded from the real CLI of `host` (tests/replay/hosts/HOST/events.json),
+    read when a test runs: collection reads no fixture (tests/test_hermetic_suite.py)."""
+    path = Path(__file__).resolve().parent / "replay" / "hosts" / host / "events.json"
+    data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return data
 
 
 def function_call(ident: str, name: str, **arguments: Any) -> Item:
@@ -75,41 +60,18 @@ def message(words: str) -> Item:
     }
 
 
-class ResponsesServer:
+class ResponsesServer(LoopbackServer):
     """The scripted model: one turn (a list of output items) per agent request, in order."""
 
     def __init__(self, turns: list[list[Item]]) -> None:
+        super().__init__("/v1")
         self.turns = turns
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[bytes, str]:
+        return _stream(self.answer(body), len(self.requests)), "text/event-stream"
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                size = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(size) or b"{}")
-                data = _stream(server.answer(body), len(server.requests))
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                data = b'{"object": "list", "data": [], "models": []}'
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+    def get(self, path: str) -> tuple[bytes, str, int]:
+        return b'{"object": "list", "data": [], "models": []}', "application/json", 200
 
     def answer(self, body: dict[str, Any]) -> list[Item]:
         with self._lock:
@@ -119,17 +81,6 @@ class ResponsesServer:
             agent = [r for r in self.requests if r.get("tools")]
             at = len(agent) - 1
             return self.turns[at] if at < len(self.turns) else [message("Done.")]
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[ResponsesServer]:
-        thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield self
-        finally:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            thread.join(timeout=10)
 
     def outputs(self) -> dict[str, str]:
         """Each call's output as the model was sent it, by call id."""
@@ -192,28 +143,8 @@ def _stream(items: list[Item], number: int) -> bytes:
 
 
 def run(argv: list[str], project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`argv` in `project` within SESSION_S; its whole process group (the CLI, its hooks,
-    their children) is killed afterwards, whatever happened."""
-    process = subprocess.Popen(
-        argv,
-        cwd=project,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = process.communicate(timeout=SESSION_S)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(process.pid)
-        out, err = process.communicate()
-        why = f"the session did not end within {SESSION_S} s: {err[-2000:]}"
-        raise AssertionError(why) from exc
-    finally:
-        _kill_group(process.pid)
-    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+    """`argv` in `project` with `env` and the machine's PATH, bounded (real_host.run_bounded)."""
+    return run_bounded(argv, project, {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env})
 
 
 PENDING = (

@@ -84,6 +84,20 @@ def test_the_folder_the_hook_settings_name_comes_first(tmp_path: Path) -> None:
     assert json.loads(omitted.stdout)["result"] != "BLOCKED"
 
 
+@pytest.mark.parametrize("host", ["codex", "copilot"])
+def test_the_folder_codexs_or_copilots_hooks_name_is_found_too(host: str, tmp_path: Path) -> None:
+    """The hook files `install codex` and `install copilot` write name the folder as well
+    (Copilot's under `bash`, not `command`)."""
+    root = project(tmp_path)
+    assert cli("init", "-q", "agents/wf", cwd=root).returncode == 0
+    assert cli("install", host, "-q", "--folder", "agents/wf", cwd=root).returncode == 0
+    here = root / "src" / "deep"
+    omitted = cli("status", "--format", "json", cwd=here)
+    given = cli("status", root / "agents" / "wf", "--format", "json", cwd=here)
+    assert json.loads(omitted.stdout) == json.loads(given.stdout)
+    assert json.loads(omitted.stdout)["result"] != "BLOCKED"  # not the example's workflow/
+
+
 def test_no_workflow_folder_found_exits_2_naming_init(tmp_path: Path) -> None:
     root = tmp_path / "bare"
     (root / "src").mkdir(parents=True)

@@ -9,7 +9,6 @@ pinned CLI it skips, saying how to install it, and under CI=true its absence fai
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -21,29 +20,22 @@ import jsonschema
 import pytest
 
 from selfcorrect.io import documents
+from tests.real_host import cli_binary
 from tests.real_host_openai import (
     CODEX_VERSION,
     PENDING,
     ResponsesServer,
-    cli_binary,
     first_denied,
     function_call,
     held_once,
     install_hooks,
     message,
+    recorded_events,
     run,
 )
 from tests.test_hooks import COORDINATION, WAIT_S, make_project
 
 HOSTS = Path(__file__).resolve().parent / "replay" / "hosts" / "codex"
-
-
-@functools.cache
-def recorded_events() -> dict[str, Any]:
-    """The events recorded from the real CLI (read when a test runs: collection reads no
-    fixture, tests/test_hermetic_suite.py)."""
-    data: dict[str, Any] = json.loads((HOSTS / "events.json").read_text("utf-8"))
-    return data
 
 
 SCHEMAS = {
@@ -79,7 +71,7 @@ def codex(root: Path, name: str, payload: dict[str, Any]) -> tuple[dict[str, Any
 
 def recorded(root: Path, event: str, at: int = 0, **fields: Any) -> dict[str, Any]:
     """A recorded event, its paths moved into this test's project and session log."""
-    payload = dict(recorded_events()[event][at], cwd=str(root), **fields)
+    payload = dict(recorded_events("codex")[event][at], cwd=str(root), **fields)
     if "transcript_path" in payload:
         payload["transcript_path"] = str(root.parent / "rollout.jsonl")
     return payload
@@ -109,7 +101,7 @@ def failures(root: Path) -> list[str]:
 
 def post(root: Path, call: str) -> dict[str, Any]:
     """The recorded PostToolUse of `call` (its command and output), as Codex sent it."""
-    first = recorded_events()["PostToolUse"][0]
+    first = recorded_events("codex")["PostToolUse"][0]
     return recorded(root, "PostToolUse", tool_use_id=call, tool_input=first["tool_input"])
 
 
@@ -120,7 +112,7 @@ def test_a_failed_call_is_logged_once_from_the_session_log(project: Path) -> Non
     logged = entries(project)
     assert [(e["tool"], e["tool_use_id"]) for e in logged] == [("Bash", "call_1")]
     assert "No such file or directory" in logged[0]["error"]
-    assert logged[0]["agent_id"] == recorded_events()["PostToolUse"][0]["session_id"]
+    assert logged[0]["agent_id"] == recorded_events("codex")["PostToolUse"][0]["session_id"]
     # call_2 (`echo ok`) worked: a success (the agent has a failing streak: it is awaited).
     assert codex(project, "post-tool-use", recorded(project, "PostToolUse", 1))[0] is None
     assert entries(project)[-1]["outcome"] == "success"
@@ -305,7 +297,7 @@ def test_install_codex_writes_its_hooks_and_uninstall_restores_them(tmp_path: Pa
 
 @pytest.fixture
 def codex_cli() -> Path:
-    return cli_binary("codex", "@openai/codex", CODEX_VERSION, "SELFCORRECT_CODEX")
+    return cli_binary("codex", "codex", "@openai/codex", CODEX_VERSION, "SELFCORRECT_CODEX")
 
 
 def codex_session(cli: Path, project: Path, tmp_path: Path, server: ResponsesServer) -> None:

@@ -12,7 +12,6 @@ under CI=true its absence fails.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -23,31 +22,21 @@ from typing import Any
 import pytest
 
 from selfcorrect.io import documents
+from tests.real_host import cli_binary
 from tests.real_host_openai import (
     COPILOT_VERSION,
     PENDING,
     ResponsesServer,
-    cli_binary,
     first_denied,
     function_call,
     held_once,
     install_hooks,
     message,
+    recorded_events,
     run,
 )
 from tests.test_hooks import COORDINATION, WAIT_S, make_project
 from tests.test_host_codex import answerers_of, from_a_passing_parent, wait_until
-
-HOSTS = Path(__file__).resolve().parent / "replay" / "hosts" / "copilot"
-
-
-@functools.cache
-def recorded_events() -> dict[str, Any]:
-    """The events recorded from the real CLI (read when a test runs: collection reads no
-    fixture, tests/test_hermetic_suite.py)."""
-    data: dict[str, Any] = json.loads((HOSTS / "events.json").read_text("utf-8"))
-    return data
-
 
 NPM = {"command": "npm test", "description": "Run the tests"}
 NPM_ERROR = "npm ERR! code ELIFECYCLE"
@@ -125,7 +114,7 @@ def test_failures_are_logged_guided_on_stderr_then_the_repeat_denied(project: Pa
 
 def test_a_command_that_exits_non_zero_in_post_tool_use_is_a_failure(project: Path) -> None:
     # Copilot CLI 1.0.102 reports `ls` exiting 2 as a postToolUse "success" (recorded).
-    exited = dict(recorded_events()["postToolUse"][0], cwd=str(project))
+    exited = dict(recorded_events("copilot")["postToolUse"][0], cwd=str(project))
     assert exited["toolResult"]["resultType"] == "success"
     for n in range(3):
         code, answer, _ = copilot(project, "post-tool-use", dict(exited, timestamp=n))
@@ -138,11 +127,11 @@ def test_a_command_that_exits_non_zero_in_post_tool_use_is_a_failure(project: Pa
         answer is not None
         and "--- [Stuck Detection] Loop detected ---" in (answer["additionalContext"])
     )  # postToolUse's guidance: additionalContext, which Copilot adds to the result
-    before = dict(recorded_events()["preToolUse"][0], cwd=str(project))
+    before = dict(recorded_events("copilot")["preToolUse"][0], cwd=str(project))
     denied = copilot(project, "pre-tool-use", before)[1]
     assert denied is not None and denied["permissionDecision"] == "deny"
     # The recorded `echo ok` (exit code 0) is a success.
-    ok = dict(recorded_events()["postToolUse"][1], cwd=str(project))
+    ok = dict(recorded_events("copilot")["postToolUse"][1], cwd=str(project))
     assert copilot(project, "post-tool-use", ok)[1] is None
     assert entries(project)[-1]["outcome"] == "success"
     # A call a person or the permission rules denied never ran: nothing is logged.
@@ -171,7 +160,7 @@ def test_agent_stop_holds_once_under_copilots_cap(project: Path) -> None:
         "utf-8",
     )
     copilot(project, "post-tool-use-failure", failed(project, 1))  # decides again
-    stop = dict(recorded_events()["agentStop"][0], cwd=str(project))
+    stop = dict(recorded_events("copilot")["agentStop"][0], cwd=str(project))
     assert copilot(project, "agent-stop", dict(stop, stop_hook_active=True))[1] is None
     code, held, _ = copilot(project, "agent-stop", stop)
     assert code == 0 and held == {"decision": "block", "reason": held["reason"]}
@@ -191,7 +180,7 @@ def test_subagent_stop_pre_compact_and_the_session_events(project: Path) -> None
     assert list((project / "workflow/waypoints").glob("*.yaml"))
     # sessionStart starts the folder's warm answerer for its host, here a parent that exits
     # at once: it stops with it. sessionEnd leaves it (a host that never attached: nothing).
-    start = dict(recorded_events()["sessionStart"][0], cwd=str(project))
+    start = dict(recorded_events("copilot")["sessionStart"][0], cwd=str(project))
     done = from_a_passing_parent(project, "copilot", "session-start", start)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert wait_until(lambda: not answerers_of(project / "workflow"))
@@ -251,7 +240,9 @@ def test_install_copilot_writes_its_own_file_and_uninstall_removes_it(tmp_path: 
 
 @pytest.fixture
 def copilot_cli() -> Path:
-    return cli_binary("copilot", "@github/copilot", COPILOT_VERSION, "SELFCORRECT_COPILOT")
+    return cli_binary(
+        "copilot", "copilot", "@github/copilot", COPILOT_VERSION, "SELFCORRECT_COPILOT"
+    )
 
 
 def copilot_session(cli: Path, project: Path, tmp_path: Path, server: ResponsesServer) -> None:

@@ -30,6 +30,7 @@ SETTINGS = (
     ".codex/hooks.json",
     ".github/hooks/selfcorrect.json",
 )
+HOSTS = ("claude-code", "gemini", "codex", "copilot")  # as `selfcorrect hook HOST` names them
 MAX_BYTES = 4 * 1024 * 1024
 _STOP = re.compile(
     r"""selfcorrect['"]?\s+hook\s+(?:(?:claude-code|codex)\s+(?:subagent-)?stop"""
@@ -69,8 +70,9 @@ def _commands(text: str) -> Iterator[str]:
     while stack:
         node = stack.pop(0)
         if isinstance(node, dict):
-            if isinstance(node.get("command"), str):
-                yield node["command"]
+            for key in ("command", "bash"):  # Copilot CLI's hooks run `bash`
+                if isinstance(node.get(key), str):
+                    yield node[key]
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
@@ -87,7 +89,7 @@ def _hook_folder(command: str) -> str | None:
         previous = words[index - 1]
         if word == "hook" and _SELFCORRECT.search(previous):
             rest = words[index + 1 :]
-            if rest[:1] in (["claude-code"], ["gemini"]):
+            if rest[:1] and rest[0] in HOSTS:
                 return rest[2] if len(rest) > 2 else layout.DEFAULT_FOLDER
     return None
 
