@@ -53,6 +53,9 @@ TOOLS: dict[str, tuple[str, dict[str, str]]] = {
     "view": ("Read", {"path": "file_path", "view_range": "offset"}),
 }
 # The end of a shell call's text: "<shellId: 0 completed with exit code 2>"
+# Events answered by an exit code and stderr, which the warm answerer does not carry: they are
+# always answered in the hook's own process (hooks/dispatch.py).
+IN_PROCESS = frozenset({"post-tool-use-failure"})
 _EXIT = re.compile(r"completed with exit code (-?\d+)>?\s*$")
 _SHELL_END = re.compile(r"<shellId: [^>]*>\s*$")  # the marker itself, not the call's output
 FAILED_RESULTS = ("failure", "error")

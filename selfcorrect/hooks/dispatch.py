@@ -82,8 +82,8 @@ def run_hook(argv: list[str], forward: bool = True) -> int:
         if name == NO_HOOK:
             return 0
         deciding = name in WARM or (name == "post-tool-use" and _logs_a_success(event, folder))
-        # Copilot's failure guidance is an exit code, which the warm answerer does not carry
-        warm = not (argv[0] == "copilot" and argv[1] == "post-tool-use-failure")
+        # A host whose answer to an event is an exit code answers it here (hooks/copilot.py)
+        warm = argv[1] not in getattr(host, "IN_PROCESS", ())
         if forward and warm and deciding and _answered_warm(argv, folder, raw):
             return 0
         answer = handler_of(name)(event, folder)
